@@ -1,0 +1,107 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * snpu devices: the character device /dev/snpuN and its sysfs attributes.
+ */
+#include <linux/device.h>
+#include <linux/err.h>
+#include <linux/slab.h>
+#include <linux/sysfs.h>
+
+#include "snpu.h"
+
+static struct snpu_device *to_snpu_device(struct device *dev)
+{
+	struct miscdevice *misc = dev_get_drvdata(dev);
+
+	return container_of(misc, struct snpu_device, misc);
+}
+
+static ssize_t cores_show(struct device *dev, struct device_attribute *attr,
+			  char *buf)
+{
+	return sysfs_emit(buf, "%u\n", to_snpu_device(dev)->cores);
+}
+static DEVICE_ATTR_RO(cores);
+
+static ssize_t mem_mb_show(struct device *dev, struct device_attribute *attr,
+			   char *buf)
+{
+	return sysfs_emit(buf, "%llu\n", to_snpu_device(dev)->mem_total >> 20);
+}
+static DEVICE_ATTR_RO(mem_mb);
+
+static ssize_t mem_used_show(struct device *dev, struct device_attribute *attr,
+			     char *buf)
+{
+	struct snpu_device *sdev = to_snpu_device(dev);
+
+	return sysfs_emit(buf, "%lld\n", (s64)atomic64_read(&sdev->mem_used));
+}
+static DEVICE_ATTR_RO(mem_used);
+
+static ssize_t contexts_show(struct device *dev, struct device_attribute *attr,
+			     char *buf)
+{
+	return sysfs_emit(buf, "%d\n", atomic_read(&to_snpu_device(dev)->contexts));
+}
+static DEVICE_ATTR_RO(contexts);
+
+static struct attribute *snpu_dev_attrs[] = {
+	&dev_attr_cores.attr,
+	&dev_attr_mem_mb.attr,
+	&dev_attr_mem_used.attr,
+	&dev_attr_contexts.attr,
+	NULL,
+};
+ATTRIBUTE_GROUPS(snpu_dev);
+
+/**
+ * snpu_device_create() - create and register /dev/snpu@index
+ * @index: N of /dev/snpuN
+ * @p: validated module parameters
+ *
+ * Return: the device, or an ERR_PTR() when allocation or registration fails.
+ */
+struct snpu_device *snpu_device_create(unsigned int index,
+				       const struct snpu_params *p)
+{
+	struct snpu_device *sdev;
+	int ret;
+
+	sdev = kzalloc(sizeof(*sdev), GFP_KERNEL);
+	if (!sdev)
+		return ERR_PTR(-ENOMEM);
+
+	sdev->index = index;
+	sdev->cores = p->cores;
+	sdev->mem_total = (u64)p->mem_mb << 20;
+	atomic64_set(&sdev->mem_used, 0);
+	atomic_set(&sdev->contexts, 0);
+	snprintf(sdev->name, sizeof(sdev->name), "snpu%u", index);
+
+	sdev->misc.minor = MISC_DYNAMIC_MINOR;
+	sdev->misc.name = sdev->name;
+	sdev->misc.fops = &snpu_fops;
+	sdev->misc.groups = snpu_dev_groups;
+	sdev->misc.mode = 0666;
+
+	ret = misc_register(&sdev->misc);
+	if (ret) {
+		kfree(sdev);
+		return ERR_PTR(ret);
+	}
+	return sdev;
+}
+
+/**
+ * snpu_device_destroy() - unregister and free a device
+ * @sdev: a device from snpu_device_create()
+ *
+ * Called at module unload, when no file of the device is open.
+ */
+void snpu_device_destroy(struct snpu_device *sdev)
+{
+	misc_deregister(&sdev->misc);
+	WARN_ON(atomic_read(&sdev->contexts));
+	kfree(sdev);
+}

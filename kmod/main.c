@@ -1,0 +1,79 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * snpu - soft NPU: module load and unload.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/module.h>
+#include <linux/moduleparam.h>
+#include <linux/err.h>
+
+#include "snpu.h"
+
+static unsigned int devices = 1;
+module_param(devices, uint, 0444);
+MODULE_PARM_DESC(devices, "number of devices /dev/snpuN to create, 1..16 (default 1)");
+
+static unsigned int cores = 4;
+module_param(cores, uint, 0444);
+MODULE_PARM_DESC(cores, "compute cores per device, 1..64 (default 4)");
+
+static unsigned int mem_mb = 256;
+module_param(mem_mb, uint, 0444);
+MODULE_PARM_DESC(mem_mb, "device memory per device in MiB, 1..16384 (default 256)");
+
+static struct snpu_device *snpu_devs[SNPU_MAX_DEVICES];
+
+static void snpu_destroy_all(void)
+{
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(snpu_devs); i++) {
+		if (snpu_devs[i])
+			snpu_device_destroy(snpu_devs[i]);
+		snpu_devs[i] = NULL;
+	}
+}
+
+static int __init snpu_init(void)
+{
+	const struct snpu_params p = {
+		.devices = devices,
+		.cores = cores,
+		.mem_mb = mem_mb,
+	};
+	const char *bad = snpu_params_check(&p);
+	unsigned int i;
+
+	if (bad) {
+		pr_err("bad module parameter: %s\n", bad);
+		return -EINVAL;
+	}
+
+	for (i = 0; i < p.devices; i++) {
+		struct snpu_device *sdev = snpu_device_create(i, &p);
+
+		if (IS_ERR(sdev)) {
+			pr_err("cannot create snpu%u: %ld\n", i, PTR_ERR(sdev));
+			snpu_destroy_all();
+			return PTR_ERR(sdev);
+		}
+		snpu_devs[i] = sdev;
+	}
+
+	pr_info("%u device(s), %u cores and %u MiB each, ABI %u.%u\n",
+		p.devices, p.cores, p.mem_mb, SNPU_ABI_MAJOR, SNPU_ABI_MINOR);
+	return 0;
+}
+
+static void __exit snpu_exit(void)
+{
+	snpu_destroy_all();
+}
+
+module_init(snpu_init);
+module_exit(snpu_exit);
+
+MODULE_DESCRIPTION("snpu: soft NPU accelerator runtime (virtual device, streams, events, scheduler)");
+MODULE_AUTHOR("snpu developers");
+MODULE_LICENSE("GPL");
