@@ -1,0 +1,93 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
+/*
+ * libsnpu: opening, closing and describing a device.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include "snpu.h"
+
+struct snpu_device {
+	int fd;
+};
+
+static int snpu_ioctl(int fd, unsigned long cmd, void *arg)
+{
+	int ret;
+
+	do {
+		ret = ioctl(fd, cmd, arg);
+	} while (ret < 0 && errno == EINTR);
+	return ret < 0 ? -errno : ret;
+}
+
+int snpu_open_path(const char *path, unsigned int flags,
+		   struct snpu_device **devp)
+{
+	struct snpu_device *dev;
+	struct snpu_info info;
+	int ret;
+
+	if (!path || !devp || flags)
+		return -EINVAL;
+
+	dev = calloc(1, sizeof(*dev));
+	if (!dev)
+		return -ENOMEM;
+
+	dev->fd = open(path, O_RDWR | O_CLOEXEC);
+	if (dev->fd < 0) {
+		ret = -errno;
+		free(dev);
+		return ret;
+	}
+
+	/* An snpu device answers GET_INFO with an ABI we understand. */
+	ret = snpu_get_info(dev, &info);
+	if (!ret && info.abi_major != SNPU_ABI_MAJOR)
+		ret = -EPROTO;
+	if (ret) {
+		snpu_close(dev);
+		return ret;
+	}
+
+	*devp = dev;
+	return 0;
+}
+
+int snpu_open(unsigned int index, unsigned int flags,
+	      struct snpu_device **devp)
+{
+	char path[32];
+
+	snprintf(path, sizeof(path), "/dev/snpu%u", index);
+	return snpu_open_path(path, flags, devp);
+}
+
+void snpu_close(struct snpu_device *dev)
+{
+	if (!dev)
+		return;
+	close(dev->fd);
+	free(dev);
+}
+
+int snpu_device_fd(const struct snpu_device *dev)
+{
+	return dev ? dev->fd : -EINVAL;
+}
+
+int snpu_get_info(struct snpu_device *dev, struct snpu_info *info)
+{
+	if (!dev || !info)
+		return -EINVAL;
+
+	memset(info, 0, sizeof(*info));
+	info->size = sizeof(*info);
+	return snpu_ioctl(dev->fd, SNPU_IOC_GET_INFO, info);
+}
