@@ -74,6 +74,6 @@ static void __exit snpu_exit(void)
 module_init(snpu_init);
 module_exit(snpu_exit);
 
-MODULE_DESCRIPTION("snpu: soft NPU accelerator runtime (virtual device, streams, events, scheduler)");
+MODULE_DESCRIPTION("snpu: soft NPU, a virtual accelerator device and its runtime");
 MODULE_AUTHOR("snpu developers");
 MODULE_LICENSE("GPL");

@@ -3,7 +3,8 @@
  * libsnpu - the userspace library of the snpu accelerator runtime.
  *
  * Every call that can fail returns 0 (or a count) on success and a negative
- * errno on failure; errno itself is left alone. The library keeps no
+ * errno on failure; read the error from the return value, not from errno
+ * (which the system calls made on the way may change). The library keeps no
  * global state: everything lives in the objects the caller holds.
  * Documentation/lib/ has a page per call.
  */

@@ -1,0 +1,57 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+# Run every kselftest suite inside the VM (installed there as
+# snpu-selftests). Suites in UNLOADED run first with the module unloaded
+# (they load it themselves); then the module is loaded with its defaults,
+# the other suites run, and the module must unload cleanly.
+#
+# Prints the suites' TAP; a program that ends without the harness's totals
+# line is reported as "not ok". Exits 1 when anything failed.
+dir=${SNPU_SELFTESTS:-/opt/snpu/selftests}
+ko=${SNPU_KO:-/opt/snpu/snpu.ko}
+UNLOADED="load"
+rc=0
+
+run_prog() {
+	echo "# selftest $1"
+	"$1" > /tmp/ksft.out 2>&1
+	st=$?
+	cat /tmp/ksft.out
+	if ! grep -q '^# Totals:' /tmp/ksft.out; then
+		echo "not ok 1 $1 # ended without results (status $st)"
+		rc=1
+	elif [ $st -ne 0 ]; then
+		rc=1
+	fi
+}
+
+run_suite() {
+	for p in "$dir/$1"/*; do
+		[ -f "$p" ] && [ -x "$p" ] && run_prog "$p"
+	done
+}
+
+if grep -q '^snpu ' /proc/modules; then
+	rmmod snpu || { echo "not ok 1 vm.rmmod_before_tests"; exit 1; }
+fi
+for s in $UNLOADED; do
+	run_suite "$s"
+done
+
+if insmod "$ko"; then
+	echo "ok 1 vm.insmod_defaults"
+else
+	echo "not ok 1 vm.insmod_defaults"
+	exit 1
+fi
+for s in $(ls "$dir"); do
+	case " $UNLOADED " in *" $s "*) continue ;; esac
+	[ -d "$dir/$s" ] && run_suite "$s"
+done
+if rmmod snpu; then
+	echo "ok 1 vm.rmmod_after_tests"
+else
+	echo "not ok 1 vm.rmmod_after_tests"
+	rc=1
+fi
+exit $rc
