@@ -1,0 +1,179 @@
+# SPDX-License-Identifier: GPL-2.0
+# snpu top-level build: the kernel module (kbuild, see Kbuild), libsnpu,
+# its tools, the kselftests, the VM image and the checks. `make help`.
+
+VERSION := 0.1.0
+SONAME := libsnpu.so.0
+
+# KDIR is evaluated when used, after scripts/deps may have installed the
+# headers: the running kernel's build dir, else the newest Debian headers.
+KDIR ?= $(shell $(CURDIR)/scripts/kdir)
+
+ifeq ($(V),1)
+Q :=
+else
+Q := @
+MAKEFLAGS += --no-print-directory
+endif
+
+CC ?= gcc
+CFLAGS ?= -O2 -g
+WARN := -Wall -Wextra -Wno-unused-parameter
+B := build
+KSRC := $(B)/ksrc
+KSFT_INC := $(KSRC)/tools/testing/selftests
+SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
+
+LIB_SRCS := $(wildcard lib/*.c)
+LIB_HDRS := lib/include/snpu.h uapi/linux/snpu.h
+LIB_CFLAGS := $(CFLAGS) $(WARN) -fPIC -D_GNU_SOURCE \
+	      -Iuapi -Ilib/include
+TOOLS := $(patsubst lib/tools/%.c,$(B)/tools/%,$(wildcard lib/tools/*.c))
+CORE_SRCS := $(wildcard kmod/core/*.c)
+UNIT_TESTS := $(B)/unit/core_test $(B)/unit/device_test
+
+PREFIX ?= /usr/local
+LIBDIR ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+
+.PHONY: all module lib tools selftests unit unit-build deps ksrc lint check run \
+	vm-image vm-shell install clean help
+
+all: module lib tools selftests
+
+help:
+	@echo 'snpu make targets:'
+	@echo '  all (default)  module, library, tools and selftests'
+	@echo '  module         snpu.ko with kbuild against KDIR ($(KDIR))'
+	@echo '  lib            build/lib: libsnpu.a, libsnpu.so (versioned), libsnpu.pc'
+	@echo '  tools          build/tools: snpu-smi'
+	@echo '  selftests      build/selftests: kselftest suites (run in the VM)'
+	@echo '  unit           native unit tests of kmod/core and lib under ASan/UBSan'
+	@echo '  lint           checkpatch --strict, sparse C=2, pahole ABI check'
+	@echo '  check          build + lint + unit + kselftests in the VM; ends with'
+	@echo '                 "N passed, N failed"'
+	@echo '  run            boot the VM, load the module, show the devices'
+	@echo '  vm-image       build/vm/initramfs.cpio.gz for scripts/vm'
+	@echo '  vm-shell       interactive shell in the VM with the module loaded'
+	@echo '  deps           install every Debian package any target needs'
+	@echo '  install        library, headers and pkg-config file under PREFIX'
+	@echo '  clean          remove build outputs'
+	@echo 'Variables: KDIR=<kernel build dir>  V=1 (verbose)  PREFIX=/usr/local'
+	@echo 'The VM by hand: scripts/vm run [-p PARAMS] CMD..., scripts/vm --help'
+
+deps:
+	$(Q)scripts/deps all
+
+ksrc:
+	$(Q)scripts/deps build
+	$(Q)scripts/ksrc $(KSRC)
+
+# ---- kernel module ---------------------------------------------------------
+
+module:
+	$(Q)scripts/deps build
+	$(Q)$(MAKE) -C $(KDIR) M=$(CURDIR) modules
+
+# ---- library ---------------------------------------------------------------
+
+LIB_OBJS := $(patsubst lib/%.c,$(B)/lib/obj/%.o,$(LIB_SRCS))
+
+$(B)/lib/obj/%.o: lib/%.c $(LIB_HDRS)
+	@mkdir -p $(@D)
+	@$(if $(Q),echo '  CC      $@')
+	$(Q)$(CC) $(LIB_CFLAGS) -c $< -o $@
+
+$(B)/lib/libsnpu.a: $(LIB_OBJS)
+	@$(if $(Q),echo '  AR      $@')
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(B)/lib/$(SONAME).1: $(LIB_OBJS) lib/libsnpu.map
+	@$(if $(Q),echo '  LD      $@')
+	$(Q)$(CC) -shared -Wl,-soname,$(SONAME) -Wl,--version-script=lib/libsnpu.map \
+		-Wl,--no-undefined -o $@ $(LIB_OBJS)
+	$(Q)ln -sf $(SONAME).1 $(B)/lib/$(SONAME)
+	$(Q)ln -sf $(SONAME) $(B)/lib/libsnpu.so
+
+$(B)/lib/libsnpu.pc: lib/libsnpu.pc.in Makefile
+	$(Q)sed -e 's|@prefix@|$(PREFIX)|' -e 's|@libdir@|$(LIBDIR)|' \
+		-e 's|@includedir@|$(INCLUDEDIR)|' -e 's|@version@|$(VERSION)|' $< > $@
+
+lib: $(B)/lib/libsnpu.a $(B)/lib/$(SONAME).1 $(B)/lib/libsnpu.pc
+
+# ---- tools -----------------------------------------------------------------
+
+# Tools find libsnpu next to them: build/lib here, /opt/snpu/lib in the VM.
+$(B)/tools/%: lib/tools/%.c $(B)/lib/$(SONAME).1 $(LIB_HDRS)
+	@mkdir -p $(@D)
+	@$(if $(Q),echo '  CC      $@')
+	$(Q)$(CC) $(CFLAGS) $(WARN) -D_GNU_SOURCE -Iuapi -Ilib/include $< \
+		-L$(B)/lib -lsnpu -Wl,-rpath,'$$ORIGIN/../lib' -o $@
+
+tools: $(TOOLS)
+
+# ---- tests -----------------------------------------------------------------
+
+selftests: lib ksrc
+	$(Q)$(MAKE) -C selftests OUTPUT=$(CURDIR)/$(B)/selftests
+
+$(B)/unit/core_test: kmod/core/tests/core_test.c $(CORE_SRCS) kmod/core/core.h uapi/linux/snpu.h
+	@mkdir -p $(@D)
+	@$(if $(Q),echo '  CC      $@')
+	$(Q)$(CC) -O1 -g $(WARN) $(SAN) -I$(KSFT_INC) -Iuapi -Ikmod $< $(CORE_SRCS) -o $@
+
+$(B)/unit/device_test: lib/tests/device_test.c $(LIB_SRCS) $(LIB_HDRS)
+	@mkdir -p $(@D)
+	@$(if $(Q),echo '  CC      $@')
+	$(Q)$(CC) -O1 -g $(WARN) $(SAN) -D_GNU_SOURCE -I$(KSFT_INC) -Iuapi -Ilib/include \
+		$< $(LIB_SRCS) -o $@
+
+unit-build: ksrc
+	$(Q)$(MAKE) $(UNIT_TESTS)
+
+unit: unit-build
+	$(Q)scripts/check unit $(UNIT_TESTS)
+
+lint: ksrc
+	$(Q)scripts/deps lint
+	$(Q)scripts/check lint
+
+check:
+	$(Q)scripts/check all
+
+vm-check:
+	$(Q)scripts/check vm
+
+# ---- VM --------------------------------------------------------------------
+
+vm-image: all
+	$(Q)scripts/deps vm
+	$(Q)rm -rf $(B)/vm/root && mkdir -p $(B)/vm/root/opt/snpu/lib $(B)/vm/root/opt/snpu/bin
+	$(Q)cp snpu.ko $(B)/vm/root/opt/snpu/
+	$(Q)cp -a $(B)/lib/libsnpu.so* $(B)/vm/root/opt/snpu/lib/
+	$(Q)cp $(TOOLS) $(B)/vm/root/opt/snpu/bin/
+	$(Q)cp -a $(B)/selftests $(B)/vm/root/opt/snpu/selftests
+	$(Q)cp selftests/run_vm.sh $(B)/vm/root/opt/snpu/bin/snpu-selftests
+	@$(if $(Q),echo '  GEN     $(B)/vm/initramfs.cpio.gz')
+	$(Q)scripts/mkinitramfs $(B)/vm/root $(B)/vm/initramfs.cpio.gz
+
+run: vm-image
+	$(Q)scripts/vm run -t 120 snpu-smi
+
+vm-shell: vm-image
+	$(Q)scripts/vm shell
+
+# ---- install / clean -------------------------------------------------------
+
+install: lib
+	install -d $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR)/linux
+	install -m 644 $(B)/lib/libsnpu.a $(DESTDIR)$(LIBDIR)/
+	install -m 755 $(B)/lib/$(SONAME).1 $(DESTDIR)$(LIBDIR)/
+	ln -sf $(SONAME).1 $(DESTDIR)$(LIBDIR)/$(SONAME)
+	ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/libsnpu.so
+	install -m 644 lib/include/snpu.h $(DESTDIR)$(INCLUDEDIR)/
+	install -m 644 uapi/linux/snpu.h $(DESTDIR)$(INCLUDEDIR)/linux/
+	install -m 644 $(B)/lib/libsnpu.pc $(DESTDIR)$(LIBDIR)/pkgconfig/
+
+clean:
+	$(Q)if [ -d "$(KDIR)" ]; then $(MAKE) -C $(KDIR) M=$(CURDIR) clean; fi
+	$(Q)rm -rf $(B)
