@@ -5,8 +5,9 @@
 VERSION := 0.1.0
 SONAME := libsnpu.so.0
 
-# KDIR is evaluated when used, after scripts/deps may have installed the
-# headers: the running kernel's build dir, else the newest Debian headers.
+# The running kernel's build dir, else the newest Debian headers. Recipes
+# that need it run in a sub-make after scripts/deps, so that a first build
+# on a fresh machine sees the headers deps just installed.
 KDIR ?= $(shell $(CURDIR)/scripts/kdir)
 
 ifeq ($(V),1)
@@ -36,7 +37,7 @@ PREFIX ?= /usr/local
 LIBDIR ?= $(PREFIX)/lib
 INCLUDEDIR ?= $(PREFIX)/include
 
-.PHONY: all module lib tools selftests unit unit-build deps ksrc lint check run \
+.PHONY: all module kbuild vm-check lib tools selftests unit unit-build deps ksrc lint check run \
 	vm-image vm-shell install clean help
 
 all: module lib tools selftests
@@ -45,18 +46,19 @@ help:
 	@echo 'snpu make targets:'
 	@echo '  all (default)  module, library, tools and selftests'
 	@echo '  module         snpu.ko with kbuild against KDIR ($(KDIR))'
-	@echo '  lib            build/lib: libsnpu.a, libsnpu.so (versioned), libsnpu.pc'
+	@echo '  lib            build/lib: libsnpu.a, libsnpu.so (versioned symbols)'
 	@echo '  tools          build/tools: snpu-smi'
 	@echo '  selftests      build/selftests: kselftest suites (run in the VM)'
 	@echo '  unit           native unit tests of kmod/core and lib under ASan/UBSan'
 	@echo '  lint           checkpatch --strict, sparse C=2, pahole ABI check'
 	@echo '  check          build + lint + unit + kselftests in the VM; ends with'
 	@echo '                 "N passed, N failed"'
+	@echo '  vm-check       only the kselftests in the VM'
 	@echo '  run            boot the VM, load the module, show the devices'
 	@echo '  vm-image       build/vm/initramfs.cpio.gz for scripts/vm'
 	@echo '  vm-shell       interactive shell in the VM with the module loaded'
 	@echo '  deps           install every Debian package any target needs'
-	@echo '  install        library, headers and pkg-config file under PREFIX'
+	@echo '  install        library, headers and libsnpu.pc under DESTDIR/PREFIX'
 	@echo '  clean          remove build outputs'
 	@echo 'Variables: KDIR=<kernel build dir>  V=1 (verbose)  PREFIX=/usr/local'
 	@echo 'The VM by hand: scripts/vm run [-p PARAMS] CMD..., scripts/vm --help'
@@ -72,6 +74,9 @@ ksrc:
 
 module:
 	$(Q)scripts/deps build
+	$(Q)$(MAKE) kbuild
+
+kbuild:
 	$(Q)$(MAKE) -C $(KDIR) M=$(CURDIR) modules
 
 # ---- library ---------------------------------------------------------------
@@ -94,11 +99,10 @@ $(B)/lib/$(SONAME).1: $(LIB_OBJS) lib/libsnpu.map
 	$(Q)ln -sf $(SONAME).1 $(B)/lib/$(SONAME)
 	$(Q)ln -sf $(SONAME) $(B)/lib/libsnpu.so
 
-$(B)/lib/libsnpu.pc: lib/libsnpu.pc.in Makefile
-	$(Q)sed -e 's|@prefix@|$(PREFIX)|' -e 's|@libdir@|$(LIBDIR)|' \
-		-e 's|@includedir@|$(INCLUDEDIR)|' -e 's|@version@|$(VERSION)|' $< > $@
+PC_SUBST := sed -e 's|@prefix@|$(PREFIX)|' -e 's|@libdir@|$(LIBDIR)|' \
+	-e 's|@includedir@|$(INCLUDEDIR)|' -e 's|@version@|$(VERSION)|'
 
-lib: $(B)/lib/libsnpu.a $(B)/lib/$(SONAME).1 $(B)/lib/libsnpu.pc
+lib: $(B)/lib/libsnpu.a $(B)/lib/$(SONAME).1
 
 # ---- tools -----------------------------------------------------------------
 
@@ -172,7 +176,7 @@ install: lib
 	ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/libsnpu.so
 	install -m 644 lib/include/snpu.h $(DESTDIR)$(INCLUDEDIR)/
 	install -m 644 uapi/linux/snpu.h $(DESTDIR)$(INCLUDEDIR)/linux/
-	install -m 644 $(B)/lib/libsnpu.pc $(DESTDIR)$(LIBDIR)/pkgconfig/
+	$(PC_SUBST) lib/libsnpu.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/libsnpu.pc
 
 clean:
 	$(Q)if [ -d "$(KDIR)" ]; then $(MAKE) -C $(KDIR) M=$(CURDIR) clean; fi

@@ -2,6 +2,7 @@
 /*
  * libsnpu: opening, closing and describing a device.
  */
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -11,6 +12,9 @@
 #include <unistd.h>
 
 #include "snpu.h"
+
+/* The library is built for this ABI; see scripts/abi-sizes. */
+static_assert(sizeof(struct snpu_info) == 88, "struct snpu_info changed");
 
 struct snpu_device {
 	int fd;

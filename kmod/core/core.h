@@ -10,9 +10,11 @@
 #define _SNPU_CORE_H
 
 #ifdef __KERNEL__
+#include <linux/build_bug.h>
 #include <linux/errno.h>
 #include <linux/types.h>
 #else
+#include <assert.h>
 #include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -20,6 +22,9 @@
 #endif
 
 #include <linux/snpu.h>
+
+/* The uapi struct sizes; scripts/abi-sizes holds the same list for pahole. */
+static_assert(sizeof(struct snpu_info) == 88, "struct snpu_info changed");
 
 /* Limits of the module parameters, checked at load. */
 #define SNPU_MAX_DEVICES	16

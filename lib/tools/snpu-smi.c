@@ -46,9 +46,16 @@ int main(int argc, char **argv)
 
 	while ((opt = getopt(argc, argv, "d:h")) != -1) {
 		switch (opt) {
-		case 'd':
-			one = strtol(optarg, NULL, 10);
+		case 'd': {
+			char *end;
+
+			one = strtol(optarg, &end, 10);
+			if (*optarg == '\0' || *end || one < 0) {
+				fprintf(stderr, "snpu-smi: bad device '%s'\n", optarg);
+				return 2;
+			}
 			break;
+		}
 		default:
 			fprintf(stderr, "usage: %s [-d N]\n", argv[0]);
 			return opt == 'h' ? 0 : 2;

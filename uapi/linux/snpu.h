@@ -64,7 +64,7 @@
  * @flags: in: must be zero
  * @abi_major: out: SNPU_ABI_MAJOR of the driver
  * @abi_minor: out: SNPU_ABI_MINOR of the driver
- * @caps: out: SNPU_CAP_* bits
+ * @caps: out: SNPU_CAP_* bits (none defined yet)
  * @dev_index: out: N of /dev/snpuN
  * @cores: out: number of compute cores (module parameter "cores")
  * @mem_total: out: device memory in bytes (module parameter "mem_mb")
