@@ -31,7 +31,11 @@ LIB_CFLAGS := $(CFLAGS) $(WARN) -fPIC -D_GNU_SOURCE \
 	      -Iuapi -Ilib/include
 TOOLS := $(patsubst lib/tools/%.c,$(B)/tools/%,$(wildcard lib/tools/*.c))
 CORE_SRCS := $(wildcard kmod/core/*.c)
-UNIT_TESTS := $(B)/unit/core_test $(B)/unit/device_test
+CORE_HDRS := $(wildcard kmod/core/*.h) uapi/linux/snpu.h
+# Native unit tests: every kmod/core/tests/*.c and lib/tests/*.c program.
+CORE_TESTS := $(patsubst kmod/core/tests/%.c,$(B)/unit/%,$(wildcard kmod/core/tests/*.c))
+LIB_TESTS := $(patsubst lib/tests/%.c,$(B)/unit/%,$(wildcard lib/tests/*.c))
+UNIT_TESTS := $(CORE_TESTS) $(LIB_TESTS)
 
 PREFIX ?= /usr/local
 LIBDIR ?= $(PREFIX)/lib
@@ -120,12 +124,16 @@ tools: $(TOOLS)
 selftests: lib ksrc
 	$(Q)$(MAKE) -C selftests OUTPUT=$(CURDIR)/$(B)/selftests
 
-$(B)/unit/core_test: kmod/core/tests/core_test.c $(CORE_SRCS) kmod/core/core.h uapi/linux/snpu.h
+# -ffp-contract=off: the f32 kernels and the tests' references must round
+# every product (never an FMA), whatever the compiler's default (clang, or
+# a -march with FMA); the f32 results are compared bit for bit.
+$(CORE_TESTS): $(B)/unit/%: kmod/core/tests/%.c $(CORE_SRCS) $(CORE_HDRS)
 	@mkdir -p $(@D)
 	@$(if $(Q),echo '  CC      $@')
-	$(Q)$(CC) -O1 -g $(WARN) $(SAN) -I$(KSFT_INC) -Iuapi -Ikmod $< $(CORE_SRCS) -o $@
+	$(Q)$(CC) -O1 -g $(WARN) $(SAN) -ffp-contract=off -I$(KSFT_INC) -Iuapi -Ikmod \
+		$< $(CORE_SRCS) -o $@
 
-$(B)/unit/device_test: lib/tests/device_test.c $(LIB_SRCS) $(LIB_HDRS)
+$(LIB_TESTS): $(B)/unit/%: lib/tests/%.c $(LIB_SRCS) $(LIB_HDRS) $(wildcard lib/*.h)
 	@mkdir -p $(@D)
 	@$(if $(Q),echo '  CC      $@')
 	$(Q)$(CC) -O1 -g $(WARN) $(SAN) -D_GNU_SOURCE -I$(KSFT_INC) -Iuapi -Ilib/include \

@@ -22,6 +22,28 @@ static unsigned int mem_mb = 256;
 module_param(mem_mb, uint, 0444);
 MODULE_PARM_DESC(mem_mb, "device memory per device in MiB, 1..16384 (default 256)");
 
+static unsigned int ctx_mem_mb;
+module_param(ctx_mem_mb, uint, 0444);
+MODULE_PARM_DESC(ctx_mem_mb, "device memory quota per context in MiB, 0 = the device's (default 0)");
+
+static unsigned int ctx_host_mb = 256;
+module_param(ctx_host_mb, uint, 0444);
+MODULE_PARM_DESC(ctx_host_mb, "host memory quota per context in MiB, 1..16384 (default 256)");
+
+static unsigned int ctx_streams = 64;
+module_param(ctx_streams, uint, 0444);
+MODULE_PARM_DESC(ctx_streams, "stream quota per context, 1..4096 (default 64)");
+
+static unsigned int ctx_events = 1024;
+module_param(ctx_events, uint, 0444);
+MODULE_PARM_DESC(ctx_events, "event quota per context, 1..16384 (default 1024)");
+
+static unsigned int ctx_tasks = 4096;
+module_param(ctx_tasks, uint, 0444);
+MODULE_PARM_DESC(ctx_tasks, "tasks in flight per context, 1..32768 (default 4096)");
+
+struct snpu_quota snpu_quota;
+
 static struct snpu_device *snpu_devs[SNPU_MAX_DEVICES];
 
 static void snpu_destroy_all(void)
@@ -41,6 +63,11 @@ static int __init snpu_init(void)
 		.devices = devices,
 		.cores = cores,
 		.mem_mb = mem_mb,
+		.ctx_mem_mb = ctx_mem_mb,
+		.ctx_host_mb = ctx_host_mb,
+		.ctx_streams = ctx_streams,
+		.ctx_events = ctx_events,
+		.ctx_tasks = ctx_tasks,
 	};
 	const char *bad = snpu_params_check(&p);
 	unsigned int i;
@@ -49,6 +76,12 @@ static int __init snpu_init(void)
 		pr_err("bad module parameter: %s\n", bad);
 		return -EINVAL;
 	}
+
+	snpu_quota.mem = (u64)(p.ctx_mem_mb ?: p.mem_mb) << 20;
+	snpu_quota.host = (u64)p.ctx_host_mb << 20;
+	snpu_quota.streams = p.ctx_streams;
+	snpu_quota.events = p.ctx_events;
+	snpu_quota.tasks = p.ctx_tasks;
 
 	for (i = 0; i < p.devices; i++) {
 		struct snpu_device *sdev = snpu_device_create(i, &p);

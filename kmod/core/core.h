@@ -12,6 +12,7 @@
 #ifdef __KERNEL__
 #include <linux/build_bug.h>
 #include <linux/errno.h>
+#include <linux/kernel.h>
 #include <linux/types.h>
 #else
 #include <assert.h>
@@ -19,18 +20,26 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <linux/types.h>
+#ifndef ARRAY_SIZE
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+#endif
 #endif
 
 #include <linux/snpu.h>
 
 /* The uapi struct sizes; scripts/abi-sizes holds the same list for pahole. */
 static_assert(sizeof(struct snpu_info) == 88, "struct snpu_info changed");
+static_assert(sizeof(struct snpu_task) == SNPU_TASK_SIZE, "struct snpu_task changed");
 
 /* Limits of the module parameters, checked at load. */
 #define SNPU_MAX_DEVICES	16
 #define SNPU_MAX_CORES		64
 #define SNPU_MIN_MEM_MB		1
 #define SNPU_MAX_MEM_MB		16384
+#define SNPU_MAX_CTX_HOST_MB	16384
+#define SNPU_MAX_CTX_STREAMS	4096
+#define SNPU_MAX_CTX_EVENTS	16384
+#define SNPU_MAX_CTX_TASKS	32768
 
 /* Device limits reported by SNPU_IOC_GET_INFO. */
 #define SNPU_MAX_BLOCK_DIM	65535
@@ -41,16 +50,27 @@ static_assert(sizeof(struct snpu_info) == 88, "struct snpu_info changed");
  * @devices: number of /dev/snpuN to create
  * @cores: compute cores per device
  * @mem_mb: device memory per device, in MiB
+ * @ctx_mem_mb: device memory quota per context in MiB, 0 for @mem_mb
+ * @ctx_host_mb: host memory quota per context in MiB
+ * @ctx_streams: stream quota per context
+ * @ctx_events: event quota per context
+ * @ctx_tasks: tasks in flight per context
  */
 struct snpu_params {
 	unsigned int devices;
 	unsigned int cores;
 	unsigned int mem_mb;
+	unsigned int ctx_mem_mb;
+	unsigned int ctx_host_mb;
+	unsigned int ctx_streams;
+	unsigned int ctx_events;
+	unsigned int ctx_tasks;
 };
 
 const char *snpu_params_check(const struct snpu_params *p);
 
 int snpu_ioc_check_size(__u32 usize, __u32 ver0);
 bool snpu_ioc_same(unsigned int cmd, unsigned int known);
+int snpu_task_check(const struct snpu_task *t);
 
 #endif /* _SNPU_CORE_H */

@@ -19,5 +19,15 @@ const char *snpu_params_check(const struct snpu_params *p)
 		return "cores must be in [1, 64]";
 	if (p->mem_mb < SNPU_MIN_MEM_MB || p->mem_mb > SNPU_MAX_MEM_MB)
 		return "mem_mb must be in [1, 16384]";
+	if (p->ctx_mem_mb > p->mem_mb)
+		return "ctx_mem_mb must be in [0, mem_mb]";
+	if (p->ctx_host_mb < 1 || p->ctx_host_mb > SNPU_MAX_CTX_HOST_MB)
+		return "ctx_host_mb must be in [1, 16384]";
+	if (p->ctx_streams < 1 || p->ctx_streams > SNPU_MAX_CTX_STREAMS)
+		return "ctx_streams must be in [1, 4096]";
+	if (p->ctx_events < 1 || p->ctx_events > SNPU_MAX_CTX_EVENTS)
+		return "ctx_events must be in [1, 16384]";
+	if (p->ctx_tasks < 1 || p->ctx_tasks > SNPU_MAX_CTX_TASKS)
+		return "ctx_tasks must be in [1, 32768]";
 	return NULL;
 }

@@ -37,15 +37,19 @@
  * ABI changelog (SNPU_ABI_MAJOR.SNPU_ABI_MINOR):
  *
  *   0.1  SNPU_IOC_GET_INFO.
+ *   0.2  Contexts with quotas, device and host memory, streams, events,
+ *        tasks (kernel launch, copies, memset, event record, stream wait,
+ *        host callback) submitted by SNPU_IOC_SUBMIT.
  */
 #ifndef _UAPI_LINUX_SNPU_H
 #define _UAPI_LINUX_SNPU_H
 
+#include <linux/const.h>
 #include <linux/ioctl.h>
 #include <linux/types.h>
 
 #define SNPU_ABI_MAJOR		0
-#define SNPU_ABI_MINOR		1
+#define SNPU_ABI_MINOR		2
 
 /* Largest argument struct the kernel ever copies. */
 #define SNPU_IOC_MAX_SIZE	4096
@@ -56,7 +60,11 @@
  * Capability bits reported in snpu_info.caps. A bit is set when the driver
  * implements the feature it names; unknown bits are reserved.
  */
-#define SNPU_CAPS_KNOWN		0ULL
+#define SNPU_CAP_MEMORY		_BITULL(0)	/* device and host memory */
+#define SNPU_CAP_STREAMS	_BITULL(1)	/* streams, events, SUBMIT */
+#define SNPU_CAP_CALLBACKS	_BITULL(2)	/* host callback tasks */
+#define SNPU_CAPS_KNOWN		(SNPU_CAP_MEMORY | SNPU_CAP_STREAMS | \
+				 SNPU_CAP_CALLBACKS)
 
 /**
  * struct snpu_info - device description, returned by SNPU_IOC_GET_INFO
@@ -64,7 +72,7 @@
  * @flags: in: must be zero
  * @abi_major: out: SNPU_ABI_MAJOR of the driver
  * @abi_minor: out: SNPU_ABI_MINOR of the driver
- * @caps: out: SNPU_CAP_* bits (none defined yet)
+ * @caps: out: SNPU_CAP_* bits
  * @dev_index: out: N of /dev/snpuN
  * @cores: out: number of compute cores (module parameter "cores")
  * @mem_total: out: device memory in bytes (module parameter "mem_mb")
@@ -90,6 +98,573 @@ struct snpu_info {
 
 #define SNPU_INFO_SIZE_VER0	88
 
+/**
+ * struct snpu_ctx_query - usage and quotas of the calling context
+ * @size: in: sizeof; out: bytes written
+ * @flags: must be zero
+ * @mem_used: out: device memory bytes allocated by this context
+ * @mem_limit: out: quota of device memory bytes
+ * @host_used: out: host memory bytes allocated or registered
+ * @host_limit: out: quota of host memory bytes
+ * @streams: out: streams that exist
+ * @streams_limit: out: quota of streams
+ * @events: out: events that exist
+ * @events_limit: out: quota of events
+ * @tasks: out: tasks submitted and not yet complete
+ * @tasks_limit: out: quota of tasks in flight (the task pool's size)
+ * @reserved: must be zero
+ *
+ * Exceeding a quota fails with ENOSPC and changes nothing; running out of
+ * device memory fails with ENOMEM.
+ */
+struct snpu_ctx_query {
+	__u32 size;
+	__u32 flags;
+	__u64 mem_used;
+	__u64 mem_limit;
+	__u64 host_used;
+	__u64 host_limit;
+	__u32 streams;
+	__u32 streams_limit;
+	__u32 events;
+	__u32 events_limit;
+	__u32 tasks;
+	__u32 tasks_limit;
+	__u64 reserved[4];
+};
+
+#define SNPU_CTX_QUERY_SIZE_VER0	96
+
+/*
+ * Device memory. Device addresses are per context: an address of another
+ * context never resolves. Allocations are zero-filled.
+ */
+
+/**
+ * struct snpu_mem_alloc - SNPU_IOC_MEM_ALLOC
+ * @size: in: sizeof; out: bytes written
+ * @flags: must be zero
+ * @bytes: in: size of the allocation, > 0
+ * @align: in: alignment, 0 or a power of two; at least the device's
+ *         mem_align is always used
+ * @addr: out: device address of the allocation
+ * @reserved: must be zero
+ */
+struct snpu_mem_alloc {
+	__u32 size;
+	__u32 flags;
+	__u64 bytes;
+	__u64 align;
+	__u64 addr;
+	__u64 reserved[2];
+};
+
+#define SNPU_MEM_ALLOC_SIZE_VER0	48
+
+/**
+ * struct snpu_mem_free - SNPU_IOC_MEM_FREE
+ * @size: sizeof
+ * @flags: must be zero
+ * @addr: the address SNPU_IOC_MEM_ALLOC returned (not one inside it)
+ * @reserved: must be zero
+ *
+ * The address stops resolving at once; the memory itself goes away when
+ * the last queued task that names it completes.
+ */
+struct snpu_mem_free {
+	__u32 size;
+	__u32 flags;
+	__u64 addr;
+	__u64 reserved[2];
+};
+
+#define SNPU_MEM_FREE_SIZE_VER0		32
+
+/**
+ * struct snpu_mem_query - SNPU_IOC_MEM_QUERY
+ * @size: in: sizeof; out: bytes written
+ * @flags: must be zero
+ * @addr: in: any address inside an allocation
+ * @base: out: the allocation's address
+ * @bytes: out: the allocation's size as requested
+ * @reserved: must be zero
+ */
+struct snpu_mem_query {
+	__u32 size;
+	__u32 flags;
+	__u64 addr;
+	__u64 base;
+	__u64 bytes;
+	__u64 reserved[2];
+};
+
+#define SNPU_MEM_QUERY_SIZE_VER0	48
+
+/* Directions of a copy. */
+#define SNPU_COPY_H2D		1	/* host @src to device @dst */
+#define SNPU_COPY_D2H		2	/* device @src to host @dst */
+#define SNPU_COPY_D2D		3	/* device @src to device @dst */
+
+/**
+ * struct snpu_mem_copy - SNPU_IOC_MEM_COPY: a synchronous copy
+ * @size: sizeof
+ * @flags: must be zero
+ * @dir: SNPU_COPY_*
+ * @pad: must be zero
+ * @dst: destination: device address, or user pointer for D2H
+ * @src: source: device address, or user pointer for H2D
+ * @bytes: bytes to copy; a device range must lie in one allocation
+ * @reserved: must be zero
+ *
+ * Done when the call returns. Any user memory may be named here; queued
+ * (asynchronous) copies only accept host memory of the context, see
+ * SNPU_IOC_HOST_ALLOC and SNPU_IOC_HOST_REGISTER.
+ */
+struct snpu_mem_copy {
+	__u32 size;
+	__u32 flags;
+	__u32 dir;
+	__u32 pad;
+	__u64 dst;
+	__u64 src;
+	__u64 bytes;
+	__u64 reserved[2];
+};
+
+#define SNPU_MEM_COPY_SIZE_VER0		56
+
+/**
+ * struct snpu_mem_set - SNPU_IOC_MEM_SET: a synchronous memset
+ * @size: sizeof
+ * @flags: must be zero
+ * @addr: device address
+ * @bytes: bytes to set; the range must lie in one allocation
+ * @value: the byte value, 0..255
+ * @pad: must be zero
+ * @reserved: must be zero
+ */
+struct snpu_mem_set {
+	__u32 size;
+	__u32 flags;
+	__u64 addr;
+	__u64 bytes;
+	__u32 value;
+	__u32 pad;
+	__u64 reserved[2];
+};
+
+#define SNPU_MEM_SET_SIZE_VER0		48
+
+/*
+ * Host memory that queued copies may use: allocated by the driver and
+ * mapped with mmap(2) of the device file at @mmap_offset, or user memory
+ * registered (pinned) with the driver. Queued copies name it by user
+ * address; a range that is neither is EINVAL at submit.
+ */
+
+/**
+ * struct snpu_host_alloc - SNPU_IOC_HOST_ALLOC
+ * @size: in: sizeof; out: bytes written
+ * @flags: must be zero
+ * @bytes: in: size, > 0; rounded up to pages
+ * @handle: out: handle for SNPU_IOC_HOST_FREE
+ * @pad: must be zero
+ * @mmap_offset: out: pass to mmap(2) with the whole size, once
+ * @reserved: must be zero
+ */
+struct snpu_host_alloc {
+	__u32 size;
+	__u32 flags;
+	__u64 bytes;
+	__u32 handle;
+	__u32 pad;
+	__u64 mmap_offset;
+	__u64 reserved[2];
+};
+
+#define SNPU_HOST_ALLOC_SIZE_VER0	48
+
+/**
+ * struct snpu_host_register - SNPU_IOC_HOST_REGISTER
+ * @size: in: sizeof; out: bytes written
+ * @flags: must be zero
+ * @addr: in: user address, page aligned
+ * @bytes: in: size, > 0, a multiple of the page size
+ * @handle: out: handle for SNPU_IOC_HOST_FREE
+ * @pad: must be zero
+ * @reserved: must be zero
+ *
+ * Pins the pages and charges them to RLIMIT_MEMLOCK unless the caller has
+ * CAP_IPC_LOCK. Ranges of one context do not overlap (EEXIST).
+ */
+struct snpu_host_register {
+	__u32 size;
+	__u32 flags;
+	__u64 addr;
+	__u64 bytes;
+	__u32 handle;
+	__u32 pad;
+	__u64 reserved[2];
+};
+
+#define SNPU_HOST_REGISTER_SIZE_VER0	48
+
+/**
+ * struct snpu_handle_op - an operation on one handle
+ * @size: sizeof
+ * @flags: the command's flags, else zero
+ * @handle: the handle
+ * @pad: must be zero
+ * @reserved: must be zero
+ *
+ * Used by SNPU_IOC_HOST_FREE (unregister or free; the unpin or free is
+ * deferred while queued tasks use the memory), SNPU_IOC_STREAM_DESTROY
+ * (waits for the stream's tasks, or with SNPU_STREAM_DESTROY_FORCE aborts
+ * them), SNPU_IOC_STREAM_ABORT, SNPU_IOC_STREAM_RESET and
+ * SNPU_IOC_EVENT_DESTROY.
+ */
+struct snpu_handle_op {
+	__u32 size;
+	__u32 flags;
+	__u32 handle;
+	__u32 pad;
+	__u64 reserved[2];
+};
+
+#define SNPU_HANDLE_OP_SIZE_VER0	32
+
+#define SNPU_STREAM_DESTROY_FORCE	_BITUL(0)
+
+/* Stream priorities: a higher one is served first by the cores. */
+#define SNPU_PRIO_LOW		-1
+#define SNPU_PRIO_NORMAL	0
+#define SNPU_PRIO_HIGH		1
+
+/**
+ * struct snpu_stream_create - SNPU_IOC_STREAM_CREATE, SNPU_IOC_EVENT_CREATE
+ * @size: in: sizeof; out: bytes written
+ * @flags: must be zero
+ * @priority: in: SNPU_PRIO_* (streams); must be zero for events
+ * @handle: out: the new handle
+ * @reserved: must be zero
+ */
+struct snpu_stream_create {
+	__u32 size;
+	__u32 flags;
+	__s32 priority;
+	__u32 handle;
+	__u64 reserved[2];
+};
+
+#define SNPU_STREAM_CREATE_SIZE_VER0	32
+
+/**
+ * struct snpu_wait - SNPU_IOC_STREAM_SYNC, SNPU_IOC_EVENT_SYNC
+ * @size: in: sizeof; out: bytes written
+ * @flags: must be zero
+ * @handle: in: stream or event
+ * @error: out: 0, or the -errno that put the stream in its error state
+ *         (stream), or that the captured work ended with (event)
+ * @timeout_ns: in: relative timeout, 0 polls, -1 waits forever
+ * @reserved: must be zero
+ *
+ * Waits until every task submitted to the stream before the call (or the
+ * event's captured work) is complete: ETIMEDOUT when the timeout expires
+ * first, EINTR on a signal. A stream in its error state is complete when
+ * nothing of it runs any more; @error tells why.
+ */
+struct snpu_wait {
+	__u32 size;
+	__u32 flags;
+	__u32 handle;
+	__s32 error;
+	__s64 timeout_ns;
+	__u64 reserved[2];
+};
+
+#define SNPU_WAIT_SIZE_VER0		40
+
+/**
+ * struct snpu_stream_query - SNPU_IOC_STREAM_QUERY
+ * @size: in: sizeof; out: bytes written
+ * @flags: must be zero
+ * @handle: in: the stream
+ * @error: out: 0, or the -errno of the task that failed the stream
+ * @submitted: out: sequence number of the last task submitted
+ * @completed: out: sequence number of the last task completed; tasks
+ *             complete in sequence order, the first task is 1
+ * @priority: out: SNPU_PRIO_*
+ * @pad: zero
+ * @reserved: must be zero
+ */
+struct snpu_stream_query {
+	__u32 size;
+	__u32 flags;
+	__u32 handle;
+	__s32 error;
+	__u64 submitted;
+	__u64 completed;
+	__s32 priority;
+	__u32 pad;
+	__u64 reserved[2];
+};
+
+#define SNPU_STREAM_QUERY_SIZE_VER0	56
+
+/* States of an event. */
+#define SNPU_EVENT_NEVER_RECORDED	0
+#define SNPU_EVENT_PENDING		1	/* captured work not done */
+#define SNPU_EVENT_COMPLETE		2
+
+/**
+ * struct snpu_event_query - SNPU_IOC_EVENT_QUERY
+ * @size: in: sizeof; out: bytes written
+ * @flags: must be zero
+ * @handle: in: the event
+ * @state: out: SNPU_EVENT_*
+ * @stream: out: the stream of the last record (0 if never recorded)
+ * @error: out: -errno the captured work ended with, or 0
+ * @seq: out: sequence number in @stream the capture waits for
+ * @time_ns: out: completion time (CLOCK_MONOTONIC) when complete
+ * @reserved: must be zero
+ */
+struct snpu_event_query {
+	__u32 size;
+	__u32 flags;
+	__u32 handle;
+	__u32 state;
+	__u32 stream;
+	__s32 error;
+	__u64 seq;
+	__u64 time_ns;
+	__u64 reserved[2];
+};
+
+#define SNPU_EVENT_QUERY_SIZE_VER0	56
+
+/**
+ * struct snpu_event_elapsed - SNPU_IOC_EVENT_ELAPSED
+ * @size: in: sizeof; out: bytes written
+ * @flags: must be zero
+ * @start: in: event recorded first
+ * @end: in: event recorded later
+ * @ns: out: end's completion time minus start's
+ * @reserved: must be zero
+ *
+ * Both events must be complete: EINVAL when one was never recorded, EBUSY
+ * when one is still pending.
+ */
+struct snpu_event_elapsed {
+	__u32 size;
+	__u32 flags;
+	__u32 start;
+	__u32 end;
+	__s64 ns;
+	__u64 reserved[2];
+};
+
+#define SNPU_EVENT_ELAPSED_SIZE_VER0	40
+
+/*
+ * Tasks. One descriptor, struct snpu_task, for every kind of work; the
+ * same descriptor goes through SNPU_IOC_SUBMIT (and later the command
+ * queues). Every device address is checked against the context's address
+ * space with its extent at submit (EFAULT), never at run time.
+ */
+#define SNPU_OP_LAUNCH		1	/* run a built-in kernel */
+#define SNPU_OP_COPY		2	/* asynchronous copy */
+#define SNPU_OP_MEMSET		3	/* asynchronous memset */
+#define SNPU_OP_EVENT_RECORD	4	/* capture the stream's work so far */
+#define SNPU_OP_STREAM_WAIT	5	/* wait for an event's capture */
+#define SNPU_OP_HOST_FUNC	6	/* deliver a callback to the process */
+
+/*
+ * Built-in kernels. A launch runs block_dim blocks in parallel; a block
+ * works on its slice of the elements: with n elements and B blocks, block
+ * b takes [b * c, min(n, (b + 1) * c)) where c = ceil(n / B). Buffers are
+ * device ranges (address, bytes); scalars are passed in @value with
+ * @bytes zero. Element counts are taken from the buffers as noted.
+ * Buffers of 32-bit elements must be 4-byte aligned; COPY's buffers and
+ * CRC32C's input are bytes. A 32-bit scalar's upper 32 bits must be zero.
+ *
+ *   NOP          no arguments
+ *   COPY         (dst, src): bytes of src, dst at least as large
+ *   FILL         (dst, scalar u32 pattern): dst filled with the 32-bit
+ *                pattern, bytes a multiple of 4
+ *   ADD_I32 ...  (c, a, b): c[i] = a[i] op b[i]; n = c.bytes / 4, a and b
+ *                at least as large
+ *   AXPY_F32     (y, x, scalar f32 bits a): y[i] += a * x[i]
+ *   RELU_F32     (y, x): y[i] = max(x[i], 0)
+ *   GEMM_F32     (c, a, b, scalar m, scalar n, scalar k): row-major
+ *                c[m x n] = a[m x k] * b[k x n], m, n, k in 1..65536;
+ *                elements of c are sliced
+ *   REDUCE_SUM_* (out, in): out[b] = sum of block b's slice of in;
+ *                out holds at least block_dim elements
+ *   CRC32C       (out, in): out[b] = crc32c (Castagnoli, initial and final
+ *                xor ~0) of block b's slice of in's bytes
+ *   SPIN         (scalar ns): every block busy-waits ns, at most 10 s
+ *   FAIL         (scalar errno): the task fails with -errno, 1..4095
+ */
+#define SNPU_KERNEL_NOP			0
+#define SNPU_KERNEL_COPY		1
+#define SNPU_KERNEL_FILL		2
+#define SNPU_KERNEL_ADD_I32		3
+#define SNPU_KERNEL_ADD_F32		4
+#define SNPU_KERNEL_MUL_I32		5
+#define SNPU_KERNEL_MUL_F32		6
+#define SNPU_KERNEL_AXPY_F32		7
+#define SNPU_KERNEL_RELU_F32		8
+#define SNPU_KERNEL_GEMM_F32		9
+#define SNPU_KERNEL_REDUCE_SUM_I32	10
+#define SNPU_KERNEL_REDUCE_SUM_F32	11
+#define SNPU_KERNEL_CRC32C		12
+#define SNPU_KERNEL_SPIN		13
+#define SNPU_KERNEL_FAIL		14
+#define SNPU_KERNEL_COUNT		15
+
+#define SNPU_KERNEL_MAX_ARGS		6
+
+/**
+ * struct snpu_kernel_arg - one argument of a launch
+ * @value: device address of a buffer, or a scalar
+ * @bytes: extent of the buffer; zero for a scalar
+ */
+struct snpu_kernel_arg {
+	__u64 value;
+	__u64 bytes;
+};
+
+/**
+ * struct snpu_task - one unit of work, 128 bytes
+ * @op: SNPU_OP_*
+ * @flags: must be zero
+ * @stream: the stream the task runs on
+ * @reserved0: must be zero
+ * @user_data: returned with the task's completion (callbacks, rings)
+ * @launch: SNPU_OP_LAUNCH: @kernel (SNPU_KERNEL_*), @block_dim (1 to the
+ *          device's max_block_dim), @args (unused ones zero)
+ * @copy: SNPU_OP_COPY: like struct snpu_mem_copy; a host side must be host
+ *        memory of the context
+ * @memset: SNPU_OP_MEMSET: like struct snpu_mem_set
+ * @event: SNPU_OP_EVENT_RECORD, SNPU_OP_STREAM_WAIT: the event handle
+ * @raw: the union as words; unused words must be zero
+ */
+struct snpu_task {
+	__u32 op;
+	__u32 flags;
+	__u32 stream;
+	__u32 reserved0;
+	__u64 user_data;
+	union {
+		struct {
+			__u32 kernel;
+			__u32 block_dim;
+			struct snpu_kernel_arg args[SNPU_KERNEL_MAX_ARGS];
+		} launch;
+		struct {
+			__u32 dir;
+			__u32 pad;
+			__u64 dst;
+			__u64 src;
+			__u64 bytes;
+		} copy;
+		struct {
+			__u64 addr;
+			__u64 bytes;
+			__u32 value;
+			__u32 pad;
+		} memset;
+		struct {
+			__u32 event;
+			__u32 pad;
+		} event;
+		__u64 raw[13];
+	};
+};
+
+#define SNPU_TASK_SIZE			128
+
+/**
+ * struct snpu_submit - SNPU_IOC_SUBMIT
+ * @size: in: sizeof; out: bytes written
+ * @flags: must be zero
+ * @count: in: number of tasks, 1..SNPU_SUBMIT_MAX
+ * @task_size: in: sizeof(struct snpu_task) as the caller knows it
+ * @tasks: in: user pointer to @count tasks, @task_size bytes apart
+ * @seq: out: sequence number of the last task in its stream
+ * @reserved: must be zero
+ *
+ * All or nothing: every task is checked first; on any error nothing is
+ * queued and the error names the first bad task's problem. A stream in
+ * its error state refuses new tasks with EIO until SNPU_IOC_STREAM_RESET.
+ */
+struct snpu_submit {
+	__u32 size;
+	__u32 flags;
+	__u32 count;
+	__u32 task_size;
+	__u64 tasks;
+	__u64 seq;
+	__u64 reserved[2];
+};
+
+#define SNPU_SUBMIT_SIZE_VER0		48
+#define SNPU_SUBMIT_MAX			1024
+
+/**
+ * struct snpu_callback - SNPU_IOC_CALLBACK_WAIT, SNPU_IOC_CALLBACK_DONE
+ * @size: in: sizeof; out: bytes written
+ * @flags: must be zero
+ * @timeout_ns: in (WAIT): relative timeout, 0 polls, -1 forever
+ * @user_data: out (WAIT): the SNPU_OP_HOST_FUNC task's @user_data
+ * @cookie: out (WAIT), in (DONE): names the delivered callback
+ * @status: in (DONE): 0, or a -errno that fails the task and its stream
+ * @stream: out (WAIT): the task's stream
+ * @pad: must be zero
+ * @reserved: must be zero
+ *
+ * A host-function task that becomes ready is delivered to one WAIT (the
+ * device file also polls readable while one is pending); the stream does
+ * not go past it until DONE names its cookie.
+ */
+struct snpu_callback {
+	__u32 size;
+	__u32 flags;
+	__s64 timeout_ns;
+	__u64 user_data;
+	__u32 cookie;
+	__s32 status;
+	__u32 stream;
+	__u32 pad;
+	__u64 reserved[2];
+};
+
+#define SNPU_CALLBACK_SIZE_VER0		56
+
 #define SNPU_IOC_GET_INFO	_IOWR(SNPU_IOC_MAGIC, 0x00, struct snpu_info)
+#define SNPU_IOC_CTX_QUERY	_IOWR(SNPU_IOC_MAGIC, 0x01, struct snpu_ctx_query)
+#define SNPU_IOC_MEM_ALLOC	_IOWR(SNPU_IOC_MAGIC, 0x02, struct snpu_mem_alloc)
+#define SNPU_IOC_MEM_FREE	_IOW(SNPU_IOC_MAGIC, 0x03, struct snpu_mem_free)
+#define SNPU_IOC_MEM_QUERY	_IOWR(SNPU_IOC_MAGIC, 0x04, struct snpu_mem_query)
+#define SNPU_IOC_MEM_COPY	_IOW(SNPU_IOC_MAGIC, 0x05, struct snpu_mem_copy)
+#define SNPU_IOC_MEM_SET	_IOW(SNPU_IOC_MAGIC, 0x06, struct snpu_mem_set)
+#define SNPU_IOC_HOST_ALLOC	_IOWR(SNPU_IOC_MAGIC, 0x07, struct snpu_host_alloc)
+#define SNPU_IOC_HOST_REGISTER	_IOWR(SNPU_IOC_MAGIC, 0x08, struct snpu_host_register)
+#define SNPU_IOC_HOST_FREE	_IOW(SNPU_IOC_MAGIC, 0x09, struct snpu_handle_op)
+#define SNPU_IOC_STREAM_CREATE	_IOWR(SNPU_IOC_MAGIC, 0x0a, struct snpu_stream_create)
+#define SNPU_IOC_STREAM_DESTROY	_IOW(SNPU_IOC_MAGIC, 0x0b, struct snpu_handle_op)
+#define SNPU_IOC_STREAM_SYNC	_IOWR(SNPU_IOC_MAGIC, 0x0c, struct snpu_wait)
+#define SNPU_IOC_STREAM_QUERY	_IOWR(SNPU_IOC_MAGIC, 0x0d, struct snpu_stream_query)
+#define SNPU_IOC_STREAM_ABORT	_IOW(SNPU_IOC_MAGIC, 0x0e, struct snpu_handle_op)
+#define SNPU_IOC_STREAM_RESET	_IOW(SNPU_IOC_MAGIC, 0x0f, struct snpu_handle_op)
+#define SNPU_IOC_EVENT_CREATE	_IOWR(SNPU_IOC_MAGIC, 0x10, struct snpu_stream_create)
+#define SNPU_IOC_EVENT_DESTROY	_IOW(SNPU_IOC_MAGIC, 0x11, struct snpu_handle_op)
+#define SNPU_IOC_EVENT_QUERY	_IOWR(SNPU_IOC_MAGIC, 0x12, struct snpu_event_query)
+#define SNPU_IOC_EVENT_SYNC	_IOWR(SNPU_IOC_MAGIC, 0x13, struct snpu_wait)
+#define SNPU_IOC_EVENT_ELAPSED	_IOWR(SNPU_IOC_MAGIC, 0x14, struct snpu_event_elapsed)
+#define SNPU_IOC_SUBMIT		_IOWR(SNPU_IOC_MAGIC, 0x15, struct snpu_submit)
+#define SNPU_IOC_CALLBACK_WAIT	_IOWR(SNPU_IOC_MAGIC, 0x16, struct snpu_callback)
+#define SNPU_IOC_CALLBACK_DONE	_IOW(SNPU_IOC_MAGIC, 0x17, struct snpu_callback)
+#define SNPU_IOC_NOP		_IO(SNPU_IOC_MAGIC, 0x18)
 
 #endif /* _UAPI_LINUX_SNPU_H */

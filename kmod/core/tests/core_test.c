@@ -20,6 +20,10 @@ static const char *check(unsigned int devices, unsigned int cores,
 		.devices = devices,
 		.cores = cores,
 		.mem_mb = mem_mb,
+		.ctx_host_mb = 256,
+		.ctx_streams = 64,
+		.ctx_events = 1024,
+		.ctx_tasks = 4096,
 	};
 
 	return snpu_params_check(&p);
@@ -234,6 +238,74 @@ TEST(ioc_same_other_dir)
 	ASSERT_FALSE(snpu_ioc_same(_IOW(SNPU_IOC_MAGIC, 0, struct snpu_info),
 				   SNPU_IOC_GET_INFO));
 	ASSERT_FALSE(snpu_ioc_same(_IO(SNPU_IOC_MAGIC, 0), SNPU_IOC_GET_INFO));
+}
+
+/* The defaults with one quota changed. */
+static const char *check_quota(unsigned int mem_mb, unsigned int host_mb,
+			       unsigned int streams, unsigned int events,
+			       unsigned int tasks)
+{
+	const struct snpu_params p = {
+		.devices = 1,
+		.cores = 4,
+		.mem_mb = 256,
+		.ctx_mem_mb = mem_mb,
+		.ctx_host_mb = host_mb,
+		.ctx_streams = streams,
+		.ctx_events = events,
+		.ctx_tasks = tasks,
+	};
+
+	return snpu_params_check(&p);
+}
+
+TEST(quota_defaults_and_bounds_accepted)
+{
+	ASSERT_EQ(NULL, check_quota(0, 256, 64, 1024, 4096));
+	ASSERT_EQ(NULL, check_quota(256, 1, 1, 1, 1));
+	ASSERT_EQ(NULL, check_quota(1, SNPU_MAX_CTX_HOST_MB,
+				    SNPU_MAX_CTX_STREAMS, SNPU_MAX_CTX_EVENTS,
+				    SNPU_MAX_CTX_TASKS));
+}
+
+TEST(quota_ctx_mem_above_device_refused)
+{
+	const char *m = check_quota(257, 1, 1, 1, 1);
+
+	ASSERT_NE(NULL, m);
+	ASSERT_STREQ("ctx_mem_mb must be in [0, mem_mb]", m);
+}
+
+TEST(quota_host_refused)
+{
+	ASSERT_BAD(check_quota(0, 0, 64, 1024, 4096), "ctx_host_mb", 1,
+		   SNPU_MAX_CTX_HOST_MB);
+	ASSERT_BAD(check_quota(0, SNPU_MAX_CTX_HOST_MB + 1, 64, 1024, 4096),
+		   "ctx_host_mb", 1, SNPU_MAX_CTX_HOST_MB);
+}
+
+TEST(quota_streams_refused)
+{
+	ASSERT_BAD(check_quota(0, 256, 0, 1024, 4096), "ctx_streams", 1,
+		   SNPU_MAX_CTX_STREAMS);
+	ASSERT_BAD(check_quota(0, 256, SNPU_MAX_CTX_STREAMS + 1, 1024, 4096),
+		   "ctx_streams", 1, SNPU_MAX_CTX_STREAMS);
+}
+
+TEST(quota_events_refused)
+{
+	ASSERT_BAD(check_quota(0, 256, 64, 0, 4096), "ctx_events", 1,
+		   SNPU_MAX_CTX_EVENTS);
+	ASSERT_BAD(check_quota(0, 256, 64, SNPU_MAX_CTX_EVENTS + 1, 4096),
+		   "ctx_events", 1, SNPU_MAX_CTX_EVENTS);
+}
+
+TEST(quota_tasks_refused)
+{
+	ASSERT_BAD(check_quota(0, 256, 64, 1024, 0), "ctx_tasks", 1,
+		   SNPU_MAX_CTX_TASKS);
+	ASSERT_BAD(check_quota(0, 256, 64, 1024, SNPU_MAX_CTX_TASKS + 1),
+		   "ctx_tasks", 1, SNPU_MAX_CTX_TASKS);
 }
 
 TEST_HARNESS_MAIN

@@ -1,0 +1,516 @@
+// SPDX-License-Identifier: GPL-2.0 OR MIT
+/*
+ * Built-in kernels: the argument rules of a launch, the slicing of its
+ * elements among blocks and the compute of one chunk of a slice.
+ *
+ * This file is built without any FPU in the kernel: it holds no floating
+ * point type or operation. The f32 kernels are dispatched to
+ * kernels_f32.c, the only object built with SSE.
+ */
+#include "kernels.h"
+#include "kernels_f32.h"
+
+#ifdef __KERNEL__
+#include <linux/math64.h>
+#include <linux/string.h>
+#else
+#include <string.h>
+#endif
+
+/* Largest m, n and k of GEMM_F32. */
+#define SNPU_GEMM_MAX_DIM	65536
+
+/**
+ * struct snpu_kernel_desc - the argument list of one built-in kernel
+ * @nargs: number of arguments; the ones after must be all zero
+ * @buffers: bit i set when argument i is a buffer, else it is a scalar
+ * @bytewise: bit i set when buffer i is read as bytes; the other buffers
+ *            hold 32-bit elements and must be 4-byte aligned
+ * @fpu: the kernel computes in f32 (kernels_f32.c)
+ */
+struct snpu_kernel_desc {
+	__u8 nargs;
+	__u8 buffers;
+	__u8 bytewise;
+	bool fpu;
+};
+
+static const struct snpu_kernel_desc snpu_kernel_descs[SNPU_KERNEL_COUNT] = {
+	[SNPU_KERNEL_NOP]		= { .nargs = 0, .buffers = 0x00 },
+	[SNPU_KERNEL_COPY]		= { .nargs = 2, .buffers = 0x03,
+					    .bytewise = 0x03 },
+	[SNPU_KERNEL_FILL]		= { .nargs = 2, .buffers = 0x01 },
+	[SNPU_KERNEL_ADD_I32]		= { .nargs = 3, .buffers = 0x07 },
+	[SNPU_KERNEL_ADD_F32]		= { .nargs = 3, .buffers = 0x07,
+					    .fpu = true },
+	[SNPU_KERNEL_MUL_I32]		= { .nargs = 3, .buffers = 0x07 },
+	[SNPU_KERNEL_MUL_F32]		= { .nargs = 3, .buffers = 0x07,
+					    .fpu = true },
+	[SNPU_KERNEL_AXPY_F32]		= { .nargs = 3, .buffers = 0x03,
+					    .fpu = true },
+	[SNPU_KERNEL_RELU_F32]		= { .nargs = 2, .buffers = 0x03,
+					    .fpu = true },
+	[SNPU_KERNEL_GEMM_F32]		= { .nargs = 6, .buffers = 0x07,
+					    .fpu = true },
+	[SNPU_KERNEL_REDUCE_SUM_I32]	= { .nargs = 2, .buffers = 0x03 },
+	[SNPU_KERNEL_REDUCE_SUM_F32]	= { .nargs = 2, .buffers = 0x03,
+					    .fpu = true },
+	[SNPU_KERNEL_CRC32C]		= { .nargs = 2, .buffers = 0x03,
+					    .bytewise = 0x02 },
+	[SNPU_KERNEL_SPIN]		= { .nargs = 1, .buffers = 0x00 },
+	[SNPU_KERNEL_FAIL]		= { .nargs = 1, .buffers = 0x00 },
+};
+
+/* ceil(n / d) for d > 0, without a 64-bit division helper on 32-bit. */
+static __u64 snpu_div_round_up(__u64 n, __u32 d)
+{
+	__u64 q;
+	__u32 rem;
+
+#ifdef __KERNEL__
+	q = div_u64_rem(n, d, &rem);
+#else
+	q = n / d;
+	rem = n % d;
+#endif
+	return q + (rem != 0);
+}
+
+/* n / d and n % d for d > 0. */
+static __u64 snpu_div_rem(__u64 n, __u32 d, __u32 *rem)
+{
+#ifdef __KERNEL__
+	return div_u64_rem(n, d, rem);
+#else
+	*rem = n % d;
+	return n / d;
+#endif
+}
+
+/* The rules on sizes and scalars of a kernel whose argument list is fine. */
+static int snpu_kernel_check_values(__u32 kernel, __u32 block_dim,
+				    const struct snpu_kernel_arg *args)
+{
+	__u64 m, n, k;
+
+	switch (kernel) {
+	case SNPU_KERNEL_COPY:
+		if (args[0].bytes < args[1].bytes)
+			return -EINVAL;
+		return 0;
+	case SNPU_KERNEL_FILL:
+		if (args[0].bytes & 3 || args[1].value >> 32)
+			return -EINVAL;
+		return 0;
+	case SNPU_KERNEL_ADD_I32:
+	case SNPU_KERNEL_ADD_F32:
+	case SNPU_KERNEL_MUL_I32:
+	case SNPU_KERNEL_MUL_F32:
+		if (args[0].bytes & 3 || args[1].bytes < args[0].bytes ||
+		    args[2].bytes < args[0].bytes)
+			return -EINVAL;
+		return 0;
+	case SNPU_KERNEL_AXPY_F32:
+		if (args[0].bytes & 3 || args[1].bytes < args[0].bytes ||
+		    args[2].value >> 32)
+			return -EINVAL;
+		return 0;
+	case SNPU_KERNEL_RELU_F32:
+		if (args[0].bytes & 3 || args[1].bytes < args[0].bytes)
+			return -EINVAL;
+		return 0;
+	case SNPU_KERNEL_GEMM_F32:
+		m = args[3].value;
+		n = args[4].value;
+		k = args[5].value;
+		if (m < 1 || m > SNPU_GEMM_MAX_DIM ||
+		    n < 1 || n > SNPU_GEMM_MAX_DIM ||
+		    k < 1 || k > SNPU_GEMM_MAX_DIM)
+			return -EINVAL;
+		/* At most 2^34 each: no overflow. */
+		if (args[0].bytes < m * n * 4 || args[1].bytes < m * k * 4 ||
+		    args[2].bytes < k * n * 4)
+			return -EINVAL;
+		return 0;
+	case SNPU_KERNEL_REDUCE_SUM_I32:
+	case SNPU_KERNEL_REDUCE_SUM_F32:
+		if (args[1].bytes & 3 || args[0].bytes < (__u64)block_dim * 4)
+			return -EINVAL;
+		return 0;
+	case SNPU_KERNEL_CRC32C:
+		if (args[0].bytes < (__u64)block_dim * 4)
+			return -EINVAL;
+		return 0;
+	case SNPU_KERNEL_SPIN:
+		if (args[0].value > SNPU_KERNEL_SPIN_MAX_NS)
+			return -EINVAL;
+		return 0;
+	case SNPU_KERNEL_FAIL:
+		if (args[0].value < 1 || args[0].value > 4095)
+			return -EINVAL;
+		return 0;
+	default:
+		return 0;
+	}
+}
+
+/**
+ * snpu_kernel_check() - check the arguments of a kernel launch
+ * @kernel: SNPU_KERNEL_*
+ * @block_dim: number of blocks
+ * @args: the SNPU_KERNEL_MAX_ARGS arguments of the launch
+ *
+ * Checks what the uapi header documents for each kernel: which arguments
+ * are buffers (bytes > 0) and which scalars (bytes 0), that unused ones
+ * are zero, the sizes of the buffers against each other and the ranges of
+ * the scalars. Never dereferences an address: whether the buffers exist
+ * is for the caller to check.
+ *
+ * Return: 0 when the launch is valid, -EINVAL otherwise.
+ */
+int snpu_kernel_check(__u32 kernel, __u32 block_dim,
+		      const struct snpu_kernel_arg *args)
+{
+	const struct snpu_kernel_desc *d;
+	unsigned int i;
+
+	if (kernel >= SNPU_KERNEL_COUNT)
+		return -EINVAL;
+	if (block_dim < 1 || block_dim > SNPU_MAX_BLOCK_DIM)
+		return -EINVAL;
+	d = &snpu_kernel_descs[kernel];
+	for (i = 0; i < SNPU_KERNEL_MAX_ARGS; i++) {
+		if (i >= d->nargs) {
+			if (args[i].value || args[i].bytes)
+				return -EINVAL;
+		} else if (d->buffers & (1U << i)) {
+			if (!args[i].bytes)
+				return -EINVAL;
+			if (!(d->bytewise & (1U << i)) && args[i].value & 3)
+				return -EINVAL;
+		} else if (args[i].bytes) {
+			return -EINVAL;
+		}
+	}
+	return snpu_kernel_check_values(kernel, block_dim, args);
+}
+
+/**
+ * snpu_kernel_is_buffer() - is an argument of a kernel a buffer
+ * @kernel: SNPU_KERNEL_*
+ * @arg: index of the argument
+ *
+ * Return: true when argument @arg of @kernel is a buffer; false when it is
+ * a scalar, unused, or @kernel is unknown.
+ */
+bool snpu_kernel_is_buffer(__u32 kernel, unsigned int arg)
+{
+	if (kernel >= SNPU_KERNEL_COUNT || arg >= SNPU_KERNEL_MAX_ARGS)
+		return false;
+	return snpu_kernel_descs[kernel].buffers & (1U << arg);
+}
+
+/**
+ * snpu_kernel_uses_fpu() - does a kernel compute in floating point
+ * @kernel: SNPU_KERNEL_*
+ *
+ * Return: true when snpu_kernel_run() of @kernel must be called with the
+ * FPU held (kernel_fpu_begin()); false otherwise or for an unknown kernel.
+ */
+bool snpu_kernel_uses_fpu(__u32 kernel)
+{
+	if (kernel >= SNPU_KERNEL_COUNT)
+		return false;
+	return snpu_kernel_descs[kernel].fpu;
+}
+
+/**
+ * snpu_kernel_units() - number of units a launch slices among its blocks
+ * @l: a launch snpu_kernel_check() accepted
+ *
+ * Units are bytes of the source for COPY and CRC32C, elements of the
+ * output for FILL, ADD, MUL, AXPY, RELU and GEMM (m * n), elements of the
+ * input for REDUCE_SUM.
+ *
+ * Return: the number of units, 0 for NOP, SPIN, FAIL and unknown kernels.
+ */
+__u64 snpu_kernel_units(const struct snpu_klaunch *l)
+{
+	switch (l->kernel) {
+	case SNPU_KERNEL_COPY:
+	case SNPU_KERNEL_CRC32C:
+		return l->bytes[1];
+	case SNPU_KERNEL_FILL:
+	case SNPU_KERNEL_ADD_I32:
+	case SNPU_KERNEL_ADD_F32:
+	case SNPU_KERNEL_MUL_I32:
+	case SNPU_KERNEL_MUL_F32:
+	case SNPU_KERNEL_AXPY_F32:
+	case SNPU_KERNEL_RELU_F32:
+		return l->bytes[0] / 4;
+	case SNPU_KERNEL_GEMM_F32:
+		return l->scalar[3] * l->scalar[4];
+	case SNPU_KERNEL_REDUCE_SUM_I32:
+	case SNPU_KERNEL_REDUCE_SUM_F32:
+		return l->bytes[1] / 4;
+	default:
+		return 0;
+	}
+}
+
+/**
+ * snpu_kernel_slice() - the units one block of a launch works on
+ * @l: a launch snpu_kernel_check() accepted
+ * @block: the block, below @l->block_dim
+ * @begin: out: first unit of the block's slice
+ * @end: out: one past its last unit
+ *
+ * With n units and B blocks, c = ceil(n / B) and block b takes [min(n,
+ * b * c), min(n, b * c + c)). A slice may be empty (n < B); a block past
+ * the last gets the empty slice [n, n).
+ */
+void snpu_kernel_slice(const struct snpu_klaunch *l, __u32 block,
+		       __u64 *begin, __u64 *end)
+{
+	__u64 n = snpu_kernel_units(l);
+	__u64 c, b;
+
+	if (!l->block_dim || block >= l->block_dim) {
+		*begin = n;
+		*end = n;
+		return;
+	}
+	c = snpu_div_round_up(n, l->block_dim);
+	/* block < B, so block * c <= n + B: no overflow for any real n. */
+	b = (__u64)block * c;
+	if (b > n)
+		b = n;
+	*begin = b;
+	*end = n - b < c ? n : b + c;
+}
+
+/* CRC-32C, reflected polynomial 0x82f63b78: the register after each byte. */
+static const __u32 snpu_crc32c_table[256] = {
+	0x00000000, 0xf26b8303, 0xe13b70f7, 0x1350f3f4,
+	0xc79a971f, 0x35f1141c, 0x26a1e7e8, 0xd4ca64eb,
+	0x8ad958cf, 0x78b2dbcc, 0x6be22838, 0x9989ab3b,
+	0x4d43cfd0, 0xbf284cd3, 0xac78bf27, 0x5e133c24,
+	0x105ec76f, 0xe235446c, 0xf165b798, 0x030e349b,
+	0xd7c45070, 0x25afd373, 0x36ff2087, 0xc494a384,
+	0x9a879fa0, 0x68ec1ca3, 0x7bbcef57, 0x89d76c54,
+	0x5d1d08bf, 0xaf768bbc, 0xbc267848, 0x4e4dfb4b,
+	0x20bd8ede, 0xd2d60ddd, 0xc186fe29, 0x33ed7d2a,
+	0xe72719c1, 0x154c9ac2, 0x061c6936, 0xf477ea35,
+	0xaa64d611, 0x580f5512, 0x4b5fa6e6, 0xb93425e5,
+	0x6dfe410e, 0x9f95c20d, 0x8cc531f9, 0x7eaeb2fa,
+	0x30e349b1, 0xc288cab2, 0xd1d83946, 0x23b3ba45,
+	0xf779deae, 0x05125dad, 0x1642ae59, 0xe4292d5a,
+	0xba3a117e, 0x4851927d, 0x5b016189, 0xa96ae28a,
+	0x7da08661, 0x8fcb0562, 0x9c9bf696, 0x6ef07595,
+	0x417b1dbc, 0xb3109ebf, 0xa0406d4b, 0x522bee48,
+	0x86e18aa3, 0x748a09a0, 0x67dafa54, 0x95b17957,
+	0xcba24573, 0x39c9c670, 0x2a993584, 0xd8f2b687,
+	0x0c38d26c, 0xfe53516f, 0xed03a29b, 0x1f682198,
+	0x5125dad3, 0xa34e59d0, 0xb01eaa24, 0x42752927,
+	0x96bf4dcc, 0x64d4cecf, 0x77843d3b, 0x85efbe38,
+	0xdbfc821c, 0x2997011f, 0x3ac7f2eb, 0xc8ac71e8,
+	0x1c661503, 0xee0d9600, 0xfd5d65f4, 0x0f36e6f7,
+	0x61c69362, 0x93ad1061, 0x80fde395, 0x72966096,
+	0xa65c047d, 0x5437877e, 0x4767748a, 0xb50cf789,
+	0xeb1fcbad, 0x197448ae, 0x0a24bb5a, 0xf84f3859,
+	0x2c855cb2, 0xdeeedfb1, 0xcdbe2c45, 0x3fd5af46,
+	0x7198540d, 0x83f3d70e, 0x90a324fa, 0x62c8a7f9,
+	0xb602c312, 0x44694011, 0x5739b3e5, 0xa55230e6,
+	0xfb410cc2, 0x092a8fc1, 0x1a7a7c35, 0xe811ff36,
+	0x3cdb9bdd, 0xceb018de, 0xdde0eb2a, 0x2f8b6829,
+	0x82f63b78, 0x709db87b, 0x63cd4b8f, 0x91a6c88c,
+	0x456cac67, 0xb7072f64, 0xa457dc90, 0x563c5f93,
+	0x082f63b7, 0xfa44e0b4, 0xe9141340, 0x1b7f9043,
+	0xcfb5f4a8, 0x3dde77ab, 0x2e8e845f, 0xdce5075c,
+	0x92a8fc17, 0x60c37f14, 0x73938ce0, 0x81f80fe3,
+	0x55326b08, 0xa759e80b, 0xb4091bff, 0x466298fc,
+	0x1871a4d8, 0xea1a27db, 0xf94ad42f, 0x0b21572c,
+	0xdfeb33c7, 0x2d80b0c4, 0x3ed04330, 0xccbbc033,
+	0xa24bb5a6, 0x502036a5, 0x4370c551, 0xb11b4652,
+	0x65d122b9, 0x97baa1ba, 0x84ea524e, 0x7681d14d,
+	0x2892ed69, 0xdaf96e6a, 0xc9a99d9e, 0x3bc21e9d,
+	0xef087a76, 0x1d63f975, 0x0e330a81, 0xfc588982,
+	0xb21572c9, 0x407ef1ca, 0x532e023e, 0xa145813d,
+	0x758fe5d6, 0x87e466d5, 0x94b49521, 0x66df1622,
+	0x38cc2a06, 0xcaa7a905, 0xd9f75af1, 0x2b9cd9f2,
+	0xff56bd19, 0x0d3d3e1a, 0x1e6dcdee, 0xec064eed,
+	0xc38d26c4, 0x31e6a5c7, 0x22b65633, 0xd0ddd530,
+	0x0417b1db, 0xf67c32d8, 0xe52cc12c, 0x1747422f,
+	0x49547e0b, 0xbb3ffd08, 0xa86f0efc, 0x5a048dff,
+	0x8ecee914, 0x7ca56a17, 0x6ff599e3, 0x9d9e1ae0,
+	0xd3d3e1ab, 0x21b862a8, 0x32e8915c, 0xc083125f,
+	0x144976b4, 0xe622f5b7, 0xf5720643, 0x07198540,
+	0x590ab964, 0xab613a67, 0xb831c993, 0x4a5a4a90,
+	0x9e902e7b, 0x6cfbad78, 0x7fab5e8c, 0x8dc0dd8f,
+	0xe330a81a, 0x115b2b19, 0x020bd8ed, 0xf0605bee,
+	0x24aa3f05, 0xd6c1bc06, 0xc5914ff2, 0x37faccf1,
+	0x69e9f0d5, 0x9b8273d6, 0x88d28022, 0x7ab90321,
+	0xae7367ca, 0x5c18e4c9, 0x4f48173d, 0xbd23943e,
+	0xf36e6f75, 0x0105ec76, 0x12551f82, 0xe03e9c81,
+	0x34f4f86a, 0xc69f7b69, 0xd5cf889d, 0x27a40b9e,
+	0x79b737ba, 0x8bdcb4b9, 0x988c474d, 0x6ae7c44e,
+	0xbe2da0a5, 0x4c4623a6, 0x5f16d052, 0xad7d5351,
+};
+
+/**
+ * snpu_crc32c() - update a CRC-32C (Castagnoli) register with bytes
+ * @crc: the register before @buf
+ * @buf: the bytes
+ * @len: number of bytes
+ *
+ * Reflected polynomial 0x82f63b78, one byte at a time by table. No initial
+ * or final xor is done here: the crc32c of a message is
+ * snpu_crc32c(~0, msg, len) ^ ~0.
+ *
+ * Return: the register after @buf.
+ */
+__u32 snpu_crc32c(__u32 crc, const void *buf, __u64 len)
+{
+	const __u8 *p = buf;
+
+	while (len--)
+		crc = snpu_crc32c_table[(crc ^ *p++) & 0xff] ^ (crc >> 8);
+	return crc;
+}
+
+/* The int and byte kernels of one chunk; f32 ones go to kernels_f32.c. */
+static void snpu_kernel_run_chunk(const struct snpu_klaunch *l, __u32 block,
+				  __u64 slice_begin, __u64 slice_end,
+				  __u64 begin, __u64 end)
+{
+	__u32 *u32buf = l->buf[0];
+	const __u32 *x = l->buf[1];
+	const __u32 *y = l->buf[2];
+	__u64 i;
+	__u32 row_rem, sum;
+	__u64 row;
+
+	switch (l->kernel) {
+	case SNPU_KERNEL_COPY:
+		memmove((__u8 *)l->buf[0] + begin,
+			(const __u8 *)l->buf[1] + begin, end - begin);
+		break;
+	case SNPU_KERNEL_FILL:
+		for (i = begin; i < end; i++)
+			u32buf[i] = (__u32)l->scalar[1];
+		break;
+	case SNPU_KERNEL_ADD_I32:
+		for (i = begin; i < end; i++)
+			u32buf[i] = x[i] + y[i];
+		break;
+	case SNPU_KERNEL_MUL_I32:
+		for (i = begin; i < end; i++)
+			u32buf[i] = x[i] * y[i];
+		break;
+	case SNPU_KERNEL_ADD_F32:
+		snpu_f32_add(l->buf[0], l->buf[1], l->buf[2], begin, end);
+		break;
+	case SNPU_KERNEL_MUL_F32:
+		snpu_f32_mul(l->buf[0], l->buf[1], l->buf[2], begin, end);
+		break;
+	case SNPU_KERNEL_AXPY_F32:
+		snpu_f32_axpy(l->buf[0], l->buf[1], (__u32)l->scalar[2],
+			      begin, end);
+		break;
+	case SNPU_KERNEL_RELU_F32:
+		snpu_f32_relu(l->buf[0], l->buf[1], begin, end);
+		break;
+	case SNPU_KERNEL_GEMM_F32:
+		row = snpu_div_rem(begin, (__u32)l->scalar[4], &row_rem);
+		snpu_f32_gemm(l->buf[0], l->buf[1], l->buf[2],
+			      (__u32)l->scalar[4], (__u32)l->scalar[5],
+			      row, row_rem, end - begin);
+		break;
+	case SNPU_KERNEL_REDUCE_SUM_I32:
+		sum = begin == slice_begin ? 0 : u32buf[block];
+		for (i = begin; i < end; i++)
+			sum += x[i];
+		u32buf[block] = sum;
+		break;
+	case SNPU_KERNEL_REDUCE_SUM_F32:
+		/* The bits of +0.0f are 0. */
+		if (begin == slice_begin)
+			u32buf[block] = 0;
+		snpu_f32_sum(&u32buf[block], l->buf[1], begin, end);
+		break;
+	case SNPU_KERNEL_CRC32C:
+		if (begin == slice_begin)
+			u32buf[block] = ~0U;
+		u32buf[block] = snpu_crc32c(u32buf[block],
+					    (const __u8 *)l->buf[1] + begin,
+					    end - begin);
+		if (end == slice_end)
+			u32buf[block] ^= ~0U;
+		break;
+	}
+}
+
+/**
+ * snpu_kernel_run() - compute one chunk of a block's slice
+ * @l: a launch snpu_kernel_check() accepted, buffers resolved
+ * @block: the block, below @l->block_dim
+ * @slice_begin: first unit of the block's slice (snpu_kernel_slice())
+ * @slice_end: one past the slice's last unit
+ * @begin: first unit of the chunk, at least @slice_begin
+ * @end: one past the chunk's last unit, at most @slice_end
+ *
+ * Computes units [@begin, @end). A slice is covered exactly once by calls
+ * in increasing order, each starting where the previous ended (the call
+ * that ends at @slice_end is the last one); REDUCE_SUM and CRC32C
+ * carry their running value in out[@block] from one call to the next, so
+ * the first call (@begin == @slice_begin) starts it and, for CRC32C, the
+ * last (@end == @slice_end) finishes it. An empty slice takes one call
+ * with @begin == @end, which writes the sum or crc of nothing, 0, for
+ * REDUCE_SUM and CRC32C and does nothing for the other kernels. f32
+ * kernels (snpu_kernel_uses_fpu()) must be called with the FPU held. NOP,
+ * SPIN and FAIL compute nothing: the caller carries them out.
+ *
+ * Return: 0, or -EINVAL for an unknown kernel, a block out of range or a
+ * chunk outside its slice or the launch's units.
+ */
+int snpu_kernel_run(const struct snpu_klaunch *l, __u32 block,
+		    __u64 slice_begin, __u64 slice_end,
+		    __u64 begin, __u64 end)
+{
+	switch (l->kernel) {
+	case SNPU_KERNEL_NOP:
+	case SNPU_KERNEL_SPIN:
+	case SNPU_KERNEL_FAIL:
+		return 0;
+	default:
+		break;
+	}
+	if (l->kernel >= SNPU_KERNEL_COUNT || block >= l->block_dim)
+		return -EINVAL;
+	if (slice_begin > begin || begin > end || end > slice_end ||
+	    slice_end > snpu_kernel_units(l))
+		return -EINVAL;
+	snpu_kernel_run_chunk(l, block, slice_begin, slice_end, begin, end);
+	return 0;
+}
+
+/**
+ * snpu_kernel_chunk() - units one bounded chunk of a launch covers
+ * @l: the launch
+ *
+ * A chunk is the work done between checks for cancellation, and for f32
+ * kernels inside one FPU section (preemption off): at most
+ * SNPU_KERNEL_CHUNK units, and for GEMM_F32, whose units cost k
+ * multiply-adds each, at most SNPU_KERNEL_CHUNK_WORK multiply-adds.
+ *
+ * Return: units per chunk, at least 1.
+ */
+__u64 snpu_kernel_chunk(const struct snpu_klaunch *l)
+{
+	__u64 k;
+
+	if (l->kernel != SNPU_KERNEL_GEMM_F32)
+		return SNPU_KERNEL_CHUNK;
+	k = l->scalar[5];
+	return k >= SNPU_KERNEL_CHUNK_WORK ? 1 : SNPU_KERNEL_CHUNK_WORK / k;
+}

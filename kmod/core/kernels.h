@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: GPL-2.0 OR MIT */
+/*
+ * Built-in kernels of the snpu device: argument checks and the per-slice
+ * compute, pure C shared by the module and the native tests.
+ *
+ * The uapi header documents each kernel's arguments and the slicing rule.
+ * The module resolves every buffer argument to a kernel address after
+ * snpu_kernel_check() accepted the launch, then runs each block's slice in
+ * chunks of snpu_kernel_chunk() units, each chunk with
+ * snpu_kernel_run(); f32 kernels (snpu_kernel_uses_fpu()) run inside a
+ * kernel_fpu_begin()/kernel_fpu_end() section per chunk. SPIN and FAIL
+ * are carried out by the module, not by snpu_kernel_run().
+ */
+#ifndef _SNPU_CORE_KERNELS_H
+#define _SNPU_CORE_KERNELS_H
+
+#include "core.h"
+
+/* Most units (elements, bytes for COPY and CRC32C) one chunk covers. */
+#define SNPU_KERNEL_CHUNK	4096
+
+/* Most multiply-adds of one GEMM_F32 chunk. */
+#define SNPU_KERNEL_CHUNK_WORK	65536
+
+/* Longest SPIN a block may ask for, in ns. */
+#define SNPU_KERNEL_SPIN_MAX_NS	10000000000ULL
+
+/**
+ * struct snpu_klaunch - a checked launch with its buffers resolved
+ * @kernel: SNPU_KERNEL_*
+ * @block_dim: number of blocks
+ * @buf: kernel address of each buffer argument (NULL for scalars)
+ * @bytes: extent of each buffer argument (0 for scalars)
+ * @scalar: value of each scalar argument (0 for buffers)
+ */
+struct snpu_klaunch {
+	__u32 kernel;
+	__u32 block_dim;
+	void *buf[SNPU_KERNEL_MAX_ARGS];
+	__u64 bytes[SNPU_KERNEL_MAX_ARGS];
+	__u64 scalar[SNPU_KERNEL_MAX_ARGS];
+};
+
+int snpu_kernel_check(__u32 kernel, __u32 block_dim,
+		      const struct snpu_kernel_arg *args);
+bool snpu_kernel_is_buffer(__u32 kernel, unsigned int arg);
+bool snpu_kernel_uses_fpu(__u32 kernel);
+__u64 snpu_kernel_units(const struct snpu_klaunch *l);
+void snpu_kernel_slice(const struct snpu_klaunch *l, __u32 block,
+		       __u64 *begin, __u64 *end);
+int snpu_kernel_run(const struct snpu_klaunch *l, __u32 block,
+		    __u64 slice_begin, __u64 slice_end,
+		    __u64 begin, __u64 end);
+__u64 snpu_kernel_chunk(const struct snpu_klaunch *l);
+__u32 snpu_crc32c(__u32 crc, const void *buf, __u64 len);
+
+#endif /* _SNPU_CORE_KERNELS_H */

@@ -1,0 +1,66 @@
+// SPDX-License-Identifier: GPL-2.0 OR MIT
+/*
+ * Structural checks of a task descriptor: everything that can be decided
+ * from the descriptor alone, before any handle or address is looked up.
+ */
+#include "core.h"
+#include "kernels.h"
+
+/* Words of the task union each op uses; the rest must be zero. */
+static unsigned int snpu_task_words(__u32 op)
+{
+	switch (op) {
+	case SNPU_OP_LAUNCH:
+		return 13;
+	case SNPU_OP_COPY:
+		return 4;
+	case SNPU_OP_MEMSET:
+		return 3;
+	case SNPU_OP_EVENT_RECORD:
+	case SNPU_OP_STREAM_WAIT:
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+/**
+ * snpu_task_check() - check a task descriptor's own fields
+ * @t: the task as copied from the caller
+ *
+ * Return: 0, or -EINVAL for an unknown op, non-zero flags, reserved or
+ * unused words, a bad copy direction, a zero length, a memset value
+ * above 255, or a launch snpu_kernel_check() refuses.
+ */
+int snpu_task_check(const struct snpu_task *t)
+{
+	unsigned int i, used;
+
+	if (t->op < SNPU_OP_LAUNCH || t->op > SNPU_OP_HOST_FUNC ||
+	    t->flags || t->reserved0)
+		return -EINVAL;
+	used = snpu_task_words(t->op);
+	for (i = used; i < ARRAY_SIZE(t->raw); i++)
+		if (t->raw[i])
+			return -EINVAL;
+
+	switch (t->op) {
+	case SNPU_OP_LAUNCH:
+		return snpu_kernel_check(t->launch.kernel, t->launch.block_dim,
+					 t->launch.args);
+	case SNPU_OP_COPY:
+		if (t->copy.dir < SNPU_COPY_H2D || t->copy.dir > SNPU_COPY_D2D ||
+		    t->copy.pad || !t->copy.bytes)
+			return -EINVAL;
+		return 0;
+	case SNPU_OP_MEMSET:
+		if (t->memset.pad || t->memset.value > 0xff || !t->memset.bytes)
+			return -EINVAL;
+		return 0;
+	case SNPU_OP_EVENT_RECORD:
+	case SNPU_OP_STREAM_WAIT:
+		return t->event.pad ? -EINVAL : 0;
+	default:
+		return 0;
+	}
+}
