@@ -1,24 +1,119 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * snpu contexts: one per open file of a device.
+ * snpu contexts: one per open file of a device, with its own handles,
+ * address space, quotas and task pool.
  */
 #include <linux/fs.h>
 #include <linux/module.h>
+#include <linux/poll.h>
 #include <linux/slab.h>
 
 #include "snpu.h"
+
+/* Each context gets its own window of device addresses. */
+#define SNPU_VA_BASE		BIT_ULL(44)
+#define SNPU_VA_WINDOW_SHIFT	36
+#define SNPU_VA_WINDOWS		256
+
+/* Pool slots for jobs held by synchronize calls after they complete. */
+#define SNPU_POOL_SLACK		64
+
+/**
+ * snpu_object_get_locked() - look up a handle of a given type
+ * @ctx: the context
+ * @handle: a handle from this context
+ * @type: the type the caller needs
+ *
+ * Return: the object, or NULL when @handle names nothing or another type.
+ */
+struct snpu_object *snpu_object_get_locked(struct snpu_context *ctx,
+					   u32 handle, u32 type)
+{
+	struct snpu_object *obj;
+
+	lockdep_assert_held(&ctx->lock);
+	obj = xa_load(&ctx->handles, handle);
+	return obj && obj->type == type ? obj : NULL;
+}
+
+/**
+ * snpu_object_add_locked() - give an object a handle
+ * @ctx: the context
+ * @obj: the object; its @handle is set
+ * @type: enum snpu_obj_type
+ *
+ * Return: 0, or -ENOMEM.
+ */
+int snpu_object_add_locked(struct snpu_context *ctx, struct snpu_object *obj,
+			   u32 type)
+{
+	lockdep_assert_held(&ctx->lock);
+	obj->type = type;
+	return xa_alloc(&ctx->handles, &obj->handle, obj, xa_limit_31b,
+			GFP_KERNEL);
+}
+
+int snpu_ioc_ctx_query(struct snpu_context *ctx, union snpu_ioc_arg *arg)
+{
+	struct snpu_ctx_query *q = &arg->ctx_query;
+
+	if (!snpu_zero(q->reserved, sizeof(q->reserved)))
+		return -EINVAL;
+
+	mutex_lock(&ctx->lock);
+	q->mem_used = atomic64_read(&ctx->mem_used);
+	q->mem_limit = snpu_quota.mem;
+	q->host_used = atomic64_read(&ctx->host_used);
+	q->host_limit = snpu_quota.host;
+	q->streams = ctx->streams;
+	q->streams_limit = snpu_quota.streams;
+	q->events = ctx->events;
+	q->events_limit = snpu_quota.events;
+	spin_lock(&ctx->sched_lock);
+	q->tasks = ctx->inflight;
+	spin_unlock(&ctx->sched_lock);
+	q->tasks_limit = snpu_quota.tasks;
+	mutex_unlock(&ctx->lock);
+	return 0;
+}
 
 static int snpu_open(struct inode *inode, struct file *file)
 {
 	struct miscdevice *misc = file->private_data;
 	struct snpu_device *sdev = container_of(misc, struct snpu_device, misc);
 	struct snpu_context *ctx;
+	unsigned int window;
+	int ret;
 
 	ctx = kzalloc(sizeof(*ctx), GFP_KERNEL);
 	if (!ctx)
 		return -ENOMEM;
 
 	ctx->sdev = sdev;
+	mutex_init(&ctx->lock);
+	xa_init_flags(&ctx->handles, XA_FLAGS_ALLOC1);
+	mt_init(&ctx->va);
+	mt_init(&ctx->host_va);
+	window = (unsigned int)atomic_inc_return(&sdev->ctx_seq) % SNPU_VA_WINDOWS;
+	ctx->va_base = SNPU_VA_BASE + ((u64)window << SNPU_VA_WINDOW_SHIFT);
+	ctx->va_end = ctx->va_base + (1ULL << SNPU_VA_WINDOW_SHIFT) - 1;
+	atomic64_set(&ctx->mem_used, 0);
+	atomic64_set(&ctx->host_used, 0);
+	spin_lock_init(&ctx->sched_lock);
+	INIT_LIST_HEAD(&ctx->callbacks);
+	init_waitqueue_head(&ctx->wq);
+
+	/*
+	 * Event captures keep their record job and waiters hold the job they
+	 * wait for: they get slots beyond the quota of tasks in flight.
+	 */
+	ret = snpu_pool_init(ctx, snpu_quota.tasks + snpu_quota.events +
+			     SNPU_POOL_SLACK);
+	if (ret) {
+		kfree(ctx);
+		return ret;
+	}
+
 	atomic_inc(&sdev->contexts);
 	file->private_data = ctx;
 	return 0;
@@ -27,10 +122,53 @@ static int snpu_open(struct inode *inode, struct file *file)
 static int snpu_release(struct inode *inode, struct file *file)
 {
 	struct snpu_context *ctx = file->private_data;
+	struct snpu_object *obj;
+	struct snpu_stream *s;
+	struct snpu_event *e;
+	struct snpu_host *h;
+	unsigned long index;
 
+	/* Cancel what has not run and wait for what runs. */
+	snpu_cancel_all(ctx);
+
+	mutex_lock(&ctx->lock);
+	xa_for_each(&ctx->handles, index, obj) {
+		switch (obj->type) {
+		case SNPU_OBJ_STREAM:
+			s = container_of(obj, struct snpu_stream, obj);
+			snpu_stream_destroy_locked(ctx, s);
+			break;
+		case SNPU_OBJ_EVENT:
+			e = container_of(obj, struct snpu_event, obj);
+			snpu_event_destroy_locked(ctx, e);
+			break;
+		case SNPU_OBJ_HOST:
+			h = container_of(obj, struct snpu_host, obj);
+			snpu_host_destroy_locked(ctx, h);
+			break;
+		}
+	}
+	mutex_unlock(&ctx->lock);
+
+	snpu_mem_destroy_all(ctx);
+	mtree_destroy(&ctx->host_va);
+	xa_destroy(&ctx->handles);
+	snpu_pool_fini(ctx);
+	WARN_ON(atomic64_read(&ctx->mem_used) || atomic64_read(&ctx->host_used));
 	atomic_dec(&ctx->sdev->contexts);
+	mutex_destroy(&ctx->lock);
 	kfree(ctx);
 	return 0;
+}
+
+static int snpu_mmap(struct file *file, struct vm_area_struct *vma)
+{
+	return snpu_host_mmap(file->private_data, vma);
+}
+
+static __poll_t snpu_poll(struct file *file, poll_table *wait)
+{
+	return snpu_callback_poll(file->private_data, file, wait);
 }
 
 const struct file_operations snpu_fops = {
@@ -39,5 +177,7 @@ const struct file_operations snpu_fops = {
 	.release = snpu_release,
 	.unlocked_ioctl = snpu_ioctl,
 	.compat_ioctl = compat_ptr_ioctl,
+	.mmap = snpu_mmap,
+	.poll = snpu_poll,
 	.llseek = noop_llseek,
 };

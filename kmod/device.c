@@ -60,6 +60,8 @@ ATTRIBUTE_GROUPS(snpu_dev);
  * @index: N of /dev/snpuN
  * @p: validated module parameters
  *
+ * Starts the device's core threads, then makes the device visible.
+ *
  * Return: the device, or an ERR_PTR() when allocation or registration fails.
  */
 struct snpu_device *snpu_device_create(unsigned int index,
@@ -79,6 +81,13 @@ struct snpu_device *snpu_device_create(unsigned int index,
 	atomic_set(&sdev->contexts, 0);
 	snprintf(sdev->name, sizeof(sdev->name), "snpu%u", index);
 
+	atomic_set(&sdev->ctx_seq, 0);
+	ret = snpu_cores_start(sdev);
+	if (ret) {
+		kfree(sdev);
+		return ERR_PTR(ret);
+	}
+
 	sdev->misc.minor = MISC_DYNAMIC_MINOR;
 	sdev->misc.name = sdev->name;
 	sdev->misc.fops = &snpu_fops;
@@ -87,6 +96,7 @@ struct snpu_device *snpu_device_create(unsigned int index,
 
 	ret = misc_register(&sdev->misc);
 	if (ret) {
+		snpu_cores_stop(sdev);
 		kfree(sdev);
 		return ERR_PTR(ret);
 	}
@@ -103,5 +113,7 @@ void snpu_device_destroy(struct snpu_device *sdev)
 {
 	misc_deregister(&sdev->misc);
 	WARN_ON(atomic_read(&sdev->contexts));
+	WARN_ON(atomic64_read(&sdev->mem_used));
+	snpu_cores_stop(sdev);
 	kfree(sdev);
 }

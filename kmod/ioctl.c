@@ -10,18 +10,6 @@
 
 #include "snpu.h"
 
-/*
- * Every argument struct fits here. Kept small: the dispatcher runs on the
- * submission path and holds it on the stack.
- */
-union snpu_ioc_arg {
-	struct {
-		u32 size;
-		u32 flags;
-	} hdr;
-	struct snpu_info info;
-};
-
 /**
  * struct snpu_ioc_desc - how one command is copied and handled
  * @cmd: the command as defined in the uapi header
@@ -38,22 +26,17 @@ struct snpu_ioc_desc {
 	int (*fn)(struct snpu_context *ctx, union snpu_ioc_arg *arg);
 };
 
-static bool snpu_reserved_zero(const void *p, size_t len)
-{
-	return !memchr_inv(p, 0, len);
-}
-
 static int snpu_ioc_get_info(struct snpu_context *ctx, union snpu_ioc_arg *arg)
 {
 	struct snpu_info *info = &arg->info;
 	struct snpu_device *sdev = ctx->sdev;
 
-	if (!snpu_reserved_zero(info->reserved, sizeof(info->reserved)))
+	if (!snpu_zero(info->reserved, sizeof(info->reserved)))
 		return -EINVAL;
 
 	info->abi_major = SNPU_ABI_MAJOR;
 	info->abi_minor = SNPU_ABI_MINOR;
-	info->caps = SNPU_CAPS_KNOWN;
+	info->caps = SNPU_CAP_MEMORY | SNPU_CAP_STREAMS | SNPU_CAP_CALLBACKS;
 	info->dev_index = sdev->index;
 	info->cores = sdev->cores;
 	info->mem_total = sdev->mem_total;
@@ -63,9 +46,61 @@ static int snpu_ioc_get_info(struct snpu_context *ctx, union snpu_ioc_arg *arg)
 	return 0;
 }
 
+static int snpu_ioc_nop(struct snpu_context *ctx, union snpu_ioc_arg *arg)
+{
+	return 0;
+}
+
+#define SNPU_IOC(cmd, name, type, flags, fn) \
+	{ cmd, SNPU_##name##_SIZE_VER0, sizeof(struct type), flags, fn }
+
 static const struct snpu_ioc_desc snpu_ioc_table[] = {
-	{ SNPU_IOC_GET_INFO, SNPU_INFO_SIZE_VER0, sizeof(struct snpu_info), 0,
-	  snpu_ioc_get_info },
+	SNPU_IOC(SNPU_IOC_GET_INFO, INFO, snpu_info, 0, snpu_ioc_get_info),
+	SNPU_IOC(SNPU_IOC_CTX_QUERY, CTX_QUERY, snpu_ctx_query, 0,
+		 snpu_ioc_ctx_query),
+	SNPU_IOC(SNPU_IOC_MEM_ALLOC, MEM_ALLOC, snpu_mem_alloc, 0,
+		 snpu_ioc_mem_alloc),
+	SNPU_IOC(SNPU_IOC_MEM_FREE, MEM_FREE, snpu_mem_free, 0,
+		 snpu_ioc_mem_free),
+	SNPU_IOC(SNPU_IOC_MEM_QUERY, MEM_QUERY, snpu_mem_query, 0,
+		 snpu_ioc_mem_query),
+	SNPU_IOC(SNPU_IOC_MEM_COPY, MEM_COPY, snpu_mem_copy, 0,
+		 snpu_ioc_mem_copy),
+	SNPU_IOC(SNPU_IOC_MEM_SET, MEM_SET, snpu_mem_set, 0, snpu_ioc_mem_set),
+	SNPU_IOC(SNPU_IOC_HOST_ALLOC, HOST_ALLOC, snpu_host_alloc, 0,
+		 snpu_ioc_host_alloc),
+	SNPU_IOC(SNPU_IOC_HOST_REGISTER, HOST_REGISTER, snpu_host_register, 0,
+		 snpu_ioc_host_register),
+	SNPU_IOC(SNPU_IOC_HOST_FREE, HANDLE_OP, snpu_handle_op, 0,
+		 snpu_ioc_host_free),
+	SNPU_IOC(SNPU_IOC_STREAM_CREATE, STREAM_CREATE, snpu_stream_create, 0,
+		 snpu_ioc_stream_create),
+	SNPU_IOC(SNPU_IOC_STREAM_DESTROY, HANDLE_OP, snpu_handle_op,
+		 SNPU_STREAM_DESTROY_FORCE, snpu_ioc_stream_destroy),
+	SNPU_IOC(SNPU_IOC_STREAM_SYNC, WAIT, snpu_wait, 0,
+		 snpu_ioc_stream_sync),
+	SNPU_IOC(SNPU_IOC_STREAM_QUERY, STREAM_QUERY, snpu_stream_query, 0,
+		 snpu_ioc_stream_query),
+	SNPU_IOC(SNPU_IOC_STREAM_ABORT, HANDLE_OP, snpu_handle_op, 0,
+		 snpu_ioc_stream_abort),
+	SNPU_IOC(SNPU_IOC_STREAM_RESET, HANDLE_OP, snpu_handle_op, 0,
+		 snpu_ioc_stream_reset),
+	SNPU_IOC(SNPU_IOC_EVENT_CREATE, STREAM_CREATE, snpu_stream_create, 0,
+		 snpu_ioc_event_create),
+	SNPU_IOC(SNPU_IOC_EVENT_DESTROY, HANDLE_OP, snpu_handle_op, 0,
+		 snpu_ioc_event_destroy),
+	SNPU_IOC(SNPU_IOC_EVENT_QUERY, EVENT_QUERY, snpu_event_query, 0,
+		 snpu_ioc_event_query),
+	SNPU_IOC(SNPU_IOC_EVENT_SYNC, WAIT, snpu_wait, 0, snpu_ioc_event_sync),
+	SNPU_IOC(SNPU_IOC_EVENT_ELAPSED, EVENT_ELAPSED, snpu_event_elapsed, 0,
+		 snpu_ioc_event_elapsed),
+	SNPU_IOC(SNPU_IOC_SUBMIT, SUBMIT, snpu_submit, 0, snpu_ioc_submit),
+	SNPU_IOC(SNPU_IOC_CALLBACK_WAIT, CALLBACK, snpu_callback, 0,
+		 snpu_ioc_callback_wait),
+	SNPU_IOC(SNPU_IOC_CALLBACK_DONE, CALLBACK, snpu_callback, 0,
+		 snpu_ioc_callback_done),
+	/* No argument: the syscall floor for benchmarks. */
+	{ SNPU_IOC_NOP, 0, 0, 0, snpu_ioc_nop },
 };
 
 static const struct snpu_ioc_desc *snpu_ioc_find(unsigned int cmd)
@@ -103,6 +138,8 @@ long snpu_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 	desc = snpu_ioc_find(cmd);
 	if (!desc)
 		return -ENOTTY;
+	if (!desc->ksize)
+		return desc->fn(ctx, NULL);
 
 	if (get_user(usize, (u32 __user *)uarg))
 		return -EFAULT;

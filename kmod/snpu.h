@@ -1,16 +1,64 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * snpu driver internals shared between the files of the module.
+ *
+ * Locking, outermost first:
+ *
+ *   snpu_context.lock (mutex)     handles, address-space writes, quotas,
+ *                                 object lifetimes; held by every ioctl
+ *                                 that looks up or changes objects
+ *   mmap_lock                     taken under the context lock by user
+ *                                 copies and pinning; never the reverse:
+ *                                 mmap and vma close do not take it
+ *   snpu_context.sched_lock       the task graph of the context: the pool,
+ *                                 stream timelines, job states, successor
+ *                                 lists, the callback queue
+ *   snpu_device.ready_lock        the device's ready lists
+ *
+ * Cores take only ready_lock to pick work and sched_lock to complete it,
+ * never both at once.
  */
 #ifndef _SNPU_H
 #define _SNPU_H
 
 #include <linux/atomic.h>
 #include <linux/fs.h>
+#include <linux/kref.h>
+#include <linux/list.h>
+#include <linux/maple_tree.h>
 #include <linux/miscdevice.h>
+#include <linux/mutex.h>
+#include <linux/poll.h>
+#include <linux/rcupdate.h>
+#include <linux/spinlock.h>
+#include <linux/string.h>
 #include <linux/types.h>
+#include <linux/wait.h>
+#include <linux/xarray.h>
 
 #include "core/core.h"
+#include "core/kernels.h"
+
+/* Ready lists, highest priority first. */
+#define SNPU_NR_PRIO		3
+
+/**
+ * struct snpu_quota - per-context limits (module parameters)
+ * @mem: device memory bytes
+ * @host: host memory bytes (allocated or registered)
+ * @streams: streams
+ * @events: events
+ * @tasks: tasks submitted and not complete
+ */
+struct snpu_quota {
+	u64 mem;
+	u64 host;
+	u32 streams;
+	u32 events;
+	u32 tasks;
+};
+
+extern struct snpu_quota snpu_quota;
 
 /**
  * struct snpu_device - one virtual accelerator, /dev/snpuN
@@ -21,6 +69,11 @@
  * @mem_total: device memory in bytes
  * @mem_used: bytes allocated by all contexts of this device
  * @contexts: number of open contexts (open file descriptions)
+ * @ctx_seq: numbers contexts, to give each its own address window
+ * @ready_lock: protects @ready and the block cursor of listed jobs
+ * @ready: jobs with blocks not yet handed to a core, per priority
+ * @ready_wq: idle cores wait here
+ * @core: the core threads
  *
  * A device lives from module load to module unload; every open file holds
  * a module reference, so no context outlives its device.
@@ -33,24 +86,378 @@ struct snpu_device {
 	u64 mem_total;
 	atomic64_t mem_used;
 	atomic_t contexts;
+	atomic_t ctx_seq;
+
+	spinlock_t ready_lock;		/* @ready, job block cursors */
+	struct list_head ready[SNPU_NR_PRIO];
+	wait_queue_head_t ready_wq;
+	struct task_struct **core;
+};
+
+/* Handle types. */
+enum snpu_obj_type {
+	SNPU_OBJ_STREAM = 1,
+	SNPU_OBJ_EVENT,
+	SNPU_OBJ_HOST,
+};
+
+/**
+ * struct snpu_object - what a handle names
+ * @type: enum snpu_obj_type
+ * @handle: the handle, index in snpu_context.handles
+ * @rcu: objects are freed after a grace period, so that RCU lookups (mmap)
+ *       may read @type of an object being destroyed
+ */
+struct snpu_object {
+	u32 type;
+	u32 handle;
+	struct rcu_head rcu;
+};
+
+/**
+ * struct snpu_mem - a device allocation
+ * @ref: the address space holds one until freed; each job naming it one
+ * @ctx: owner, for accounting
+ * @addr: device address
+ * @bytes: size as requested
+ * @charged: bytes charged to the device and the context
+ * @vaddr: the backing memory
+ */
+struct snpu_mem {
+	struct kref ref;
+	struct snpu_context *ctx;
+	u64 addr;
+	u64 bytes;
+	u64 charged;
+	void *vaddr;
+};
+
+/**
+ * struct snpu_host - host memory queued copies may use
+ * @obj: handle
+ * @ref: handle, mapping (driver-allocated) and jobs hold references
+ * @ctx: owner, for accounting
+ * @kaddr: kernel address of the memory
+ * @bytes: size in bytes (whole pages)
+ * @uaddr: user address while mapped or registered
+ * @mapped: driver-allocated memory is mapped (only once)
+ * @pages: registered memory: the pinned pages
+ * @npages: number of @pages
+ * @mm: registered memory: the mm charged for the pinning
+ */
+struct snpu_host {
+	struct snpu_object obj;
+	struct kref ref;
+	struct snpu_context *ctx;
+	void *kaddr;
+	u64 bytes;
+	u64 uaddr;
+	atomic_t mapped;
+	struct page **pages;
+	unsigned long npages;
+	struct mm_struct *mm;
+};
+
+/**
+ * struct snpu_stream - an in-order queue with a timeline
+ * @obj: handle
+ * @prio: index into the ready lists, 0 highest
+ * @priority: SNPU_PRIO_* as created
+ * @destroying: a destroy is waiting for the stream; submit refuses it
+ * @submitted: sequence number of the last job queued
+ * @completed: sequence number of the last job completed
+ * @error: sticky: the first failure, or -ECANCELED after an abort
+ * @tail: the last queued job while it is not complete
+ *
+ * @submitted, @completed, @error and @tail are under the context's
+ * sched_lock; the rest under its lock.
+ */
+struct snpu_stream {
+	struct snpu_object obj;
+	unsigned int prio;
+	int priority;
+	bool destroying;
+	u64 submitted;
+	u64 completed;
+	int error;
+	struct snpu_job *tail;
+};
+
+/**
+ * struct snpu_event - an event: the last capture recorded into it
+ * @obj: handle
+ * @capture: the record job of the last record, with a reference
+ * @batch_recorded: a record of this event is in the batch being submitted
+ */
+struct snpu_event {
+	struct snpu_object obj;
+	struct snpu_job *capture;
+	bool batch_recorded;
+};
+
+/* Lifecycle of a job (under sched_lock). */
+enum snpu_job_state {
+	SNPU_JOB_FREE,
+	SNPU_JOB_WAITING,	/* predecessors pending */
+	SNPU_JOB_READY,		/* on a ready list or being run */
+	SNPU_JOB_CALLBACK,	/* queued for CALLBACK_WAIT */
+	SNPU_JOB_DELIVERED,	/* delivered, waiting for CALLBACK_DONE */
+	SNPU_JOB_DONE,
+};
+
+/**
+ * struct snpu_job - a task as the scheduler runs it, from the context pool
+ * @node: free list, ready list, callback queue, or a submit's batch
+ * @ctx: owner
+ * @stream: the stream; it outlives the job's run, not its completion:
+ *          after SNPU_JOB_DONE only @stream_handle may be used
+ * @stream_handle: the stream's handle, for event queries and callbacks
+ * @event: EVENT_RECORD, STREAM_WAIT: the event, until committed
+ * @seq: sequence number in @stream
+ * @user_data: from the task
+ * @op: SNPU_OP_*
+ * @state: enum snpu_job_state
+ * @gen: bumped at every reuse, part of callback cookies
+ * @ref: the scheduler holds one until completion, an event one per
+ *       capture, a stream waiter one until resolved
+ * @pending: predecessors not complete
+ * @next: the stream successor, resolved at completion
+ * @waiters: STREAM_WAIT jobs waiting for this (record) job
+ * @wait_node: in the record job's @waiters
+ * @wait_on: the record job this STREAM_WAIT job waits for
+ * @waited: a synchronize call sleeps until this job completes
+ * @error: 0 or -errno the job ended with
+ * @done_ns: completion time, CLOCK_MONOTONIC
+ * @nblocks: blocks to run
+ * @next_block: next block to hand out (under the device's ready_lock)
+ * @blocks_left: blocks not finished
+ * @fail: first error of a block
+ * @launch: SNPU_OP_LAUNCH, resolved
+ * @copy: SNPU_OP_COPY and SNPU_OP_MEMSET (@src NULL, @value)
+ * @mem: device allocations the job names, referenced until completion
+ * @host: host memory the job names, referenced until completion
+ *
+ * The scheduler fields (@state .. @done_ns) are under the context's
+ * sched_lock.
+ */
+struct snpu_job {
+	struct list_head node;
+	struct snpu_context *ctx;
+	struct snpu_stream *stream;
+	u32 stream_handle;
+	struct snpu_event *event;
+	u64 seq;
+	u64 user_data;
+	u32 op;
+	u32 state;
+	u32 gen;
+	refcount_t ref;
+	u32 pending;
+	struct snpu_job *next;
+	struct list_head waiters;
+	struct list_head wait_node;
+	struct snpu_job *wait_on;
+	bool waited;
+	int error;
+	u64 done_ns;
+
+	u32 nblocks;
+	u32 next_block;
+	atomic_t blocks_left;
+	atomic_t fail;
+	union {
+		struct snpu_klaunch launch;
+		struct {
+			void *dst;
+			const void *src;
+			u64 bytes;
+			u8 value;
+		} copy;
+	};
+	struct snpu_mem *mem[SNPU_KERNEL_MAX_ARGS];
+	struct snpu_host *host;
 };
 
 /**
  * struct snpu_context - the state of one open file of a device
  * @sdev: the device this file was opened on
- *
+ * @lock: see the top of this file
+ * @handles: handle -> struct snpu_object
+ * @va: device address -> struct snpu_mem
+ * @host_va: user address -> struct snpu_host (its own lock only)
+ * @va_base: first device address of this context
+ * @va_end: last device address of this context
+ * @mem_used: device memory bytes charged to this context
+ * @host_used: host memory bytes charged to this context
+ * @streams: number of streams
+ * @events: number of events
+ * @sched_lock: see the top of this file
+ * @pool: the jobs, allocated at open
+ * @pool_size: number of jobs in @pool
+ * @free: jobs not in use
+ * @inflight: jobs submitted and not complete
+ * @callbacks: HOST_FUNC jobs ready for delivery
+ * @dying: the file is being released: jobs are cancelled, not run
+ * @wq: synchronize, callback and release waiters
+
  * Created by open(2), freed by the last close of the file description.
  */
 struct snpu_context {
 	struct snpu_device *sdev;
+
+	struct mutex lock;		/* objects, handles, quotas */
+	struct xarray handles;
+	struct maple_tree va;
+	struct maple_tree host_va;
+	u64 va_base;
+	u64 va_end;
+	atomic64_t mem_used;
+	atomic64_t host_used;
+	u32 streams;
+	u32 events;
+
+	spinlock_t sched_lock;		/* the task graph, see top */
+	struct snpu_job *pool;
+	u32 pool_size;
+	struct list_head free;
+	u32 inflight;
+	struct list_head callbacks;
+	bool dying;
+	wait_queue_head_t wq;
 };
 
+/* device.c */
 struct snpu_device *snpu_device_create(unsigned int index,
 				       const struct snpu_params *p);
 void snpu_device_destroy(struct snpu_device *sdev);
 
+/* context.c */
+extern const struct file_operations snpu_fops;
+struct snpu_object *snpu_object_get_locked(struct snpu_context *ctx,
+					   u32 handle, u32 type);
+int snpu_object_add_locked(struct snpu_context *ctx, struct snpu_object *obj,
+			   u32 type);
+
+/* memory.c */
+int snpu_mem_resolve_locked(struct snpu_context *ctx, u64 addr, u64 bytes,
+			    struct snpu_mem **memp, void **kaddr);
+void snpu_mem_put(struct snpu_mem *mem);
+void snpu_mem_destroy_all(struct snpu_context *ctx);
+
+/* host.c */
+int snpu_host_resolve(struct snpu_context *ctx, u64 uaddr, u64 bytes,
+		      struct snpu_host **hostp, void **kaddr);
+void snpu_host_put(struct snpu_host *host);
+void snpu_host_destroy_locked(struct snpu_context *ctx, struct snpu_host *host);
+int snpu_host_mmap(struct snpu_context *ctx, struct vm_area_struct *vma);
+
+/* stream.c, event.c */
+void snpu_stream_destroy_locked(struct snpu_context *ctx,
+				struct snpu_stream *s);
+void snpu_event_destroy_locked(struct snpu_context *ctx, struct snpu_event *e);
+int snpu_wait_job(struct snpu_context *ctx, struct snpu_job *job,
+		  s64 timeout_ns);
+
+/* job.c */
+int snpu_pool_init(struct snpu_context *ctx, u32 size);
+void snpu_pool_fini(struct snpu_context *ctx);
+void snpu_job_put_locked(struct snpu_context *ctx, struct snpu_job *job);
+void snpu_job_put(struct snpu_context *ctx, struct snpu_job *job);
+void snpu_job_complete(struct snpu_job *job, int error, bool on_core);
+int snpu_submit_locked(struct snpu_context *ctx, const void __user *tasks,
+		       u32 count, u32 task_size, u64 *seq);
+void snpu_cancel_all(struct snpu_context *ctx);
+
+/* sched.c */
+int snpu_cores_start(struct snpu_device *sdev);
+void snpu_cores_stop(struct snpu_device *sdev);
+void snpu_sched_ready(struct snpu_job *job, bool on_core);
+
+/* callback.c */
+int snpu_callback_wait(struct snpu_context *ctx, struct snpu_callback *cb);
+int snpu_callback_done(struct snpu_context *ctx, const struct snpu_callback *cb);
+__poll_t snpu_callback_poll(struct snpu_context *ctx, struct file *file,
+			    poll_table *wait);
+
+/* ioctl.c */
 long snpu_ioctl(struct file *file, unsigned int cmd, unsigned long arg);
 
-extern const struct file_operations snpu_fops;
+/* ioctl handlers, in the file of their object */
+union snpu_ioc_arg;
+int snpu_ioc_ctx_query(struct snpu_context *ctx, union snpu_ioc_arg *arg);
+int snpu_ioc_mem_alloc(struct snpu_context *ctx, union snpu_ioc_arg *arg);
+int snpu_ioc_mem_free(struct snpu_context *ctx, union snpu_ioc_arg *arg);
+int snpu_ioc_mem_query(struct snpu_context *ctx, union snpu_ioc_arg *arg);
+int snpu_ioc_mem_copy(struct snpu_context *ctx, union snpu_ioc_arg *arg);
+int snpu_ioc_mem_set(struct snpu_context *ctx, union snpu_ioc_arg *arg);
+int snpu_ioc_host_alloc(struct snpu_context *ctx, union snpu_ioc_arg *arg);
+int snpu_ioc_host_register(struct snpu_context *ctx, union snpu_ioc_arg *arg);
+int snpu_ioc_host_free(struct snpu_context *ctx, union snpu_ioc_arg *arg);
+int snpu_ioc_stream_create(struct snpu_context *ctx, union snpu_ioc_arg *arg);
+int snpu_ioc_stream_destroy(struct snpu_context *ctx, union snpu_ioc_arg *arg);
+int snpu_ioc_stream_sync(struct snpu_context *ctx, union snpu_ioc_arg *arg);
+int snpu_ioc_stream_query(struct snpu_context *ctx, union snpu_ioc_arg *arg);
+int snpu_ioc_stream_abort(struct snpu_context *ctx, union snpu_ioc_arg *arg);
+int snpu_ioc_stream_reset(struct snpu_context *ctx, union snpu_ioc_arg *arg);
+int snpu_ioc_event_create(struct snpu_context *ctx, union snpu_ioc_arg *arg);
+int snpu_ioc_event_destroy(struct snpu_context *ctx, union snpu_ioc_arg *arg);
+int snpu_ioc_event_query(struct snpu_context *ctx, union snpu_ioc_arg *arg);
+int snpu_ioc_event_sync(struct snpu_context *ctx, union snpu_ioc_arg *arg);
+int snpu_ioc_event_elapsed(struct snpu_context *ctx, union snpu_ioc_arg *arg);
+int snpu_ioc_submit(struct snpu_context *ctx, union snpu_ioc_arg *arg);
+int snpu_ioc_callback_wait(struct snpu_context *ctx, union snpu_ioc_arg *arg);
+int snpu_ioc_callback_done(struct snpu_context *ctx, union snpu_ioc_arg *arg);
+
+/**
+ * union snpu_ioc_arg - the argument of any ioctl, copied in by snpu_ioctl()
+ * @hdr: the fields every argument starts with
+ * @info: SNPU_IOC_GET_INFO
+ * @ctx_query: SNPU_IOC_CTX_QUERY
+ * @mem_alloc: SNPU_IOC_MEM_ALLOC
+ * @mem_free: SNPU_IOC_MEM_FREE
+ * @mem_query: SNPU_IOC_MEM_QUERY
+ * @mem_copy: SNPU_IOC_MEM_COPY
+ * @mem_set: SNPU_IOC_MEM_SET
+ * @host_alloc: SNPU_IOC_HOST_ALLOC
+ * @host_register: SNPU_IOC_HOST_REGISTER
+ * @handle_op: destroy, free, abort, reset
+ * @create: SNPU_IOC_STREAM_CREATE, SNPU_IOC_EVENT_CREATE
+ * @wait: SNPU_IOC_STREAM_SYNC, SNPU_IOC_EVENT_SYNC
+ * @stream_query: SNPU_IOC_STREAM_QUERY
+ * @event_query: SNPU_IOC_EVENT_QUERY
+ * @elapsed: SNPU_IOC_EVENT_ELAPSED
+ * @submit: SNPU_IOC_SUBMIT
+ * @callback: SNPU_IOC_CALLBACK_WAIT, SNPU_IOC_CALLBACK_DONE
+ *
+ * At most 104 bytes: the dispatcher keeps it on the stack.
+ */
+union snpu_ioc_arg {
+	struct {
+		u32 size;
+		u32 flags;
+	} hdr;
+	struct snpu_info info;
+	struct snpu_ctx_query ctx_query;
+	struct snpu_mem_alloc mem_alloc;
+	struct snpu_mem_free mem_free;
+	struct snpu_mem_query mem_query;
+	struct snpu_mem_copy mem_copy;
+	struct snpu_mem_set mem_set;
+	struct snpu_host_alloc host_alloc;
+	struct snpu_host_register host_register;
+	struct snpu_handle_op handle_op;
+	struct snpu_stream_create create;
+	struct snpu_wait wait;
+	struct snpu_stream_query stream_query;
+	struct snpu_event_query event_query;
+	struct snpu_event_elapsed elapsed;
+	struct snpu_submit submit;
+	struct snpu_callback callback;
+};
+
+static inline bool snpu_zero(const void *p, size_t len)
+{
+	return !memchr_inv(p, 0, len);
+}
 
 #endif /* _SNPU_H */

@@ -1,0 +1,330 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * snpu host memory: the only host memory queued copies may touch. Either
+ * allocated by the driver and mapped once into the process, or user
+ * memory registered and pinned. Both are found by user address in the
+ * context's host_va tree and kept alive by the jobs that use them.
+ */
+#include <linux/mm.h>
+#include <linux/sched/mm.h>
+#include <linux/slab.h>
+#include <linux/vmalloc.h>
+
+#include "snpu.h"
+
+static void snpu_host_release(struct kref *ref)
+{
+	struct snpu_host *host = container_of(ref, struct snpu_host, ref);
+
+	if (host->pages) {
+		vunmap(host->kaddr);
+		unpin_user_pages(host->pages, host->npages);
+		account_locked_vm(host->mm, host->npages, false);
+		mmdrop(host->mm);
+		kvfree(host->pages);
+	} else {
+		vfree(host->kaddr);
+	}
+	atomic64_sub(host->bytes, &host->ctx->host_used);
+	kfree_rcu(host, obj.rcu);
+}
+
+/**
+ * snpu_host_put() - drop a reference to host memory
+ * @host: the host memory
+ *
+ * The last reference unpins (and uncharges) or frees it. May sleep; never
+ * called with mmap_lock held for registered memory (only mappings of
+ * driver-allocated memory drop references under it).
+ */
+void snpu_host_put(struct snpu_host *host)
+{
+	kref_put(&host->ref, snpu_host_release);
+}
+
+/**
+ * snpu_host_resolve() - find the host memory holding a user range
+ * @ctx: the context
+ * @uaddr: user address
+ * @bytes: extent, > 0
+ * @hostp: the host memory, with a reference the caller drops
+ * @kaddr: kernel address of @uaddr
+ *
+ * Return: 0, or -EINVAL when the range is not inside one host memory
+ * range of @ctx (mapped driver memory or registered memory).
+ */
+int snpu_host_resolve(struct snpu_context *ctx, u64 uaddr, u64 bytes,
+		      struct snpu_host **hostp, void **kaddr)
+{
+	struct snpu_host *host;
+	u64 off;
+
+	if (!bytes || uaddr > ULONG_MAX)
+		return -EINVAL;
+	rcu_read_lock();
+	host = mtree_load(&ctx->host_va, uaddr);
+	if (host && !kref_get_unless_zero(&host->ref))
+		host = NULL;
+	rcu_read_unlock();
+	if (!host)
+		return -EINVAL;
+
+	off = uaddr - host->uaddr;
+	if (uaddr < host->uaddr || bytes > host->bytes - off) {
+		snpu_host_put(host);
+		return -EINVAL;
+	}
+	*hostp = host;
+	*kaddr = host->kaddr + off;
+	return 0;
+}
+
+static int snpu_host_charge(struct snpu_context *ctx, u64 bytes)
+{
+	if (atomic64_add_return(bytes, &ctx->host_used) > snpu_quota.host) {
+		atomic64_sub(bytes, &ctx->host_used);
+		return -ENOSPC;
+	}
+	return 0;
+}
+
+int snpu_ioc_host_alloc(struct snpu_context *ctx, union snpu_ioc_arg *arg)
+{
+	struct snpu_host_alloc *a = &arg->host_alloc;
+	struct snpu_host *host;
+	u64 bytes;
+	int ret;
+
+	if (!snpu_zero(a->reserved, sizeof(a->reserved)) || a->pad ||
+	    !a->bytes || a->bytes > snpu_quota.host)
+		return -EINVAL;
+	bytes = PAGE_ALIGN(a->bytes);
+
+	host = kzalloc(sizeof(*host), GFP_KERNEL);
+	if (!host)
+		return -ENOMEM;
+	kref_init(&host->ref);
+	host->ctx = ctx;
+	host->bytes = bytes;
+	ret = snpu_host_charge(ctx, bytes);
+	if (ret) {
+		kfree(host);
+		return ret;
+	}
+	host->kaddr = vmalloc_user(bytes);
+	if (!host->kaddr) {
+		ret = -ENOMEM;
+		goto err;
+	}
+
+	mutex_lock(&ctx->lock);
+	ret = snpu_object_add_locked(ctx, &host->obj, SNPU_OBJ_HOST);
+	mutex_unlock(&ctx->lock);
+	if (ret)
+		goto err;
+
+	a->handle = host->obj.handle;
+	a->mmap_offset = (u64)host->obj.handle << PAGE_SHIFT;
+	return 0;
+err:
+	/* Never published: release frees and uncharges. */
+	snpu_host_put(host);
+	return ret;
+}
+
+int snpu_ioc_host_register(struct snpu_context *ctx, union snpu_ioc_arg *arg)
+{
+	struct snpu_host_register *r = &arg->host_register;
+	unsigned long npages;
+	struct snpu_host *host;
+	int pinned, ret;
+
+	if (!snpu_zero(r->reserved, sizeof(r->reserved)) || r->pad ||
+	    !r->bytes || !PAGE_ALIGNED(r->addr) || !PAGE_ALIGNED(r->bytes) ||
+	    r->bytes > snpu_quota.host || r->addr + r->bytes < r->addr ||
+	    r->addr + r->bytes > TASK_SIZE)
+		return -EINVAL;
+	npages = r->bytes >> PAGE_SHIFT;
+
+	host = kzalloc(sizeof(*host), GFP_KERNEL);
+	if (!host)
+		return -ENOMEM;
+	kref_init(&host->ref);
+	host->ctx = ctx;
+	host->bytes = r->bytes;
+	host->uaddr = r->addr;
+	ret = snpu_host_charge(ctx, r->bytes);
+	if (ret) {
+		kfree(host);
+		return ret;
+	}
+
+	host->pages = kvcalloc(npages, sizeof(*host->pages), GFP_KERNEL);
+	if (!host->pages) {
+		ret = -ENOMEM;
+		goto err_uncharge;
+	}
+	/* account_locked_vm() lets CAP_IPC_LOCK through RLIMIT_MEMLOCK. */
+	ret = account_locked_vm(current->mm, npages, true);
+	if (ret)
+		goto err_pages;
+	pinned = pin_user_pages_fast(r->addr, npages,
+				     FOLL_WRITE | FOLL_LONGTERM, host->pages);
+	if (pinned != npages) {
+		if (pinned > 0)
+			unpin_user_pages(host->pages, pinned);
+		ret = pinned < 0 ? pinned : -EFAULT;
+		goto err_account;
+	}
+	host->kaddr = vmap(host->pages, npages, VM_MAP, PAGE_KERNEL);
+	if (!host->kaddr) {
+		ret = -ENOMEM;
+		goto err_unpin;
+	}
+	host->npages = npages;
+	mmgrab(current->mm);
+	host->mm = current->mm;
+
+	mutex_lock(&ctx->lock);
+	ret = mtree_insert_range(&ctx->host_va, r->addr, r->addr + r->bytes - 1,
+				 host, GFP_KERNEL);
+	if (!ret) {
+		ret = snpu_object_add_locked(ctx, &host->obj, SNPU_OBJ_HOST);
+		if (ret)
+			mtree_erase(&ctx->host_va, r->addr);
+	}
+	mutex_unlock(&ctx->lock);
+	if (ret) {
+		/* Never published: release unpins, uncharges and frees. */
+		snpu_host_put(host);
+		return ret;
+	}
+	r->handle = host->obj.handle;
+	return 0;
+
+err_unpin:
+	unpin_user_pages(host->pages, npages);
+err_account:
+	account_locked_vm(current->mm, npages, false);
+err_pages:
+	kvfree(host->pages);
+err_uncharge:
+	atomic64_sub(r->bytes, &ctx->host_used);
+	kfree(host);
+	return ret;
+}
+
+/**
+ * snpu_host_destroy_locked() - drop the handle of host memory
+ * @ctx: the context
+ * @host: host memory of @ctx
+ *
+ * Registered memory stops resolving at once; driver memory when it is
+ * unmapped. The memory goes when jobs and the mapping let go of it.
+ */
+void snpu_host_destroy_locked(struct snpu_context *ctx, struct snpu_host *host)
+{
+	lockdep_assert_held(&ctx->lock);
+	xa_erase(&ctx->handles, host->obj.handle);
+	if (host->pages)
+		mtree_erase(&ctx->host_va, host->uaddr);
+	snpu_host_put(host);
+}
+
+int snpu_ioc_host_free(struct snpu_context *ctx, union snpu_ioc_arg *arg)
+{
+	struct snpu_handle_op *op = &arg->handle_op;
+	struct snpu_object *obj;
+
+	if (!snpu_zero(op->reserved, sizeof(op->reserved)) || op->pad)
+		return -EINVAL;
+	mutex_lock(&ctx->lock);
+	obj = snpu_object_get_locked(ctx, op->handle, SNPU_OBJ_HOST);
+	if (obj)
+		snpu_host_destroy_locked(ctx,
+					 container_of(obj, struct snpu_host, obj));
+	mutex_unlock(&ctx->lock);
+	return obj ? 0 : -ENOENT;
+}
+
+static void snpu_host_vm_close(struct vm_area_struct *vma)
+{
+	struct snpu_host *host = vma->vm_private_data;
+
+	mtree_erase(&host->ctx->host_va, host->uaddr);
+	snpu_host_put(host);
+}
+
+/* A mapping is one range for its whole life: no split, no move. */
+static int snpu_host_vm_split(struct vm_area_struct *vma, unsigned long addr)
+{
+	return -EINVAL;
+}
+
+static int snpu_host_vm_mremap(struct vm_area_struct *vma)
+{
+	return -EINVAL;
+}
+
+static const struct vm_operations_struct snpu_host_vm_ops = {
+	.close = snpu_host_vm_close,
+	.may_split = snpu_host_vm_split,
+	.mremap = snpu_host_vm_mremap,
+};
+
+/**
+ * snpu_host_mmap() - map driver-allocated host memory
+ * @ctx: the context
+ * @vma: the mapping: offset from SNPU_IOC_HOST_ALLOC, the whole size
+ *
+ * Runs under mmap_lock, so it takes no context lock: the handle is looked
+ * up under RCU.
+ *
+ * Return: 0, -EINVAL for a bad offset or size, -EBUSY when already mapped.
+ */
+int snpu_host_mmap(struct snpu_context *ctx, struct vm_area_struct *vma)
+{
+	unsigned long len = vma->vm_end - vma->vm_start;
+	struct snpu_object *obj;
+	struct snpu_host *host = NULL;
+	int ret;
+
+	if (vma->vm_pgoff > U32_MAX)
+		return -EINVAL;
+	rcu_read_lock();
+	obj = xa_load(&ctx->handles, vma->vm_pgoff);
+	if (obj && obj->type == SNPU_OBJ_HOST) {
+		host = container_of(obj, struct snpu_host, obj);
+		if (host->pages || !kref_get_unless_zero(&host->ref))
+			host = NULL;
+	}
+	rcu_read_unlock();
+	if (!host)
+		return -EINVAL;
+
+	ret = -EINVAL;
+	if (len != host->bytes)
+		goto err;
+	ret = -EBUSY;
+	if (atomic_cmpxchg(&host->mapped, 0, 1))
+		goto err;
+
+	vma->vm_flags |= VM_DONTCOPY | VM_DONTEXPAND | VM_DONTDUMP;
+	ret = remap_vmalloc_range(vma, host->kaddr, 0);
+	if (ret)
+		goto err_unmark;
+	host->uaddr = vma->vm_start;
+	ret = mtree_insert_range(&ctx->host_va, vma->vm_start, vma->vm_end - 1,
+				 host, GFP_KERNEL);
+	if (ret)
+		goto err_unmark;
+	vma->vm_private_data = host;
+	vma->vm_ops = &snpu_host_vm_ops;
+	return 0;
+
+err_unmark:
+	atomic_set(&host->mapped, 0);
+err:
+	snpu_host_put(host);
+	return ret;
+}

@@ -1,0 +1,548 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * snpu jobs: the task pool of a context, submission (check, reference,
+ * link) and completion (resolve successors, wake waiters).
+ *
+ * A job depends on at most two others: its stream predecessor and, for a
+ * STREAM_WAIT, the record job of the event's capture. Both edges live in
+ * the waiting job (pending count, @next of the predecessor, @wait_node in
+ * the record job's @waiters), so linking and resolving allocate nothing
+ * and a completion touches only its own successors.
+ */
+#include <linux/ktime.h>
+#include <linux/mm.h>
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+
+#include "snpu.h"
+
+/**
+ * snpu_pool_init() - allocate the job pool of a context
+ * @ctx: the context
+ * @size: number of jobs
+ *
+ * Return: 0 or -ENOMEM.
+ */
+int snpu_pool_init(struct snpu_context *ctx, u32 size)
+{
+	u32 i;
+
+	ctx->pool = kvcalloc(size, sizeof(*ctx->pool), GFP_KERNEL);
+	if (!ctx->pool)
+		return -ENOMEM;
+	ctx->pool_size = size;
+	INIT_LIST_HEAD(&ctx->free);
+	for (i = 0; i < size; i++) {
+		struct snpu_job *job = &ctx->pool[i];
+
+		job->ctx = ctx;
+		INIT_LIST_HEAD(&job->waiters);
+		INIT_LIST_HEAD(&job->wait_node);
+		list_add_tail(&job->node, &ctx->free);
+	}
+	return 0;
+}
+
+/**
+ * snpu_pool_fini() - free the job pool of a context with no job in use
+ * @ctx: the context
+ */
+void snpu_pool_fini(struct snpu_context *ctx)
+{
+	kvfree(ctx->pool);
+}
+
+/**
+ * snpu_job_put_locked() - drop a reference to a job
+ * @ctx: the job's context
+ * @job: the job; back to the free list with its last reference
+ */
+void snpu_job_put_locked(struct snpu_context *ctx, struct snpu_job *job)
+{
+	lockdep_assert_held(&ctx->sched_lock);
+	if (refcount_dec_and_test(&job->ref)) {
+		job->state = SNPU_JOB_FREE;
+		list_add(&job->node, &ctx->free);
+	}
+}
+
+/**
+ * snpu_job_put() - drop a reference to a job, taking the sched lock
+ * @ctx: the job's context
+ * @job: the job
+ */
+void snpu_job_put(struct snpu_context *ctx, struct snpu_job *job)
+{
+	spin_lock(&ctx->sched_lock);
+	snpu_job_put_locked(ctx, job);
+	spin_unlock(&ctx->sched_lock);
+}
+
+/* Drop what a job references: memory, host memory, a capture. */
+static void snpu_job_release(struct snpu_job *job)
+{
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(job->mem); i++) {
+		if (job->mem[i])
+			snpu_mem_put(job->mem[i]);
+		job->mem[i] = NULL;
+	}
+	if (job->host)
+		snpu_host_put(job->host);
+	job->host = NULL;
+}
+
+/*
+ * Complete one job: record the result, advance the stream, resolve the
+ * successors (the ones that become ready go to @todo) and wake waiters.
+ * Called without locks; the job's context stays valid until the job is
+ * no longer counted in flight, which is the last thing done here.
+ */
+static void snpu_job_finish(struct snpu_job *job, int error,
+			    struct list_head *todo)
+{
+	struct snpu_context *ctx = job->ctx;
+	struct snpu_stream *s = job->stream;
+	struct snpu_job *w, *tmp;
+
+	snpu_job_release(job);
+
+	spin_lock(&ctx->sched_lock);
+	job->error = error;
+	job->done_ns = ktime_get_ns();
+	job->state = SNPU_JOB_DONE;
+	s->completed = job->seq;
+	if (error && !s->error)
+		WRITE_ONCE(s->error, error);
+	if (s->tail == job)
+		s->tail = NULL;
+	if (job->next) {
+		if (!--job->next->pending)
+			list_add_tail(&job->next->node, todo);
+		job->next = NULL;
+	}
+	list_for_each_entry_safe(w, tmp, &job->waiters, wait_node) {
+		list_del_init(&w->wait_node);
+		w->wait_on = NULL;
+		snpu_job_put_locked(ctx, job);
+		if (!--w->pending)
+			list_add_tail(&w->node, todo);
+	}
+	job->stream = NULL;
+	ctx->inflight--;
+	snpu_job_put_locked(ctx, job);
+	/*
+	 * Wake only those who wait for this job, or a releaser waiting for
+	 * the last one; under the lock, so that a releaser seeing inflight 0
+	 * cannot free @ctx before we are done with it.
+	 */
+	if (job->waited || (!ctx->inflight && ctx->dying)) {
+		job->waited = false;
+		wake_up_all(&ctx->wq);
+	}
+	spin_unlock(&ctx->sched_lock);
+}
+
+/* A job's predecessors are complete: run it, deliver it, or finish it. */
+static void snpu_job_dispatch(struct snpu_job *job, struct list_head *todo,
+			      bool on_core)
+{
+	struct snpu_context *ctx = job->ctx;
+	bool cancel;
+
+	spin_lock(&ctx->sched_lock);
+	cancel = ctx->dying || job->stream->error;
+	if (!cancel && job->op == SNPU_OP_HOST_FUNC) {
+		job->state = SNPU_JOB_CALLBACK;
+		list_add_tail(&job->node, &ctx->callbacks);
+		wake_up_all(&ctx->wq);
+		spin_unlock(&ctx->sched_lock);
+		return;
+	}
+	job->state = SNPU_JOB_READY;
+	spin_unlock(&ctx->sched_lock);
+
+	if (cancel) {
+		snpu_job_finish(job, -ECANCELED, todo);
+		return;
+	}
+	switch (job->op) {
+	case SNPU_OP_LAUNCH:
+	case SNPU_OP_COPY:
+	case SNPU_OP_MEMSET:
+		snpu_sched_ready(job, on_core);
+		break;
+	default:
+		/* EVENT_RECORD, STREAM_WAIT: done once they are reached. */
+		snpu_job_finish(job, 0, todo);
+		break;
+	}
+}
+
+static void snpu_job_run_todo(struct list_head *todo, bool on_core)
+{
+	struct snpu_job *job;
+
+	while (!list_empty(todo)) {
+		job = list_first_entry(todo, struct snpu_job, node);
+		list_del_init(&job->node);
+		snpu_job_dispatch(job, todo, on_core);
+	}
+}
+
+/**
+ * snpu_job_complete() - a job has run (or was cancelled or called back)
+ * @job: the job
+ * @error: 0 or -errno
+ * @on_core: called by a core, which looks for work again right after
+ *
+ * Resolves the successors, dispatching those that become ready, without
+ * recursion however long the chain of immediately complete jobs.
+ */
+void snpu_job_complete(struct snpu_job *job, int error, bool on_core)
+{
+	LIST_HEAD(todo);
+
+	snpu_job_finish(job, error, &todo);
+	snpu_job_run_todo(&todo, on_core);
+}
+
+/* Resolve a copy's device and host sides. */
+static int snpu_job_prepare_copy(struct snpu_context *ctx,
+				 struct snpu_job *job,
+				 const struct snpu_task *t)
+{
+	u64 bytes = t->copy.bytes;
+	void *dst, *src;
+	int ret;
+
+	switch (t->copy.dir) {
+	case SNPU_COPY_H2D:
+		ret = snpu_mem_resolve_locked(ctx, t->copy.dst, bytes,
+					      &job->mem[0], &dst);
+		if (!ret)
+			ret = snpu_host_resolve(ctx, t->copy.src, bytes,
+						&job->host, &src);
+		break;
+	case SNPU_COPY_D2H:
+		ret = snpu_host_resolve(ctx, t->copy.dst, bytes, &job->host,
+					&dst);
+		if (!ret)
+			ret = snpu_mem_resolve_locked(ctx, t->copy.src, bytes,
+						      &job->mem[0], &src);
+		break;
+	default:
+		ret = snpu_mem_resolve_locked(ctx, t->copy.dst, bytes,
+					      &job->mem[0], &dst);
+		if (!ret)
+			ret = snpu_mem_resolve_locked(ctx, t->copy.src, bytes,
+						      &job->mem[1], &src);
+		break;
+	}
+	if (ret)
+		return ret;
+	job->copy.dst = dst;
+	job->copy.src = src;
+	job->copy.bytes = bytes;
+	return 0;
+}
+
+static int snpu_job_prepare_launch(struct snpu_context *ctx,
+				   struct snpu_job *job,
+				   const struct snpu_task *t)
+{
+	struct snpu_klaunch *l = &job->launch;
+	unsigned int i;
+	int ret;
+
+	memset(l, 0, sizeof(*l));
+	l->kernel = t->launch.kernel;
+	l->block_dim = t->launch.block_dim;
+	for (i = 0; i < SNPU_KERNEL_MAX_ARGS; i++) {
+		const struct snpu_kernel_arg *a = &t->launch.args[i];
+
+		if (!snpu_kernel_is_buffer(l->kernel, i)) {
+			l->scalar[i] = a->value;
+			continue;
+		}
+		ret = snpu_mem_resolve_locked(ctx, a->value, a->bytes,
+					      &job->mem[i], &l->buf[i]);
+		if (ret)
+			return ret;
+		l->bytes[i] = a->bytes;
+	}
+	job->nblocks = l->block_dim;
+	return 0;
+}
+
+static struct snpu_event *snpu_event_get_locked(struct snpu_context *ctx,
+						u32 handle)
+{
+	struct snpu_object *obj;
+
+	obj = snpu_object_get_locked(ctx, handle, SNPU_OBJ_EVENT);
+	return obj ? container_of(obj, struct snpu_event, obj) : NULL;
+}
+
+/* Check one task against the context and take what it references. */
+static int snpu_job_prepare_locked(struct snpu_context *ctx,
+				   struct snpu_job *job,
+				   const struct snpu_task *t)
+{
+	struct snpu_object *obj;
+	struct snpu_stream *s;
+	struct snpu_event *e;
+	int ret;
+
+	lockdep_assert_held(&ctx->lock);
+	ret = snpu_task_check(t);
+	if (ret)
+		return ret;
+
+	obj = snpu_object_get_locked(ctx, t->stream, SNPU_OBJ_STREAM);
+	if (!obj)
+		return -ENOENT;
+	s = container_of(obj, struct snpu_stream, obj);
+	if (s->destroying)
+		return -ENOENT;
+	if (READ_ONCE(s->error))
+		return -EIO;
+
+	job->stream = s;
+	job->stream_handle = s->obj.handle;
+	job->op = t->op;
+	job->user_data = t->user_data;
+	job->nblocks = 1;
+
+	switch (t->op) {
+	case SNPU_OP_LAUNCH:
+		return snpu_job_prepare_launch(ctx, job, t);
+	case SNPU_OP_COPY:
+		return snpu_job_prepare_copy(ctx, job, t);
+	case SNPU_OP_MEMSET:
+		job->copy.bytes = t->memset.bytes;
+		job->copy.value = t->memset.value;
+		job->copy.src = NULL;
+		return snpu_mem_resolve_locked(ctx, t->memset.addr,
+					       t->memset.bytes, &job->mem[0],
+					       &job->copy.dst);
+	case SNPU_OP_EVENT_RECORD:
+	case SNPU_OP_STREAM_WAIT:
+		e = snpu_event_get_locked(ctx, t->event.event);
+		if (!e)
+			return -ENOENT;
+		if (t->op == SNPU_OP_STREAM_WAIT && !e->capture &&
+		    !e->batch_recorded)
+			return -EINVAL;
+		if (t->op == SNPU_OP_EVENT_RECORD)
+			e->batch_recorded = true;
+		job->event = e;
+		return 0;
+	default:
+		return 0;
+	}
+}
+
+/* Link a prepared job into its stream and the event graph. */
+static void snpu_job_commit_locked(struct snpu_context *ctx,
+				   struct snpu_job *job,
+				   struct list_head *ready)
+{
+	struct snpu_stream *s = job->stream;
+	struct snpu_event *e = job->event;
+	struct snpu_job *cap;
+
+	lockdep_assert_held(&ctx->sched_lock);
+	job->seq = ++s->submitted;
+	job->pending = 0;
+	job->state = SNPU_JOB_WAITING;
+	if (s->tail) {
+		s->tail->next = job;
+		job->pending++;
+	}
+	s->tail = job;
+
+	if (job->op == SNPU_OP_STREAM_WAIT) {
+		cap = e->capture;
+		if (cap->state != SNPU_JOB_DONE) {
+			refcount_inc(&cap->ref);
+			job->wait_on = cap;
+			list_add_tail(&job->wait_node, &cap->waiters);
+			job->pending++;
+		}
+	} else if (job->op == SNPU_OP_EVENT_RECORD) {
+		cap = e->capture;
+		refcount_inc(&job->ref);
+		e->capture = job;
+		e->batch_recorded = false;
+		if (cap)
+			snpu_job_put_locked(ctx, cap);
+	}
+	job->event = NULL;
+	ctx->inflight++;
+	if (!job->pending)
+		list_add_tail(&job->node, ready);
+}
+
+/* Give back jobs of a batch that failed before commit. */
+static void snpu_job_unwind(struct snpu_context *ctx, struct list_head *batch)
+{
+	struct snpu_job *job, *tmp;
+
+	list_for_each_entry(job, batch, node) {
+		if (job->event)
+			job->event->batch_recorded = false;
+		job->event = NULL;
+		snpu_job_release(job);
+	}
+	spin_lock(&ctx->sched_lock);
+	list_for_each_entry_safe(job, tmp, batch, node) {
+		list_del_init(&job->node);
+		snpu_job_put_locked(ctx, job);
+	}
+	spin_unlock(&ctx->sched_lock);
+}
+
+/**
+ * snpu_submit_locked() - check and queue a batch of tasks, all or nothing
+ * @ctx: the context
+ * @tasks: user array of @count tasks, @task_size bytes apart
+ * @count: number of tasks, 1..SNPU_SUBMIT_MAX
+ * @task_size: the caller's sizeof(struct snpu_task)
+ * @seq: out: sequence number of the last task in its stream
+ *
+ * Return: 0; -ENOSPC when the tasks in flight would exceed the quota;
+ * otherwise the error of the first bad task, with nothing queued.
+ */
+int snpu_submit_locked(struct snpu_context *ctx, const void __user *tasks,
+		       u32 count, u32 task_size, u64 *seq)
+{
+	struct snpu_job *job, *last = NULL;
+	LIST_HEAD(batch);
+	LIST_HEAD(ready);
+	struct snpu_task t;
+	u32 i;
+	int ret;
+
+	lockdep_assert_held(&ctx->lock);
+
+	spin_lock(&ctx->sched_lock);
+	if (ctx->inflight + count > snpu_quota.tasks) {
+		spin_unlock(&ctx->sched_lock);
+		return -ENOSPC;
+	}
+	for (i = 0; i < count; i++) {
+		/*
+		 * The pool holds the quota, one capture per event and some
+		 * room for jobs that synchronize calls hold for a moment.
+		 */
+		if (list_empty(&ctx->free))
+			break;
+		job = list_first_entry(&ctx->free, struct snpu_job, node);
+		list_move_tail(&job->node, &batch);
+		refcount_set(&job->ref, 1);
+		job->state = SNPU_JOB_WAITING;
+		job->waited = false;
+		job->gen++;
+	}
+	spin_unlock(&ctx->sched_lock);
+	if (i < count) {
+		ret = -ENOSPC;
+		goto unwind;
+	}
+
+	list_for_each_entry(job, &batch, node) {
+		const void __user *src = tasks;
+
+		tasks += task_size;
+		if (copy_from_user(&t, src, sizeof(t))) {
+			ret = -EFAULT;
+			goto unwind;
+		}
+		if (task_size > sizeof(t)) {
+			ret = check_zeroed_user(src + sizeof(t),
+						task_size - sizeof(t));
+			if (ret <= 0) {
+				ret = ret ?: -E2BIG;
+				goto unwind;
+			}
+		}
+		ret = snpu_job_prepare_locked(ctx, job, &t);
+		if (ret)
+			goto unwind;
+		last = job;
+	}
+
+	spin_lock(&ctx->sched_lock);
+	while (!list_empty(&batch)) {
+		job = list_first_entry(&batch, struct snpu_job, node);
+		list_del_init(&job->node);
+		snpu_job_commit_locked(ctx, job, &ready);
+	}
+	*seq = last->seq;
+	spin_unlock(&ctx->sched_lock);
+
+	snpu_job_run_todo(&ready, false);
+	return 0;
+
+unwind:
+	snpu_job_unwind(ctx, &batch);
+	return ret;
+}
+
+int snpu_ioc_submit(struct snpu_context *ctx, union snpu_ioc_arg *arg)
+{
+	struct snpu_submit *s = &arg->submit;
+	int ret;
+
+	if (!snpu_zero(s->reserved, sizeof(s->reserved)) || !s->count ||
+	    s->count > SNPU_SUBMIT_MAX || s->task_size < SNPU_TASK_SIZE ||
+	    s->task_size > SNPU_IOC_MAX_SIZE)
+		return -EINVAL;
+
+	mutex_lock(&ctx->lock);
+	ret = snpu_submit_locked(ctx, u64_to_user_ptr(s->tasks), s->count,
+				 s->task_size, &s->seq);
+	mutex_unlock(&ctx->lock);
+	return ret;
+}
+
+/**
+ * snpu_cancel_all() - cancel every job of a closing context and wait
+ * @ctx: the context; no ioctl runs on it any more
+ *
+ * Jobs not yet run complete with -ECANCELED as they come up, callbacks
+ * pending or delivered are completed with -ECANCELED, running blocks stop
+ * at their next check. Returns when no job is in flight.
+ */
+void snpu_cancel_all(struct snpu_context *ctx)
+{
+	LIST_HEAD(cancel);
+	struct snpu_job *job;
+	u32 i;
+
+	spin_lock(&ctx->sched_lock);
+	WRITE_ONCE(ctx->dying, true);
+	list_splice_init(&ctx->callbacks, &cancel);
+	/* Not a hot path: a scan finds callbacks the process never answered. */
+	for (i = 0; i < ctx->pool_size; i++) {
+		job = &ctx->pool[i];
+		if (job->state == SNPU_JOB_DELIVERED) {
+			job->state = SNPU_JOB_READY;
+			list_add_tail(&job->node, &cancel);
+		}
+	}
+	spin_unlock(&ctx->sched_lock);
+
+	while (!list_empty(&cancel)) {
+		job = list_first_entry(&cancel, struct snpu_job, node);
+		list_del_init(&job->node);
+		snpu_job_complete(job, -ECANCELED, false);
+	}
+
+	wait_event(ctx->wq, !READ_ONCE(ctx->inflight));
+	/* The last completer wakes us under sched_lock: let it leave. */
+	spin_lock(&ctx->sched_lock);
+	spin_unlock(&ctx->sched_lock);
+}

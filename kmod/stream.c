@@ -1,0 +1,266 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * snpu streams: in-order queues with a 64-bit timeline and a sticky error.
+ */
+#include <linux/slab.h>
+
+#include "snpu.h"
+
+static struct snpu_stream *snpu_stream_get_locked(struct snpu_context *ctx,
+						  u32 handle)
+{
+	struct snpu_object *obj;
+
+	obj = snpu_object_get_locked(ctx, handle, SNPU_OBJ_STREAM);
+	return obj ? container_of(obj, struct snpu_stream, obj) : NULL;
+}
+
+static bool snpu_job_done(struct snpu_job *job)
+{
+	return READ_ONCE(job->state) == SNPU_JOB_DONE;
+}
+
+/**
+ * snpu_wait_job() - wait until a job is complete
+ * @ctx: the job's context
+ * @job: a job the caller holds a reference to
+ * @timeout_ns: relative timeout, 0 to poll, negative to wait forever
+ *
+ * Return: 0, -ETIMEDOUT, or -ERESTARTSYS on a signal.
+ */
+int snpu_wait_job(struct snpu_context *ctx, struct snpu_job *job,
+		  s64 timeout_ns)
+{
+	long ret;
+
+	if (snpu_job_done(job))
+		return 0;
+	if (!timeout_ns)
+		return -ETIMEDOUT;
+	/* Completion wakes the context's waiters only for waited jobs. */
+	spin_lock(&ctx->sched_lock);
+	job->waited = true;
+	spin_unlock(&ctx->sched_lock);
+	if (timeout_ns < 0)
+		return wait_event_interruptible(ctx->wq, snpu_job_done(job));
+	ret = wait_event_interruptible_hrtimeout(ctx->wq, snpu_job_done(job),
+						 ns_to_ktime(timeout_ns));
+	return ret == -ETIME ? -ETIMEDOUT : ret;
+}
+
+/* Take a reference to the stream's last job while it is not complete. */
+static struct snpu_job *snpu_stream_tail_get(struct snpu_context *ctx,
+					     struct snpu_stream *s)
+{
+	struct snpu_job *tail;
+
+	spin_lock(&ctx->sched_lock);
+	tail = s->tail;
+	if (tail)
+		refcount_inc(&tail->ref);
+	spin_unlock(&ctx->sched_lock);
+	return tail;
+}
+
+int snpu_ioc_stream_create(struct snpu_context *ctx, union snpu_ioc_arg *arg)
+{
+	struct snpu_stream_create *c = &arg->create;
+	struct snpu_stream *s;
+	int ret;
+
+	if (!snpu_zero(c->reserved, sizeof(c->reserved)) ||
+	    c->priority < SNPU_PRIO_LOW || c->priority > SNPU_PRIO_HIGH)
+		return -EINVAL;
+
+	s = kzalloc(sizeof(*s), GFP_KERNEL);
+	if (!s)
+		return -ENOMEM;
+	s->priority = c->priority;
+	s->prio = SNPU_PRIO_HIGH - c->priority;
+
+	mutex_lock(&ctx->lock);
+	if (ctx->streams >= snpu_quota.streams) {
+		ret = -ENOSPC;
+	} else {
+		ret = snpu_object_add_locked(ctx, &s->obj, SNPU_OBJ_STREAM);
+		if (!ret)
+			ctx->streams++;
+	}
+	mutex_unlock(&ctx->lock);
+	if (ret) {
+		kfree(s);
+		return ret;
+	}
+	c->handle = s->obj.handle;
+	return 0;
+}
+
+/**
+ * snpu_stream_destroy_locked() - free a stream with no job in flight
+ * @ctx: the context
+ * @s: the stream
+ */
+void snpu_stream_destroy_locked(struct snpu_context *ctx,
+				struct snpu_stream *s)
+{
+	lockdep_assert_held(&ctx->lock);
+	WARN_ON(s->tail);
+	xa_erase(&ctx->handles, s->obj.handle);
+	ctx->streams--;
+	kfree_rcu(s, obj.rcu);
+}
+
+/* Fail the stream with -ECANCELED and drop its undelivered callbacks. */
+static void snpu_stream_abort(struct snpu_context *ctx, struct snpu_stream *s)
+{
+	struct snpu_job *job, *tmp;
+	LIST_HEAD(cancel);
+
+	spin_lock(&ctx->sched_lock);
+	if (!s->error)
+		WRITE_ONCE(s->error, -ECANCELED);
+	list_for_each_entry_safe(job, tmp, &ctx->callbacks, node) {
+		if (job->stream == s) {
+			job->state = SNPU_JOB_READY;
+			list_move_tail(&job->node, &cancel);
+		}
+	}
+	spin_unlock(&ctx->sched_lock);
+
+	list_for_each_entry_safe(job, tmp, &cancel, node) {
+		list_del_init(&job->node);
+		snpu_job_complete(job, -ECANCELED, false);
+	}
+}
+
+int snpu_ioc_stream_destroy(struct snpu_context *ctx, union snpu_ioc_arg *arg)
+{
+	struct snpu_handle_op *op = &arg->handle_op;
+	struct snpu_stream *s;
+	struct snpu_job *tail;
+	int ret = 0;
+
+	if (!snpu_zero(op->reserved, sizeof(op->reserved)) || op->pad ||
+	    (op->flags & ~SNPU_STREAM_DESTROY_FORCE))
+		return -EINVAL;
+
+	mutex_lock(&ctx->lock);
+	s = snpu_stream_get_locked(ctx, op->handle);
+	if (!s || s->destroying) {
+		mutex_unlock(&ctx->lock);
+		return s ? -EBUSY : -ENOENT;
+	}
+	/* From here on submit refuses the stream. */
+	s->destroying = true;
+	if (op->flags & SNPU_STREAM_DESTROY_FORCE)
+		snpu_stream_abort(ctx, s);
+	tail = snpu_stream_tail_get(ctx, s);
+	mutex_unlock(&ctx->lock);
+
+	if (tail) {
+		ret = snpu_wait_job(ctx, tail, -1);
+		snpu_job_put(ctx, tail);
+	}
+
+	mutex_lock(&ctx->lock);
+	if (ret)
+		s->destroying = false;
+	else
+		snpu_stream_destroy_locked(ctx, s);
+	mutex_unlock(&ctx->lock);
+	return ret;
+}
+
+int snpu_ioc_stream_sync(struct snpu_context *ctx, union snpu_ioc_arg *arg)
+{
+	struct snpu_wait *w = &arg->wait;
+	struct snpu_stream *s;
+	struct snpu_job *tail;
+	int ret = 0;
+
+	if (!snpu_zero(w->reserved, sizeof(w->reserved)) || w->error)
+		return -EINVAL;
+
+	mutex_lock(&ctx->lock);
+	s = snpu_stream_get_locked(ctx, w->handle);
+	tail = s ? snpu_stream_tail_get(ctx, s) : NULL;
+	mutex_unlock(&ctx->lock);
+	if (!s)
+		return -ENOENT;
+
+	if (tail) {
+		ret = snpu_wait_job(ctx, tail, w->timeout_ns);
+		snpu_job_put(ctx, tail);
+		if (ret)
+			return ret;
+	}
+
+	/* The stream may have been destroyed meanwhile: then it was clean. */
+	mutex_lock(&ctx->lock);
+	s = snpu_stream_get_locked(ctx, w->handle);
+	w->error = s ? READ_ONCE(s->error) : 0;
+	mutex_unlock(&ctx->lock);
+	return 0;
+}
+
+int snpu_ioc_stream_query(struct snpu_context *ctx, union snpu_ioc_arg *arg)
+{
+	struct snpu_stream_query *q = &arg->stream_query;
+	struct snpu_stream *s;
+
+	if (!snpu_zero(q->reserved, sizeof(q->reserved)) || q->error ||
+	    q->pad)
+		return -EINVAL;
+
+	mutex_lock(&ctx->lock);
+	s = snpu_stream_get_locked(ctx, q->handle);
+	if (s) {
+		spin_lock(&ctx->sched_lock);
+		q->error = s->error;
+		q->submitted = s->submitted;
+		q->completed = s->completed;
+		spin_unlock(&ctx->sched_lock);
+		q->priority = s->priority;
+	}
+	mutex_unlock(&ctx->lock);
+	return s ? 0 : -ENOENT;
+}
+
+int snpu_ioc_stream_abort(struct snpu_context *ctx, union snpu_ioc_arg *arg)
+{
+	struct snpu_handle_op *op = &arg->handle_op;
+	struct snpu_stream *s;
+
+	if (!snpu_zero(op->reserved, sizeof(op->reserved)) || op->pad)
+		return -EINVAL;
+
+	mutex_lock(&ctx->lock);
+	s = snpu_stream_get_locked(ctx, op->handle);
+	if (s)
+		snpu_stream_abort(ctx, s);
+	mutex_unlock(&ctx->lock);
+	return s ? 0 : -ENOENT;
+}
+
+int snpu_ioc_stream_reset(struct snpu_context *ctx, union snpu_ioc_arg *arg)
+{
+	struct snpu_handle_op *op = &arg->handle_op;
+	struct snpu_stream *s;
+	int ret = 0;
+
+	if (!snpu_zero(op->reserved, sizeof(op->reserved)) || op->pad)
+		return -EINVAL;
+
+	mutex_lock(&ctx->lock);
+	s = snpu_stream_get_locked(ctx, op->handle);
+	if (s) {
+		spin_lock(&ctx->sched_lock);
+		if (s->tail)
+			ret = -EBUSY;
+		else
+			WRITE_ONCE(s->error, 0);
+		spin_unlock(&ctx->sched_lock);
+	}
+	mutex_unlock(&ctx->lock);
+	return s ? ret : -ENOENT;
+}
