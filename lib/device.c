@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
 /*
- * libsnpu: opening, closing and describing a device.
+ * libsnpu: opening, closing and describing a device and its context.
  */
 #include <assert.h>
 #include <errno.h>
@@ -8,27 +8,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <unistd.h>
 
-#include "snpu.h"
+#include "internal.h"
 
 /* The library is built for this ABI; see scripts/abi-sizes. */
 static_assert(sizeof(struct snpu_info) == 88, "struct snpu_info changed");
-
-struct snpu_device {
-	int fd;
-};
-
-static int snpu_ioctl(int fd, unsigned long cmd, void *arg)
-{
-	int ret;
-
-	do {
-		ret = ioctl(fd, cmd, arg);
-	} while (ret < 0 && errno == EINTR);
-	return ret < 0 ? -errno : ret;
-}
+static_assert(sizeof(struct snpu_ctx_query) == 96,
+	      "struct snpu_ctx_query changed");
 
 int snpu_open_path(const char *path, unsigned int flags,
 		   struct snpu_device **devp)
@@ -94,4 +81,21 @@ int snpu_get_info(struct snpu_device *dev, struct snpu_info *info)
 	memset(info, 0, sizeof(*info));
 	info->size = sizeof(*info);
 	return snpu_ioctl(dev->fd, SNPU_IOC_GET_INFO, info);
+}
+
+int snpu_ctx_query(struct snpu_device *dev, struct snpu_ctx_query *q)
+{
+	if (!dev || !q)
+		return -EINVAL;
+
+	memset(q, 0, sizeof(*q));
+	q->size = sizeof(*q);
+	return snpu_ioctl(dev->fd, SNPU_IOC_CTX_QUERY, q);
+}
+
+int snpu_nop(struct snpu_device *dev)
+{
+	if (!dev)
+		return -EINVAL;
+	return snpu_ioctl(dev->fd, SNPU_IOC_NOP, NULL);
 }

@@ -6,10 +6,22 @@
  * errno on failure; read the error from the return value, not from errno
  * (which the system calls made on the way may change). The library keeps no
  * global state: everything lives in the objects the caller holds.
+ *
+ * Threads: every call on a struct snpu_device may run concurrently with any
+ * other call on the same device from other threads, except snpu_close().
+ * The kernel serializes what must be serialized; the library adds no lock.
+ * The snpu_prep_*() and snpu_arg_*() helpers only touch the memory they
+ * are given.
+ *
  * Documentation/lib/ has a page per call.
  */
 #ifndef LIBSNPU_SNPU_H
 #define LIBSNPU_SNPU_H
+
+#include <errno.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
 
 #include <linux/snpu.h>
 
@@ -20,6 +32,8 @@ extern "C" {
 /* An open snpu device: one kernel context. Opaque. */
 struct snpu_device;
 
+/* ---- devices (LIBSNPU_0.1) ------------------------------------------- */
+
 int snpu_open(unsigned int index, unsigned int flags,
 	      struct snpu_device **devp);
 int snpu_open_path(const char *path, unsigned int flags,
@@ -27,6 +41,218 @@ int snpu_open_path(const char *path, unsigned int flags,
 void snpu_close(struct snpu_device *dev);
 int snpu_device_fd(const struct snpu_device *dev);
 int snpu_get_info(struct snpu_device *dev, struct snpu_info *info);
+
+/* ---- context (LIBSNPU_0.2 from here on) ------------------------------- */
+
+int snpu_ctx_query(struct snpu_device *dev, struct snpu_ctx_query *q);
+int snpu_nop(struct snpu_device *dev);
+
+/* ---- device memory ---------------------------------------------------- */
+
+int snpu_mem_alloc(struct snpu_device *dev, uint64_t bytes, uint64_t align,
+		   unsigned int flags, uint64_t *addr);
+int snpu_mem_free(struct snpu_device *dev, uint64_t addr);
+int snpu_mem_query(struct snpu_device *dev, uint64_t addr, uint64_t *base,
+		   uint64_t *bytes);
+int snpu_memcpy_h2d(struct snpu_device *dev, uint64_t dst, const void *src,
+		    size_t n);
+int snpu_memcpy_d2h(struct snpu_device *dev, void *dst, uint64_t src,
+		    size_t n);
+int snpu_memcpy_d2d(struct snpu_device *dev, uint64_t dst, uint64_t src,
+		    size_t n);
+int snpu_memset(struct snpu_device *dev, uint64_t addr, int value, size_t n);
+
+/* ---- host memory ------------------------------------------------------ */
+
+/**
+ * struct snpu_host_buf - host memory allocated by the driver and mapped
+ * @ptr: start of the mapping
+ * @bytes: size of the mapping: the requested size rounded up to pages
+ * @handle: the driver's handle of the memory
+ *
+ * Filled by snpu_host_alloc(), released (and zeroed) by snpu_host_free().
+ * The caller reads the fields and must not change them.
+ */
+struct snpu_host_buf {
+	void *ptr;
+	size_t bytes;
+	uint32_t handle;
+};
+
+int snpu_host_alloc(struct snpu_device *dev, size_t bytes,
+		    struct snpu_host_buf *buf);
+int snpu_host_free(struct snpu_device *dev, struct snpu_host_buf *buf);
+int snpu_host_register(struct snpu_device *dev, void *ptr, size_t bytes,
+		       uint32_t *handle);
+int snpu_host_unregister(struct snpu_device *dev, uint32_t handle);
+
+/* ---- streams ---------------------------------------------------------- */
+
+int snpu_stream_create(struct snpu_device *dev, int priority,
+		       unsigned int flags, uint32_t *stream);
+int snpu_stream_destroy(struct snpu_device *dev, uint32_t stream,
+			unsigned int flags);
+int snpu_stream_synchronize(struct snpu_device *dev, uint32_t stream,
+			    int64_t timeout_ns);
+int snpu_stream_query(struct snpu_device *dev, uint32_t stream,
+		      struct snpu_stream_query *q);
+int snpu_stream_abort(struct snpu_device *dev, uint32_t stream);
+int snpu_stream_reset(struct snpu_device *dev, uint32_t stream);
+int snpu_stream_wait_event(struct snpu_device *dev, uint32_t stream,
+			   uint32_t event);
+
+/* ---- events ----------------------------------------------------------- */
+
+int snpu_event_create(struct snpu_device *dev, uint32_t *event);
+int snpu_event_destroy(struct snpu_device *dev, uint32_t event);
+int snpu_event_query(struct snpu_device *dev, uint32_t event,
+		     struct snpu_event_query *q);
+int snpu_event_synchronize(struct snpu_device *dev, uint32_t event,
+			   int64_t timeout_ns);
+int snpu_event_elapsed_ns(struct snpu_device *dev, uint32_t start,
+			  uint32_t end, int64_t *ns);
+int snpu_event_record(struct snpu_device *dev, uint32_t event,
+		      uint32_t stream);
+
+/* ---- tasks ------------------------------------------------------------ */
+
+/* A buffer argument of a launch: a device range. */
+static inline struct snpu_kernel_arg snpu_arg_buf(uint64_t addr,
+						  uint64_t bytes)
+{
+	struct snpu_kernel_arg a;
+
+	a.value = addr;
+	a.bytes = bytes;
+	return a;
+}
+
+/* An integer scalar argument of a launch. */
+static inline struct snpu_kernel_arg snpu_arg_u64(uint64_t v)
+{
+	struct snpu_kernel_arg a;
+
+	a.value = v;
+	a.bytes = 0;
+	return a;
+}
+
+/* An f32 scalar argument of a launch: its IEEE bits, zero-extended. */
+static inline struct snpu_kernel_arg snpu_arg_f32(float f)
+{
+	struct snpu_kernel_arg a;
+	uint32_t bits;
+
+	memcpy(&bits, &f, sizeof(bits));
+	a.value = bits;
+	a.bytes = 0;
+	return a;
+}
+
+/*
+ * The prep helpers zero the whole task, then fill in one operation. They
+ * check nothing the kernel checks at submit, except that a launch has at
+ * most SNPU_KERNEL_MAX_ARGS arguments. Set t->user_data afterwards if
+ * wanted (snpu_prep_host_func() sets it).
+ */
+static inline int snpu_prep_launch(struct snpu_task *t, uint32_t stream,
+				   uint32_t kernel, uint32_t block_dim,
+				   const struct snpu_kernel_arg *args,
+				   unsigned int nargs)
+{
+	if (!t || nargs > SNPU_KERNEL_MAX_ARGS || (nargs && !args))
+		return -EINVAL;
+	memset(t, 0, sizeof(*t));
+	t->op = SNPU_OP_LAUNCH;
+	t->stream = stream;
+	t->launch.kernel = kernel;
+	t->launch.block_dim = block_dim;
+	if (nargs)
+		memcpy(t->launch.args, args, nargs * sizeof(*args));
+	return 0;
+}
+
+static inline void snpu_prep_copy(struct snpu_task *t, uint32_t stream,
+				  uint32_t dir, uint64_t dst, uint64_t src,
+				  uint64_t bytes)
+{
+	memset(t, 0, sizeof(*t));
+	t->op = SNPU_OP_COPY;
+	t->stream = stream;
+	t->copy.dir = dir;
+	t->copy.dst = dst;
+	t->copy.src = src;
+	t->copy.bytes = bytes;
+}
+
+/* @value is stored as is: the kernel refuses one outside 0..255. */
+static inline void snpu_prep_memset(struct snpu_task *t, uint32_t stream,
+				    uint64_t addr, int value, uint64_t bytes)
+{
+	memset(t, 0, sizeof(*t));
+	t->op = SNPU_OP_MEMSET;
+	t->stream = stream;
+	t->memset.addr = addr;
+	t->memset.bytes = bytes;
+	t->memset.value = (uint32_t)value;
+}
+
+static inline void snpu_prep_event_record(struct snpu_task *t,
+					  uint32_t stream, uint32_t event)
+{
+	memset(t, 0, sizeof(*t));
+	t->op = SNPU_OP_EVENT_RECORD;
+	t->stream = stream;
+	t->event.event = event;
+}
+
+static inline void snpu_prep_stream_wait(struct snpu_task *t,
+					 uint32_t stream, uint32_t event)
+{
+	memset(t, 0, sizeof(*t));
+	t->op = SNPU_OP_STREAM_WAIT;
+	t->stream = stream;
+	t->event.event = event;
+}
+
+static inline void snpu_prep_host_func(struct snpu_task *t, uint32_t stream,
+				       uint64_t user_data)
+{
+	memset(t, 0, sizeof(*t));
+	t->op = SNPU_OP_HOST_FUNC;
+	t->stream = stream;
+	t->user_data = user_data;
+}
+
+int snpu_submit(struct snpu_device *dev, const struct snpu_task *tasks,
+		unsigned int count, uint64_t *seq);
+int snpu_launch(struct snpu_device *dev, uint32_t stream, uint32_t kernel,
+		uint32_t block_dim, const struct snpu_kernel_arg *args,
+		unsigned int nargs);
+int snpu_memcpy_async(struct snpu_device *dev, uint32_t stream, uint32_t dir,
+		      uint64_t dst, uint64_t src, uint64_t bytes);
+int snpu_memset_async(struct snpu_device *dev, uint32_t stream,
+		      uint64_t addr, int value, uint64_t bytes);
+
+/* ---- host callbacks --------------------------------------------------- */
+
+/**
+ * struct snpu_callback_info - a host-function task delivered to the process
+ * @user_data: the task's user_data
+ * @cookie: pass to snpu_callback_done()
+ * @stream: the stream the task runs on
+ */
+struct snpu_callback_info {
+	uint64_t user_data;
+	uint32_t cookie;
+	uint32_t stream;
+};
+
+int snpu_launch_host_func(struct snpu_device *dev, uint32_t stream,
+			  uint64_t user_data);
+int snpu_callback_wait(struct snpu_device *dev, int64_t timeout_ns,
+		       struct snpu_callback_info *out);
+int snpu_callback_done(struct snpu_device *dev, uint32_t cookie, int status);
 
 #ifdef __cplusplus
 }
