@@ -87,7 +87,7 @@ kbuild:
 
 LIB_OBJS := $(patsubst lib/%.c,$(B)/lib/obj/%.o,$(LIB_SRCS))
 
-$(B)/lib/obj/%.o: lib/%.c $(LIB_HDRS)
+$(B)/lib/obj/%.o: lib/%.c $(LIB_HDRS) $(wildcard lib/*.h)
 	@mkdir -p $(@D)
 	@$(if $(Q),echo '  CC      $@')
 	$(Q)$(CC) $(LIB_CFLAGS) -c $< -o $@

@@ -64,6 +64,8 @@ int snpu_ioc_callback_wait(struct snpu_context *ctx, union snpu_ioc_arg *arg)
 								 to);
 			if (ret == -ETIME)
 				ret = -ETIMEDOUT;
+			else if (ret == -ERESTARTSYS)
+				ret = -EINTR;
 		}
 		if (ret)
 			return ret;

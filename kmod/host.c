@@ -70,7 +70,8 @@ int snpu_host_resolve(struct snpu_context *ctx, u64 uaddr, u64 bytes,
 		return -EINVAL;
 
 	off = uaddr - host->uaddr;
-	if (uaddr < host->uaddr || bytes > host->bytes - off) {
+	if (uaddr < host->uaddr || off >= host->bytes ||
+	    bytes > host->bytes - off) {
 		snpu_host_put(host);
 		return -EINVAL;
 	}

@@ -60,8 +60,9 @@ int snpu_mem_resolve_locked(struct snpu_context *ctx, u64 addr, u64 bytes,
 	mem = mtree_load(&ctx->va, addr);
 	if (!mem)
 		return -EFAULT;
+	/* The tree covers the rounded size: the tail past @bytes is not ours. */
 	off = addr - mem->addr;
-	if (bytes > mem->bytes - off)
+	if (off >= mem->bytes || bytes > mem->bytes - off)
 		return -EFAULT;
 
 	kref_get(&mem->ref);

@@ -26,7 +26,8 @@ static bool snpu_job_done(struct snpu_job *job)
  * @job: a job the caller holds a reference to
  * @timeout_ns: relative timeout, 0 to poll, negative to wait forever
  *
- * Return: 0, -ETIMEDOUT, or -ERESTARTSYS on a signal.
+ * Return: 0, -ETIMEDOUT, or on a signal -ERESTARTSYS (no timeout) or
+ * -EINTR (a timed wait is not restarted, its timeout is relative).
  */
 int snpu_wait_job(struct snpu_context *ctx, struct snpu_job *job,
 		  s64 timeout_ns)
@@ -45,7 +46,10 @@ int snpu_wait_job(struct snpu_context *ctx, struct snpu_job *job,
 		return wait_event_interruptible(ctx->wq, snpu_job_done(job));
 	ret = wait_event_interruptible_hrtimeout(ctx->wq, snpu_job_done(job),
 						 ns_to_ktime(timeout_ns));
-	return ret == -ETIME ? -ETIMEDOUT : ret;
+	if (ret == -ETIME)
+		return -ETIMEDOUT;
+	/* A restart would start a relative timeout over: no restart. */
+	return ret == -ERESTARTSYS ? -EINTR : ret;
 }
 
 /* Take a reference to the stream's last job while it is not complete. */
