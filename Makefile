@@ -42,7 +42,7 @@ LIBDIR ?= $(PREFIX)/lib
 INCLUDEDIR ?= $(PREFIX)/include
 
 .PHONY: all module kbuild vm-check lib tools selftests unit unit-build deps ksrc lint check run \
-	vm-image vm-shell install clean help
+	vm-image vm-shell bench install clean help
 
 all: module lib tools selftests
 
@@ -61,6 +61,7 @@ help:
 	@echo '  run            boot the VM, load the module, show the devices'
 	@echo '  vm-image       build/vm/initramfs.cpio.gz for scripts/vm'
 	@echo '  vm-shell       interactive shell in the VM with the module loaded'
+	@echo '  bench          snpu-bench in the VM: task throughput and latency'
 	@echo '  deps           install every Debian package any target needs'
 	@echo '  install        library, headers and libsnpu.pc under DESTDIR/PREFIX'
 	@echo '  clean          remove build outputs'
@@ -173,6 +174,9 @@ run: vm-image
 
 vm-shell: vm-image
 	$(Q)scripts/vm shell
+
+bench: vm-image
+	$(Q)scripts/vm run -t 600 snpu-bench
 
 # ---- install / clean -------------------------------------------------------
 
