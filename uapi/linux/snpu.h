@@ -28,11 +28,22 @@
  *   E2BIG    @size above what the kernel knows and the extra bytes are not
  *            zero, or @size above SNPU_IOC_MAX_SIZE. The kernel writes the
  *            size it knows into @size.
- *   EFAULT   the argument (or a user pointer in it) is not accessible.
- *   ENOMEM   the kernel could not allocate what the call needs; nothing
- *            changed.
- *   EINTR    a blocking call was interrupted by a signal; it is restarted
- *            when the signal handler allows it.
+ *   EFAULT   the argument (or a user pointer in it) is not accessible, or
+ *            a device range is not inside one allocation of the context.
+ *   ENOENT   a handle names no object of the expected type in this file.
+ *   ENOSPC   a per-context quota would be exceeded; nothing changed.
+ *   ENOMEM   the kernel (or the device's memory) could not provide what
+ *            the call needs; nothing changed.
+ *   EEXIST   a registered host range overlaps one already registered.
+ *   EIO      the stream is in its error state: reset it first.
+ *   EBUSY    the object is in use (a stream with work for RESET, a
+ *            pending event for ELAPSED, a second mmap of host memory).
+ *   ETIMEDOUT  a wait's timeout expired first.
+ *   ECANCELED  (as a task's result) the task was cancelled: its stream
+ *            was aborted or had failed, or its file was closed.
+ *   EINTR    a blocking call was interrupted by a signal; a wait without
+ *            timeout is restarted when the handler allows it, a timed wait
+ *            is not (its timeout is relative).
  *
  * ABI changelog (SNPU_ABI_MAJOR.SNPU_ABI_MINOR):
  *
