@@ -112,11 +112,13 @@ lib: $(B)/lib/libsnpu.a $(B)/lib/$(SONAME).1
 # ---- tools -----------------------------------------------------------------
 
 # Tools find libsnpu next to them: build/lib here, /opt/snpu/lib in the VM.
+# snpu-bench measures io_uring's NOP beside the rings.
+$(B)/tools/snpu-bench: TOOL_LIBS := -luring
 $(B)/tools/%: lib/tools/%.c $(B)/lib/$(SONAME).1 $(LIB_HDRS)
 	@mkdir -p $(@D)
 	@$(if $(Q),echo '  CC      $@')
 	$(Q)$(CC) $(CFLAGS) $(WARN) -D_GNU_SOURCE -Iuapi -Ilib/include $< \
-		-L$(B)/lib -lsnpu -Wl,-rpath,'$$ORIGIN/../lib' -o $@
+		-L$(B)/lib -lsnpu $(TOOL_LIBS) -Wl,-rpath,'$$ORIGIN/../lib' -o $@
 
 tools: $(TOOLS)
 

@@ -100,7 +100,7 @@ int snpu_ioc_callback_done(struct snpu_context *ctx, union snpu_ioc_arg *arg)
 	job->state = SNPU_JOB_READY;
 	spin_unlock(&ctx->sched_lock);
 
-	snpu_job_complete(job, cb->status, false);
+	snpu_job_complete(job, cb->status, NULL);
 	return 0;
 }
 

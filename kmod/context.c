@@ -128,7 +128,8 @@ static int snpu_release(struct inode *inode, struct file *file)
 	struct snpu_host *h;
 	unsigned long index;
 
-	/* Cancel what has not run and wait for what runs. */
+	/* Stop taking SQEs, cancel what has not run, wait for what runs. */
+	snpu_ring_stop(ctx);
 	snpu_cancel_all(ctx);
 
 	mutex_lock(&ctx->lock);
@@ -150,6 +151,7 @@ static int snpu_release(struct inode *inode, struct file *file)
 	}
 	mutex_unlock(&ctx->lock);
 
+	snpu_ring_free(ctx);
 	snpu_mem_destroy_all(ctx);
 	mtree_destroy(&ctx->host_va);
 	xa_destroy(&ctx->handles);
@@ -163,6 +165,8 @@ static int snpu_release(struct inode *inode, struct file *file)
 
 static int snpu_mmap(struct file *file, struct vm_area_struct *vma)
 {
+	if (vma->vm_pgoff == SNPU_RING_MMAP_OFFSET >> PAGE_SHIFT)
+		return snpu_ring_mmap(file->private_data, vma);
 	return snpu_host_mmap(file->private_data, vma);
 }
 

@@ -36,7 +36,7 @@ static int snpu_ioc_get_info(struct snpu_context *ctx, union snpu_ioc_arg *arg)
 
 	info->abi_major = SNPU_ABI_MAJOR;
 	info->abi_minor = SNPU_ABI_MINOR;
-	info->caps = SNPU_CAP_MEMORY | SNPU_CAP_STREAMS | SNPU_CAP_CALLBACKS;
+	info->caps = SNPU_CAPS_KNOWN;
 	info->dev_index = sdev->index;
 	info->cores = sdev->cores;
 	info->mem_total = sdev->mem_total;
@@ -99,6 +99,10 @@ static const struct snpu_ioc_desc snpu_ioc_table[] = {
 		 snpu_ioc_callback_wait),
 	SNPU_IOC(SNPU_IOC_CALLBACK_DONE, CALLBACK, snpu_callback, 0,
 		 snpu_ioc_callback_done),
+	SNPU_IOC(SNPU_IOC_RING_SETUP, RING_SETUP, snpu_ring_setup,
+		 SNPU_RING_SQPOLL, snpu_ioc_ring_setup),
+	SNPU_IOC(SNPU_IOC_ENTER, ENTER, snpu_enter,
+		 SNPU_ENTER_GETEVENTS | SNPU_ENTER_SQ_WAKEUP, snpu_ioc_enter),
 	/* No argument: the syscall floor for benchmarks. */
 	{ SNPU_IOC_NOP, 0, 0, 0, snpu_ioc_nop },
 };

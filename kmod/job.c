@@ -38,6 +38,7 @@ int snpu_pool_init(struct snpu_context *ctx, u32 size)
 		job->ctx = ctx;
 		INIT_LIST_HEAD(&job->waiters);
 		INIT_LIST_HEAD(&job->wait_node);
+		INIT_LIST_HEAD(&job->ov_node);
 		list_add_tail(&job->node, &ctx->free);
 	}
 	return 0;
@@ -130,6 +131,8 @@ static void snpu_job_finish(struct snpu_job *job, int error,
 			list_add_tail(&w->node, todo);
 	}
 	job->stream = NULL;
+	if (job->cqe)
+		snpu_ring_post_locked(ctx, job);
 	ctx->inflight--;
 	snpu_job_put_locked(ctx, job);
 	/*
@@ -146,7 +149,7 @@ static void snpu_job_finish(struct snpu_job *job, int error,
 
 /* A job's predecessors are complete: run it, deliver it, or finish it. */
 static void snpu_job_dispatch(struct snpu_job *job, struct list_head *todo,
-			      bool on_core)
+			      struct snpu_job **handoff)
 {
 	struct snpu_context *ctx = job->ctx;
 	bool cancel;
@@ -171,7 +174,7 @@ static void snpu_job_dispatch(struct snpu_job *job, struct list_head *todo,
 	case SNPU_OP_LAUNCH:
 	case SNPU_OP_COPY:
 	case SNPU_OP_MEMSET:
-		snpu_sched_ready(job, on_core);
+		snpu_sched_ready(job, handoff);
 		break;
 	default:
 		/* EVENT_RECORD, STREAM_WAIT: done once they are reached. */
@@ -180,14 +183,15 @@ static void snpu_job_dispatch(struct snpu_job *job, struct list_head *todo,
 	}
 }
 
-static void snpu_job_run_todo(struct list_head *todo, bool on_core)
+static void snpu_job_run_todo(struct list_head *todo,
+			      struct snpu_job **handoff)
 {
 	struct snpu_job *job;
 
 	while (!list_empty(todo)) {
 		job = list_first_entry(todo, struct snpu_job, node);
 		list_del_init(&job->node);
-		snpu_job_dispatch(job, todo, on_core);
+		snpu_job_dispatch(job, todo, handoff);
 	}
 }
 
@@ -195,17 +199,19 @@ static void snpu_job_run_todo(struct list_head *todo, bool on_core)
  * snpu_job_complete() - a job has run (or was cancelled or called back)
  * @job: the job
  * @error: 0 or -errno
- * @on_core: called by a core, which looks for work again right after
+ * @handoff: called by a core: where to leave a job for the core to run
+ *           next, or NULL
  *
  * Resolves the successors, dispatching those that become ready, without
  * recursion however long the chain of immediately complete jobs.
  */
-void snpu_job_complete(struct snpu_job *job, int error, bool on_core)
+void snpu_job_complete(struct snpu_job *job, int error,
+		       struct snpu_job **handoff)
 {
 	LIST_HEAD(todo);
 
 	snpu_job_finish(job, error, &todo);
-	snpu_job_run_todo(&todo, on_core);
+	snpu_job_run_todo(&todo, handoff);
 }
 
 /* Resolve a copy's device and host sides. */
@@ -285,10 +291,17 @@ static struct snpu_event *snpu_event_get_locked(struct snpu_context *ctx,
 	return obj ? container_of(obj, struct snpu_event, obj) : NULL;
 }
 
-/* Check one task against the context and take what it references. */
-static int snpu_job_prepare_locked(struct snpu_context *ctx,
-				   struct snpu_job *job,
-				   const struct snpu_task *t)
+/**
+ * snpu_job_prepare_locked() - check a task against the context
+ * @ctx: the context
+ * @job: a reserved job; takes references to what the task names
+ * @t: the task, copied from the caller
+ *
+ * Return: 0, or the task's error (see the uapi header); the references
+ * taken so far are dropped by snpu_jobs_unwind().
+ */
+int snpu_job_prepare_locked(struct snpu_context *ctx, struct snpu_job *job,
+			    const struct snpu_task *t)
 {
 	struct snpu_object *obj;
 	struct snpu_stream *s;
@@ -385,8 +398,12 @@ static void snpu_job_commit_locked(struct snpu_context *ctx,
 		list_add_tail(&job->node, ready);
 }
 
-/* Give back jobs of a batch that failed before commit. */
-static void snpu_job_unwind(struct snpu_context *ctx, struct list_head *batch)
+/**
+ * snpu_jobs_unwind() - give back reserved jobs that were not committed
+ * @ctx: the context
+ * @batch: the jobs; emptied
+ */
+void snpu_jobs_unwind(struct snpu_context *ctx, struct list_head *batch)
 {
 	struct snpu_job *job, *tmp;
 
@@ -405,28 +422,22 @@ static void snpu_job_unwind(struct snpu_context *ctx, struct list_head *batch)
 }
 
 /**
- * snpu_submit_locked() - check and queue a batch of tasks, all or nothing
+ * snpu_jobs_reserve() - take jobs from the pool for a submission
  * @ctx: the context
- * @tasks: user array of @count tasks, @task_size bytes apart
- * @count: number of tasks, 1..SNPU_SUBMIT_MAX
- * @task_size: the caller's sizeof(struct snpu_task)
- * @seq: out: sequence number of the last task in its stream
+ * @count: number of jobs
+ * @batch: the jobs, in order, linked by their @node
  *
- * Return: 0; -ENOSPC when the tasks in flight would exceed the quota;
- * otherwise the error of the first bad task, with nothing queued.
+ * Return: 0, or -ENOSPC when the tasks in flight would exceed the quota or
+ * the pool is exhausted (completions parked in a full completion queue
+ * hold their jobs); nothing is taken then.
  */
-int snpu_submit_locked(struct snpu_context *ctx, const void __user *tasks,
-		       u32 count, u32 task_size, u64 *seq)
+int snpu_jobs_reserve(struct snpu_context *ctx, u32 count,
+		      struct list_head *batch)
 {
-	struct snpu_job *job, *last = NULL;
-	LIST_HEAD(batch);
-	LIST_HEAD(ready);
-	struct snpu_task t;
+	struct snpu_job *job;
 	u32 i;
-	int ret;
 
 	lockdep_assert_held(&ctx->lock);
-
 	spin_lock(&ctx->sched_lock);
 	if (ctx->inflight + count > snpu_quota.tasks) {
 		spin_unlock(&ctx->sched_lock);
@@ -440,17 +451,71 @@ int snpu_submit_locked(struct snpu_context *ctx, const void __user *tasks,
 		if (list_empty(&ctx->free))
 			break;
 		job = list_first_entry(&ctx->free, struct snpu_job, node);
-		list_move_tail(&job->node, &batch);
+		list_move_tail(&job->node, batch);
 		refcount_set(&job->ref, 1);
 		job->state = SNPU_JOB_WAITING;
 		job->waited = false;
+		job->cqe = false;
 		job->gen++;
 	}
 	spin_unlock(&ctx->sched_lock);
 	if (i < count) {
-		ret = -ENOSPC;
-		goto unwind;
+		snpu_jobs_unwind(ctx, batch);
+		return -ENOSPC;
 	}
+	return 0;
+}
+
+/**
+ * snpu_jobs_commit() - queue prepared jobs, in order
+ * @ctx: the context
+ * @batch: jobs prepared by snpu_job_prepare_locked(); emptied
+ *
+ * Return: the sequence number of the last job in its stream.
+ */
+u64 snpu_jobs_commit(struct snpu_context *ctx, struct list_head *batch)
+{
+	struct snpu_job *job;
+	LIST_HEAD(ready);
+	u64 seq = 0;
+
+	lockdep_assert_held(&ctx->lock);
+	spin_lock(&ctx->sched_lock);
+	while (!list_empty(batch)) {
+		job = list_first_entry(batch, struct snpu_job, node);
+		list_del_init(&job->node);
+		snpu_job_commit_locked(ctx, job, &ready);
+		seq = job->seq;
+	}
+	spin_unlock(&ctx->sched_lock);
+
+	snpu_job_run_todo(&ready, NULL);
+	return seq;
+}
+
+/**
+ * snpu_submit_locked() - check and queue a batch of tasks, all or nothing
+ * @ctx: the context
+ * @tasks: user array of @count tasks, @task_size bytes apart
+ * @count: number of tasks, 1..SNPU_SUBMIT_MAX
+ * @task_size: the caller's sizeof(struct snpu_task)
+ * @seq: out: sequence number of the last task in its stream
+ *
+ * Return: 0; -ENOSPC when the tasks in flight would exceed the quota;
+ * otherwise the error of the first bad task, with nothing queued.
+ */
+int snpu_submit_locked(struct snpu_context *ctx, const void __user *tasks,
+		       u32 count, u32 task_size, u64 *seq)
+{
+	struct snpu_job *job;
+	LIST_HEAD(batch);
+	struct snpu_task t;
+	int ret;
+
+	lockdep_assert_held(&ctx->lock);
+	ret = snpu_jobs_reserve(ctx, count, &batch);
+	if (ret)
+		return ret;
 
 	list_for_each_entry(job, &batch, node) {
 		const void __user *src = tasks;
@@ -471,23 +536,12 @@ int snpu_submit_locked(struct snpu_context *ctx, const void __user *tasks,
 		ret = snpu_job_prepare_locked(ctx, job, &t);
 		if (ret)
 			goto unwind;
-		last = job;
 	}
-
-	spin_lock(&ctx->sched_lock);
-	while (!list_empty(&batch)) {
-		job = list_first_entry(&batch, struct snpu_job, node);
-		list_del_init(&job->node);
-		snpu_job_commit_locked(ctx, job, &ready);
-	}
-	*seq = last->seq;
-	spin_unlock(&ctx->sched_lock);
-
-	snpu_job_run_todo(&ready, false);
+	*seq = snpu_jobs_commit(ctx, &batch);
 	return 0;
 
 unwind:
-	snpu_job_unwind(ctx, &batch);
+	snpu_jobs_unwind(ctx, &batch);
 	return ret;
 }
 
@@ -538,7 +592,7 @@ void snpu_cancel_all(struct snpu_context *ctx)
 	while (!list_empty(&cancel)) {
 		job = list_first_entry(&cancel, struct snpu_job, node);
 		list_del_init(&job->node);
-		snpu_job_complete(job, -ECANCELED, false);
+		snpu_job_complete(job, -ECANCELED, NULL);
 	}
 
 	wait_event(ctx->wq, !READ_ONCE(ctx->inflight));

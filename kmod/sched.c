@@ -16,26 +16,44 @@
 /* Bytes a copy or memset moves between checks for cancellation. */
 #define SNPU_COPY_CHUNK		BIT(20)
 
+/* Is any job waiting for a core? A hint: read without the lock. */
+static bool snpu_ready(struct snpu_device *sdev)
+{
+	unsigned int p;
+
+	for (p = 0; p < SNPU_NR_PRIO; p++)
+		if (!list_empty_careful(&sdev->ready[p]))
+			return true;
+	return false;
+}
+
 /**
  * snpu_sched_ready() - hand a job's blocks to the cores
  * @job: a LAUNCH, COPY or MEMSET job whose predecessors are complete
- * @on_core: the caller is a core that picks work right after: it takes a
- *           block itself, so one core fewer is woken
+ * @handoff: the caller is a core that looks for work right after, or
+ *           NULL: a one-block job goes straight to it when nothing else
+ *           is ready (no list, no wake-up); otherwise it takes a block
+ *           itself, so one core fewer is woken
  */
-void snpu_sched_ready(struct snpu_job *job, bool on_core)
+void snpu_sched_ready(struct snpu_job *job, struct snpu_job **handoff)
 {
-	unsigned int wake;
-
 	struct snpu_device *sdev = job->ctx->sdev;
+	unsigned int wake;
 
 	job->next_block = 0;
 	atomic_set(&job->blocks_left, job->nblocks);
 	atomic_set(&job->fail, 0);
 
+	if (handoff && !*handoff && job->nblocks == 1 && !snpu_ready(sdev)) {
+		job->next_block = 1;
+		*handoff = job;
+		return;
+	}
+
 	spin_lock(&sdev->ready_lock);
 	list_add_tail(&job->node, &sdev->ready[job->stream->prio]);
 	spin_unlock(&sdev->ready_lock);
-	wake = min(job->nblocks, sdev->cores) - on_core;
+	wake = min(job->nblocks, sdev->cores) - !!handoff;
 	if (wake)
 		wake_up_nr(&sdev->ready_wq, wake);
 }
@@ -43,15 +61,7 @@ void snpu_sched_ready(struct snpu_job *job, bool on_core)
 /* Wake-up condition of an idle core. */
 static bool snpu_core_wake(struct snpu_device *sdev)
 {
-	unsigned int p;
-
-	if (kthread_should_stop())
-		return true;
-
-	for (p = 0; p < SNPU_NR_PRIO; p++)
-		if (!list_empty_careful(&sdev->ready[p]))
-			return true;
-	return false;
+	return kthread_should_stop() || snpu_ready(sdev);
 }
 
 /* Take the next block of the first ready job. */
@@ -144,7 +154,8 @@ static int snpu_run_block(struct snpu_job *job, u32 block)
 	return ret;
 }
 
-static void snpu_run(struct snpu_job *job, u32 block)
+static void snpu_run(struct snpu_job *job, u32 block,
+		     struct snpu_job **handoff)
 {
 	int ret;
 
@@ -157,25 +168,33 @@ static void snpu_run(struct snpu_job *job, u32 block)
 	if (ret)
 		atomic_cmpxchg(&job->fail, 0, ret);
 	if (atomic_dec_and_test(&job->blocks_left))
-		snpu_job_complete(job, atomic_read(&job->fail), true);
+		snpu_job_complete(job, atomic_read(&job->fail), handoff);
 }
 
 static int snpu_core_fn(void *data)
 {
 	struct snpu_device *sdev = data;
-	struct snpu_job *job;
-	u32 block;
+	struct snpu_job *job, *next = NULL;
+	u32 block = 0;
 
 	while (!kthread_should_stop()) {
-		job = snpu_pick(sdev, &block);
+		/* A job handed over by the last completion runs first. */
+		job = next;
+		next = NULL;
+		if (job)
+			block = 0;
+		else
+			job = snpu_pick(sdev, &block);
 		if (!job) {
 			wait_event_interruptible_exclusive(sdev->ready_wq,
 							   snpu_core_wake(sdev));
 			continue;
 		}
-		snpu_run(job, block);
+		snpu_run(job, block, &next);
 		cond_resched();
 	}
+	/* Stopped only with no context left: nothing can be handed over. */
+	WARN_ON(next);
 	return 0;
 }
 

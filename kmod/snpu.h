@@ -22,6 +22,7 @@
 #define _SNPU_H
 
 #include <linux/atomic.h>
+#include <linux/bits.h>
 #include <linux/fs.h>
 #include <linux/kref.h>
 #include <linux/list.h>
@@ -225,7 +226,9 @@ enum snpu_job_state {
  * @waiters: STREAM_WAIT jobs waiting for this (record) job
  * @wait_node: in the record job's @waiters
  * @wait_on: the record job this STREAM_WAIT job waits for
+ * @ov_node: in the ring's overflow list while its completion waits
  * @waited: a synchronize call sleeps until this job completes
+ * @cqe: submitted through the command queue: completion posts a CQE
  * @error: 0 or -errno the job ended with
  * @done_ns: completion time, CLOCK_MONOTONIC
  * @nblocks: blocks to run
@@ -257,7 +260,9 @@ struct snpu_job {
 	struct list_head waiters;
 	struct list_head wait_node;
 	struct snpu_job *wait_on;
+	struct list_head ov_node;
 	bool waited;
+	bool cqe;
 	int error;
 	u64 done_ns;
 
@@ -276,6 +281,67 @@ struct snpu_job {
 	};
 	struct snpu_mem *mem[SNPU_KERNEL_MAX_ARGS];
 	struct snpu_host *host;
+};
+
+/* mmap(2) offset of the rings: above every host memory handle. */
+#define SNPU_RING_MMAP_OFFSET	BIT_ULL(44)
+
+/**
+ * struct snpu_ring - the command queues of a context
+ * @mem: the shared memory: header page, SQ entries, CQ entries
+ * @bytes: size of @mem
+ * @sq_off: offset of the SQ entries in @mem
+ * @cq_off: offset of the CQ entries in @mem
+ * @sqes: the SQ entries
+ * @cqes: the CQ entries
+ * @sq_entries: SQ size
+ * @sq_mask: @sq_entries - 1
+ * @cq_entries: CQ size
+ * @cq_mask: @cq_entries - 1
+ * @sq_head: the kernel's SQ head (under the context lock)
+ * @cq_tail: the kernel's CQ tail (under sched_lock)
+ * @cq_wake: CQ tail at which to wake ENTER, 0 for none (under sched_lock)
+ * @sq_head_user: the shared SQ head the kernel publishes
+ * @sq_tail_user: the shared SQ tail the process writes
+ * @cq_head: the shared CQ head the process writes
+ * @cq_tail_user: the shared CQ tail the kernel publishes
+ * @sq_flags: shared SQ flags (SNPU_SQ_NEED_WAKEUP)
+ * @cq_flags: shared CQ flags (SNPU_CQ_OVERFLOW)
+ * @sq_dropped: shared count of clamped SQ tails
+ * @cq_overflow: shared count of completions that waited for room
+ * @overflow: jobs whose completion waits for room (under sched_lock)
+ * @cq_wq: SNPU_IOC_ENTER waiting for completions
+ * @poll_wq: the sleeping poller
+ * @poller: the SQ poller thread (SNPU_RING_SQPOLL) or NULL
+ * @idle_ms: how long the poller spins on an empty SQ
+ */
+struct snpu_ring {
+	void *mem;
+	size_t bytes;
+	size_t sq_off;
+	size_t cq_off;
+	struct snpu_task *sqes;
+	struct snpu_cqe *cqes;
+	u32 sq_entries;
+	u32 sq_mask;
+	u32 cq_entries;
+	u32 cq_mask;
+	u32 sq_head;
+	u32 cq_tail;
+	u32 cq_wake;
+	u32 *sq_head_user;
+	u32 *sq_tail_user;
+	u32 *cq_head;
+	u32 *cq_tail_user;
+	u32 *sq_flags;
+	u32 *cq_flags;
+	u32 *sq_dropped;
+	u32 *cq_overflow;
+	struct list_head overflow;
+	wait_queue_head_t cq_wq;
+	wait_queue_head_t poll_wq;
+	struct task_struct *poller;
+	unsigned int idle_ms;
 };
 
 /**
@@ -299,7 +365,9 @@ struct snpu_job {
  * @callbacks: HOST_FUNC jobs ready for delivery
  * @dying: the file is being released: jobs are cancelled, not run
  * @wq: synchronize, callback and release waiters
-
+ * @ring: the command queues, once set up (read under sched_lock by
+ *        completions, set under both locks)
+ *
  * Created by open(2), freed by the last close of the file description.
  */
 struct snpu_context {
@@ -324,6 +392,7 @@ struct snpu_context {
 	struct list_head callbacks;
 	bool dying;
 	wait_queue_head_t wq;
+	struct snpu_ring *ring;
 };
 
 /* device.c */
@@ -363,15 +432,29 @@ int snpu_pool_init(struct snpu_context *ctx, u32 size);
 void snpu_pool_fini(struct snpu_context *ctx);
 void snpu_job_put_locked(struct snpu_context *ctx, struct snpu_job *job);
 void snpu_job_put(struct snpu_context *ctx, struct snpu_job *job);
-void snpu_job_complete(struct snpu_job *job, int error, bool on_core);
+void snpu_job_complete(struct snpu_job *job, int error,
+		       struct snpu_job **handoff);
 int snpu_submit_locked(struct snpu_context *ctx, const void __user *tasks,
 		       u32 count, u32 task_size, u64 *seq);
+int snpu_jobs_reserve(struct snpu_context *ctx, u32 count,
+		      struct list_head *batch);
+int snpu_job_prepare_locked(struct snpu_context *ctx, struct snpu_job *job,
+			    const struct snpu_task *t);
+u64 snpu_jobs_commit(struct snpu_context *ctx, struct list_head *batch);
+void snpu_jobs_unwind(struct snpu_context *ctx, struct list_head *batch);
 void snpu_cancel_all(struct snpu_context *ctx);
 
 /* sched.c */
 int snpu_cores_start(struct snpu_device *sdev);
 void snpu_cores_stop(struct snpu_device *sdev);
-void snpu_sched_ready(struct snpu_job *job, bool on_core);
+void snpu_sched_ready(struct snpu_job *job, struct snpu_job **handoff);
+
+/* ring.c */
+void snpu_ring_post_locked(struct snpu_context *ctx, struct snpu_job *job);
+u32 snpu_ring_consume_locked(struct snpu_context *ctx, u32 max);
+void snpu_ring_stop(struct snpu_context *ctx);
+void snpu_ring_free(struct snpu_context *ctx);
+int snpu_ring_mmap(struct snpu_context *ctx, struct vm_area_struct *vma);
 
 /* callback.c */
 int snpu_callback_wait(struct snpu_context *ctx, struct snpu_callback *cb);
@@ -407,6 +490,8 @@ int snpu_ioc_event_elapsed(struct snpu_context *ctx, union snpu_ioc_arg *arg);
 int snpu_ioc_submit(struct snpu_context *ctx, union snpu_ioc_arg *arg);
 int snpu_ioc_callback_wait(struct snpu_context *ctx, union snpu_ioc_arg *arg);
 int snpu_ioc_callback_done(struct snpu_context *ctx, union snpu_ioc_arg *arg);
+int snpu_ioc_ring_setup(struct snpu_context *ctx, union snpu_ioc_arg *arg);
+int snpu_ioc_enter(struct snpu_context *ctx, union snpu_ioc_arg *arg);
 
 /**
  * union snpu_ioc_arg - the argument of any ioctl, copied in by snpu_ioctl()
@@ -428,8 +513,10 @@ int snpu_ioc_callback_done(struct snpu_context *ctx, union snpu_ioc_arg *arg);
  * @elapsed: SNPU_IOC_EVENT_ELAPSED
  * @submit: SNPU_IOC_SUBMIT
  * @callback: SNPU_IOC_CALLBACK_WAIT, SNPU_IOC_CALLBACK_DONE
+ * @ring_setup: SNPU_IOC_RING_SETUP
+ * @enter: SNPU_IOC_ENTER
  *
- * At most 104 bytes: the dispatcher keeps it on the stack.
+ * At most 120 bytes: the dispatcher keeps it on the stack.
  */
 union snpu_ioc_arg {
 	struct {
@@ -453,6 +540,8 @@ union snpu_ioc_arg {
 	struct snpu_event_elapsed elapsed;
 	struct snpu_submit submit;
 	struct snpu_callback callback;
+	struct snpu_ring_setup ring_setup;
+	struct snpu_enter enter;
 };
 
 static inline bool snpu_zero(const void *p, size_t len)

@@ -254,6 +254,116 @@ int snpu_callback_wait(struct snpu_device *dev, int64_t timeout_ns,
 		       struct snpu_callback_info *out);
 int snpu_callback_done(struct snpu_device *dev, uint32_t cookie, int status);
 
+/* ---- command queues (LIBSNPU_0.3) ------------------------------------- */
+
+/*
+ * A submission ring (SQ) of tasks and a completion ring (CQ) shared with
+ * the kernel. One thread at a time may use the SQ side (get_sqe, submit)
+ * and one the CQ side (peek, wait, seen) of a ring; both may be the same
+ * thread. The memory ordering (see uapi/linux/snpu.h):
+ *
+ *   - entries are written, then the SQ tail is stored with release;
+ *   - the SQ head is loaded with acquire before an entry is reused;
+ *   - with SNPU_RING_SQPOLL, a full fence separates the tail store from
+ *     reading SNPU_SQ_NEED_WAKEUP;
+ *   - the CQ tail is loaded with acquire before entries are read, and the
+ *     CQ head stored with release after they were.
+ */
+
+/**
+ * struct snpu_ring - the library's view of a context's command queues
+ * @fd: the device file
+ * @flags: SNPU_RING_* as set up
+ * @mem: the mapping
+ * @bytes: its length
+ * @sq: SQ: kernel head, tail, flags, counter; mask, entries; entries;
+ *      the entries handed out (@sqe_tail) and published (@sqe_head)
+ * @cq: CQ: kernel head, tail, flags, counter; mask, entries; entries
+ *
+ * Filled by snpu_ring_init(); read the fields, do not change them.
+ */
+struct snpu_ring {
+	int fd;
+	unsigned int flags;
+	void *mem;
+	size_t bytes;
+	struct {
+		uint32_t *khead, *ktail, *kflags, *kdropped;
+		uint32_t mask, entries;
+		struct snpu_task *sqes;
+		uint32_t sqe_head, sqe_tail;
+	} sq;
+	struct {
+		uint32_t *khead, *ktail, *kflags, *koverflow;
+		uint32_t mask, entries;
+		struct snpu_cqe *cqes;
+	} cq;
+};
+
+int snpu_ring_init(struct snpu_device *dev, unsigned int entries,
+		   unsigned int flags, struct snpu_ring *ring);
+int snpu_ring_init_params(struct snpu_device *dev,
+			  struct snpu_ring_setup *params,
+			  struct snpu_ring *ring);
+void snpu_ring_exit(struct snpu_ring *ring);
+int snpu_ring_enter(struct snpu_ring *ring, unsigned int to_submit,
+		    unsigned int min_complete, unsigned int flags,
+		    int64_t timeout_ns);
+int snpu_ring_submit(struct snpu_ring *ring);
+int snpu_ring_submit_and_wait(struct snpu_ring *ring, unsigned int wait_nr);
+int snpu_ring_wait_cqe(struct snpu_ring *ring, struct snpu_cqe **cqe);
+
+/*
+ * The next free SQ entry, zeroed, or NULL when the SQ is full. Fill it
+ * with a snpu_prep_*() helper, then snpu_ring_submit().
+ */
+static inline struct snpu_task *snpu_ring_get_sqe(struct snpu_ring *ring)
+{
+	uint32_t head = __atomic_load_n(ring->sq.khead, __ATOMIC_ACQUIRE);
+	struct snpu_task *sqe;
+
+	if (ring->sq.sqe_tail - head >= ring->sq.entries)
+		return NULL;
+	sqe = &ring->sq.sqes[ring->sq.sqe_tail++ & ring->sq.mask];
+	memset(sqe, 0, sizeof(*sqe));
+	return sqe;
+}
+
+/* Completions waiting in the CQ. */
+static inline unsigned int snpu_ring_cq_ready(const struct snpu_ring *ring)
+{
+	return __atomic_load_n(ring->cq.ktail, __ATOMIC_ACQUIRE) -
+	       *ring->cq.khead;
+}
+
+/* The oldest completion without waiting: 0, or -EAGAIN when none. */
+static inline int snpu_ring_peek_cqe(struct snpu_ring *ring,
+				     struct snpu_cqe **cqe)
+{
+	uint32_t head = *ring->cq.khead;
+
+	if (__atomic_load_n(ring->cq.ktail, __ATOMIC_ACQUIRE) == head)
+		return -EAGAIN;
+	*cqe = &ring->cq.cqes[head & ring->cq.mask];
+	return 0;
+}
+
+/* Hand @n completions back to the kernel. */
+static inline void snpu_ring_cq_advance(struct snpu_ring *ring,
+					unsigned int n)
+{
+	__atomic_store_n(ring->cq.khead, *ring->cq.khead + n,
+			 __ATOMIC_RELEASE);
+}
+
+/* The completion from peek or wait has been read. */
+static inline void snpu_ring_cqe_seen(struct snpu_ring *ring,
+				      struct snpu_cqe *cqe)
+{
+	(void)cqe;
+	snpu_ring_cq_advance(ring, 1);
+}
+
 #ifdef __cplusplus
 }
 #endif

@@ -10,6 +10,9 @@
  *         per task, and that cost as a ratio of the syscall floor.
  * latency: one batch submitted and synchronized at once, per batch size.
  * floor: SNPU_IOC_NOP, an ioctl that does nothing.
+ * ring: the same NOP launches through the command queues at the same
+ *       batch sizes, without and with the kernel poller, beside io_uring's
+ *       IORING_OP_NOP (liburing) at the same batch sizes.
  *
  * Throughput figures are the median of ROUNDS rounds; latencies the
  * median of LAT_SAMPLES batches.
@@ -21,6 +24,8 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <liburing.h>
 
 #include "snpu.h"
 
@@ -105,12 +110,128 @@ static uint64_t latency_round(struct snpu_device *dev, uint32_t stream,
 	return now_ns() - t0;
 }
 
+#define RING_ENTRIES	256
+
+/* ns per task: @n NOP launches through the SQ in batches, all reaped. */
+static uint64_t ring_round(struct snpu_ring *ring, uint32_t stream,
+			   unsigned int batch, unsigned int n)
+{
+	unsigned int sent = 0, done = 0, i;
+	uint64_t t0 = now_ns();
+	struct snpu_cqe *cqe;
+	int ret;
+
+	while (done < n) {
+		while (sent < n && sent - done + batch <= ring->sq.entries) {
+			for (i = 0; i < batch; i++) {
+				struct snpu_task *sqe = snpu_ring_get_sqe(ring);
+
+				/* The kernel still copies earlier entries. */
+				if (!sqe)
+					break;
+				snpu_prep_launch(sqe, stream, SNPU_KERNEL_NOP, 1,
+						 NULL, 0);
+				sqe->user_data = sent + i;
+			}
+			sent += i;
+			ret = snpu_ring_submit(ring);
+			if (ret < 0)
+				die("ring submit", ret);
+			if (i < batch)
+				break;
+		}
+		if (snpu_ring_peek_cqe(ring, &cqe)) {
+			unsigned int want = sent - done < batch ? sent - done : batch;
+
+			ret = snpu_ring_submit_and_wait(ring, want);
+			if (ret < 0)
+				die("ring wait", ret);
+			continue;
+		}
+		do {
+			if (cqe->result)
+				die("ring task", cqe->result);
+			snpu_ring_cqe_seen(ring, cqe);
+			done++;
+		} while (!snpu_ring_peek_cqe(ring, &cqe));
+	}
+	return (now_ns() - t0) / n;
+}
+
+/* ns per op: @n io_uring NOPs in batches, all reaped. */
+static uint64_t uring_round(struct io_uring *ring, unsigned int batch,
+			    unsigned int n)
+{
+	unsigned int sent = 0, done = 0, i;
+	uint64_t t0 = now_ns();
+	struct io_uring_cqe *cqe;
+	int ret;
+
+	while (done < n) {
+		while (sent < n && sent - done + batch <= RING_ENTRIES) {
+			for (i = 0; i < batch; i++)
+				io_uring_prep_nop(io_uring_get_sqe(ring));
+			sent += batch;
+			ret = io_uring_submit(ring);
+			if (ret < 0)
+				die("io_uring submit", ret);
+		}
+		ret = io_uring_wait_cqe(ring, &cqe);
+		if (ret)
+			die("io_uring wait", ret);
+		do {
+			io_uring_cqe_seen(ring, cqe);
+			done++;
+		} while (!io_uring_peek_cqe(ring, &cqe));
+	}
+	return (now_ns() - t0) / n;
+}
+
+/* Ring figures at every batch size, on a context of its own. */
+static void ring_bench(unsigned int index, unsigned int flags,
+		       const char *name, uint64_t *v, unsigned int rounds,
+		       unsigned int n, const uint64_t *ioctl_ns,
+		       const uint64_t *uring_ns)
+{
+	static const unsigned int batches[] = { 1, 8, 32, 128 };
+	struct snpu_device *dev;
+	struct snpu_ring ring;
+	uint32_t stream;
+	unsigned int b, r;
+	int ret;
+
+	ret = snpu_open(index, 0, &dev);
+	if (ret)
+		die("open", ret);
+	ret = snpu_stream_create(dev, SNPU_PRIO_NORMAL, 0, &stream);
+	if (ret)
+		die("stream create", ret);
+	ret = snpu_ring_init(dev, RING_ENTRIES, flags, &ring);
+	if (ret)
+		die("ring init", ret);
+	for (b = 0; b < 4; b++) {
+		uint64_t per_task;
+
+		for (r = 0; r < rounds; r++)
+			v[r] = ring_round(&ring, stream, batches[b], n);
+		per_task = median(v, rounds);
+		printf("%-7s batch %3u  %9.0f tasks/s %8llu ns/task %6.2fx ioctl-path tasks/s %6.2fx io_uring ns/op\n",
+		       name, batches[b], 1e9 / (double)per_task,
+		       (unsigned long long)per_task,
+		       (double)ioctl_ns[b] / (double)per_task,
+		       (double)per_task / (double)uring_ns[b]);
+	}
+	snpu_ring_exit(&ring);
+	snpu_close(dev);
+}
+
 int main(int argc, char **argv)
 {
 	static const unsigned int batches[] = { 1, 8, 32, 128 };
 	struct snpu_task tasks[MAX_BATCH];
 	unsigned int rounds = 7, n = 2048, index = 0, b, r, i;
-	uint64_t *v, floor_ns;
+	uint64_t *v, floor_ns, ioctl_ns[4], uring_ns[4];
+	struct io_uring uring;
 	struct snpu_device *dev;
 	uint32_t stream;
 	int opt, ret;
@@ -158,20 +279,37 @@ int main(int argc, char **argv)
 
 	for (b = 0; b < sizeof(batches) / sizeof(batches[0]); b++) {
 		unsigned int batch = batches[b];
-		uint64_t per_task, lat;
+		uint64_t lat;
 
 		for (r = 0; r < rounds; r++)
 			v[r] = submit_round(dev, stream, tasks, batch, n);
-		per_task = median(v, rounds);
+		ioctl_ns[b] = median(v, rounds);
 		for (r = 0; r < LAT_SAMPLES; r++)
 			v[r] = latency_round(dev, stream, tasks, batch);
 		lat = median(v, LAT_SAMPLES);
 		printf("submit  batch %3u  %9.0f tasks/s %8llu ns/task %6.2fx floor   latency %8llu ns\n",
-		       batch, 1e9 / (double)per_task,
-		       (unsigned long long)per_task,
-		       (double)per_task / (double)floor_ns,
+		       batch, 1e9 / (double)ioctl_ns[b],
+		       (unsigned long long)ioctl_ns[b],
+		       (double)ioctl_ns[b] / (double)floor_ns,
 		       (unsigned long long)lat);
 	}
+
+	ret = io_uring_queue_init(RING_ENTRIES, &uring, 0);
+	if (ret)
+		die("io_uring init", ret);
+	for (b = 0; b < sizeof(batches) / sizeof(batches[0]); b++) {
+		for (r = 0; r < rounds; r++)
+			v[r] = uring_round(&uring, batches[b], n);
+		uring_ns[b] = median(v, rounds);
+		printf("io_uring batch %3u %9.0f ops/s   %8llu ns/op   (IORING_OP_NOP)\n",
+		       batches[b], 1e9 / (double)uring_ns[b],
+		       (unsigned long long)uring_ns[b]);
+	}
+	io_uring_queue_exit(&uring);
+
+	ring_bench(index, 0, "ring", v, rounds, n, ioctl_ns, uring_ns);
+	ring_bench(index, SNPU_RING_SQPOLL, "sqpoll", v, rounds, n, ioctl_ns,
+		   uring_ns);
 
 	snpu_stream_destroy(dev, stream, 0);
 	snpu_close(dev);

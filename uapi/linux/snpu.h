@@ -51,6 +51,8 @@
  *   0.2  Contexts with quotas, device and host memory, streams, events,
  *        tasks (kernel launch, copies, memset, event record, stream wait,
  *        host callback) submitted by SNPU_IOC_SUBMIT.
+ *   0.3  Command queues: SNPU_IOC_RING_SETUP, SNPU_IOC_ENTER, the kernel
+ *        poller (SNPU_RING_SQPOLL).
  */
 #ifndef _UAPI_LINUX_SNPU_H
 #define _UAPI_LINUX_SNPU_H
@@ -60,7 +62,7 @@
 #include <linux/types.h>
 
 #define SNPU_ABI_MAJOR		0
-#define SNPU_ABI_MINOR		2
+#define SNPU_ABI_MINOR		3
 
 /* Largest argument struct the kernel ever copies. */
 #define SNPU_IOC_MAX_SIZE	4096
@@ -74,8 +76,9 @@
 #define SNPU_CAP_MEMORY		_BITULL(0)	/* device and host memory */
 #define SNPU_CAP_STREAMS	_BITULL(1)	/* streams, events, SUBMIT */
 #define SNPU_CAP_CALLBACKS	_BITULL(2)	/* host callback tasks */
+#define SNPU_CAP_RING		_BITULL(3)	/* command queues */
 #define SNPU_CAPS_KNOWN		(SNPU_CAP_MEMORY | SNPU_CAP_STREAMS | \
-				 SNPU_CAP_CALLBACKS)
+				 SNPU_CAP_CALLBACKS | SNPU_CAP_RING)
 
 /**
  * struct snpu_info - device description, returned by SNPU_IOC_GET_INFO
@@ -652,6 +655,148 @@ struct snpu_callback {
 
 #define SNPU_CALLBACK_SIZE_VER0		56
 
+/*
+ * Command queues. A context may set up one pair of rings: a submission
+ * queue (SQ) of struct snpu_task entries and a completion queue (CQ) of
+ * struct snpu_cqe, in one mapping of the device file at @mmap_offset. The
+ * layout is the kernel's: it reports where each field is, as byte offsets
+ * from the start of the mapping. Heads and tails are free-running __u32
+ * counters; an entry's index is counter & mask.
+ *
+ * Who writes what, and the ordering each side needs:
+ *
+ *   SQ tail   the process: fill the entries, then store the tail with
+ *             release semantics; the kernel loads it with acquire.
+ *   SQ head   the kernel, with release after it copied the entries (each
+ *             is copied once, then checked); the process loads it with
+ *             acquire before reusing entries.
+ *   SQ flags  the kernel: SNPU_SQ_NEED_WAKEUP when the poller sleeps. The
+ *             process stores its tail, then needs a full barrier before
+ *             reading the flags (the poller sets the flag, then a barrier,
+ *             then reads the tail once more before it sleeps).
+ *   SQ counter  the kernel: tails that claimed more than a ring of
+ *             entries (the kernel clamps them).
+ *   CQ tail   the kernel, with release after writing the entries; the
+ *             process loads it with acquire.
+ *   CQ head   the process, with release after it read the entries.
+ *   CQ flags  the kernel: SNPU_CQ_OVERFLOW while completions wait for
+ *             room; they are moved in, in order, by the next SNPU_IOC_ENTER
+ *             that finds room. Nothing is dropped: a waiting completion
+ *             holds its task's slot, so a process that never reaps runs
+ *             out of task slots (SUBMIT and the SQ stop with ENOSPC/EBUSY).
+ *   CQ counter  the kernel: completions that had to wait for room.
+ *
+ * A bad SQE is consumed and gets a CQE with its user_data and the error.
+ */
+#define SNPU_RING_SQPOLL	_BITUL(0)	/* a kernel thread consumes the SQ */
+
+#define SNPU_RING_MAX_ENTRIES	4096	/* SQ; the CQ may be twice as big */
+#define SNPU_SQ_NEED_WAKEUP	_BITUL(0)
+#define SNPU_CQ_OVERFLOW	_BITUL(0)
+
+/**
+ * struct snpu_ring_offsets - where the fields of one ring are
+ * @head: offset of the __u32 head
+ * @tail: offset of the __u32 tail
+ * @mask: offset of the __u32 mask (entries - 1)
+ * @entries: offset of the __u32 number of entries
+ * @flags: offset of the __u32 flags
+ * @counter: offset of the __u32 counter (SQ: clamped tails; CQ: overflows)
+ * @array: offset of the entries
+ * @pad: zero
+ */
+struct snpu_ring_offsets {
+	__u32 head;
+	__u32 tail;
+	__u32 mask;
+	__u32 entries;
+	__u32 flags;
+	__u32 counter;
+	__u32 array;
+	__u32 pad;
+};
+
+/**
+ * struct snpu_ring_setup - SNPU_IOC_RING_SETUP, once per file
+ * @size: in: sizeof; out: bytes written
+ * @flags: in: SNPU_RING_SQPOLL
+ * @sq_entries: in: power of two, 1..SNPU_RING_MAX_ENTRIES
+ * @cq_entries: in: power of two, @sq_entries..2 * SNPU_RING_MAX_ENTRIES,
+ *              or 0 for twice @sq_entries
+ * @idle_ms: in: SQPOLL: how long the poller spins on an empty SQ before it
+ *           sleeps, 1..10000, 0 for 100; must be 0 without SQPOLL
+ * @pad: must be zero
+ * @mmap_offset: out: mmap(2) offset of the rings
+ * @mmap_bytes: out: length to map
+ * @sq: out: SQ field offsets
+ * @cq: out: CQ field offsets
+ * @reserved: must be zero
+ *
+ * EBUSY when the file already has rings.
+ */
+struct snpu_ring_setup {
+	__u32 size;
+	__u32 flags;
+	__u32 sq_entries;
+	__u32 cq_entries;
+	__u32 idle_ms;
+	__u32 pad;
+	__u64 mmap_offset;
+	__u64 mmap_bytes;
+	struct snpu_ring_offsets sq;
+	struct snpu_ring_offsets cq;
+	__u64 reserved[2];
+};
+
+#define SNPU_RING_SETUP_SIZE_VER0	120
+
+/**
+ * struct snpu_cqe - a completion, 32 bytes
+ * @user_data: the task's user_data
+ * @result: 0, or the task's -errno (also for an SQE refused at submit)
+ * @flags: zero
+ * @time_ns: completion time, CLOCK_MONOTONIC
+ * @seq: the task's sequence number in its stream, 0 if refused
+ */
+struct snpu_cqe {
+	__u64 user_data;
+	__s32 result;
+	__u32 flags;
+	__u64 time_ns;
+	__u64 seq;
+};
+
+#define SNPU_ENTER_GETEVENTS	_BITUL(0)	/* wait for @min_complete */
+#define SNPU_ENTER_SQ_WAKEUP	_BITUL(1)	/* wake the poller */
+
+/**
+ * struct snpu_enter - SNPU_IOC_ENTER: the doorbell
+ * @size: in: sizeof; out: bytes written
+ * @flags: in: SNPU_ENTER_*
+ * @to_submit: in: consume up to this many SQEs (not with SQPOLL: 0)
+ * @min_complete: in: with GETEVENTS, wait until the CQ holds this many
+ * @timeout_ns: in: for the wait: 0 polls, -1 forever
+ * @submitted: out: SQEs consumed
+ * @pad: must be zero
+ * @reserved: must be zero
+ *
+ * Moves waiting completions into the CQ first. Fewer than @to_submit are
+ * consumed when the SQ holds fewer, or task slots run out; EBUSY when
+ * completions still wait for room and nothing could be consumed.
+ */
+struct snpu_enter {
+	__u32 size;
+	__u32 flags;
+	__u32 to_submit;
+	__u32 min_complete;
+	__s64 timeout_ns;
+	__u32 submitted;
+	__u32 pad;
+	__u64 reserved[2];
+};
+
+#define SNPU_ENTER_SIZE_VER0		48
+
 #define SNPU_IOC_GET_INFO	_IOWR(SNPU_IOC_MAGIC, 0x00, struct snpu_info)
 #define SNPU_IOC_CTX_QUERY	_IOWR(SNPU_IOC_MAGIC, 0x01, struct snpu_ctx_query)
 #define SNPU_IOC_MEM_ALLOC	_IOWR(SNPU_IOC_MAGIC, 0x02, struct snpu_mem_alloc)
@@ -677,5 +822,7 @@ struct snpu_callback {
 #define SNPU_IOC_CALLBACK_WAIT	_IOWR(SNPU_IOC_MAGIC, 0x16, struct snpu_callback)
 #define SNPU_IOC_CALLBACK_DONE	_IOW(SNPU_IOC_MAGIC, 0x17, struct snpu_callback)
 #define SNPU_IOC_NOP		_IO(SNPU_IOC_MAGIC, 0x18)
+#define SNPU_IOC_RING_SETUP	_IOWR(SNPU_IOC_MAGIC, 0x19, struct snpu_ring_setup)
+#define SNPU_IOC_ENTER		_IOWR(SNPU_IOC_MAGIC, 0x1a, struct snpu_enter)
 
 #endif /* _UAPI_LINUX_SNPU_H */

@@ -1,0 +1,484 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * snpu command queues: a submission ring of task descriptors and a
+ * completion ring, shared with the process through one mapping, with the
+ * discipline the uapi header documents. The kernel keeps its own copies of
+ * the counters it owns and trusts no value the process writes: a tail
+ * that claims more than a ring is clamped and counted, a head that makes
+ * the CQ look fuller than it can be only delays completions.
+ */
+#include <linux/kthread.h>
+#include <linux/ktime.h>
+#include <linux/log2.h>
+#include <linux/mm.h>
+#include <linux/sched.h>
+#include <linux/slab.h>
+#include <linux/vmalloc.h>
+
+#include "snpu.h"
+
+/* Offsets in the header page: each counter on its own cache line. */
+#define SNPU_RING_SQ_HEAD	0
+#define SNPU_RING_SQ_TAIL	64
+#define SNPU_RING_CQ_HEAD	128
+#define SNPU_RING_CQ_TAIL	192
+#define SNPU_RING_SQ_FLAGS	256
+#define SNPU_RING_CQ_FLAGS	260
+#define SNPU_RING_SQ_MASK	264
+#define SNPU_RING_SQ_ENTRIES	268
+#define SNPU_RING_CQ_MASK	272
+#define SNPU_RING_CQ_ENTRIES	276
+#define SNPU_RING_SQ_DROPPED	280
+#define SNPU_RING_CQ_OVERFLOW	284
+
+#define SNPU_RING_IDLE_MS	100
+
+/* SQEs checked between two commits. */
+#define SNPU_RING_BATCH		64
+#define SNPU_RING_MAX_IDLE_MS	10000
+
+static u32 *snpu_ring_word(struct snpu_ring *ring, unsigned int off)
+{
+	return ring->mem + off;
+}
+
+/* Completions in the CQ as the kernel sees it; a bogus head reads full. */
+static u32 snpu_cq_used_locked(struct snpu_ring *ring)
+{
+	u32 used = ring->cq_tail - READ_ONCE(*ring->cq_head);
+
+	return used > ring->cq_entries ? ring->cq_entries : used;
+}
+
+static void snpu_cq_write_locked(struct snpu_ring *ring, u64 user_data,
+				 int result, u64 time_ns, u64 seq)
+{
+	struct snpu_cqe *cqe = &ring->cqes[ring->cq_tail & ring->cq_mask];
+
+	cqe->user_data = user_data;
+	cqe->result = result;
+	cqe->flags = 0;
+	cqe->time_ns = time_ns;
+	cqe->seq = seq;
+	/* Entries first, then the tail the process reads with acquire. */
+	smp_store_release(ring->cq_tail_user, ++ring->cq_tail);
+}
+
+/**
+ * snpu_ring_post_locked() - post a job's completion to the CQ
+ * @ctx: the context
+ * @job: a job submitted through the SQ, complete (or refused)
+ *
+ * Writes the CQE, or when the CQ is full, or earlier completions already
+ * wait, parks the job (keeping its pool slot) until room appears. Wakes
+ * an SNPU_IOC_ENTER waiting for completions.
+ */
+void snpu_ring_post_locked(struct snpu_context *ctx, struct snpu_job *job)
+{
+	struct snpu_ring *ring = ctx->ring;
+
+	lockdep_assert_held(&ctx->sched_lock);
+	if (list_empty(&ring->overflow) &&
+	    snpu_cq_used_locked(ring) < ring->cq_entries) {
+		snpu_cq_write_locked(ring, job->user_data, job->error,
+				     job->done_ns, job->seq);
+	} else {
+		refcount_inc(&job->ref);
+		list_add_tail(&job->ov_node, &ring->overflow);
+		WRITE_ONCE(*ring->cq_flags, SNPU_CQ_OVERFLOW);
+		WRITE_ONCE(*ring->cq_overflow, *ring->cq_overflow + 1);
+	}
+	/* Wake ENTER only once the CQ holds what it waits for. */
+	if (ring->cq_wake && (s32)(ring->cq_tail - ring->cq_wake) >= 0) {
+		ring->cq_wake = 0;
+		wake_up_all(&ring->cq_wq);
+	}
+}
+
+/* Move parked completions into the CQ while there is room. */
+static bool snpu_ring_flush(struct snpu_context *ctx, struct snpu_ring *ring)
+{
+	struct snpu_job *job;
+	bool empty;
+
+	spin_lock(&ctx->sched_lock);
+	while (!list_empty(&ring->overflow) &&
+	       snpu_cq_used_locked(ring) < ring->cq_entries) {
+		job = list_first_entry(&ring->overflow, struct snpu_job,
+				       ov_node);
+		list_del_init(&job->ov_node);
+		snpu_cq_write_locked(ring, job->user_data, job->error,
+				     job->done_ns, job->seq);
+		snpu_job_put_locked(ctx, job);
+	}
+	empty = list_empty(&ring->overflow);
+	if (empty)
+		WRITE_ONCE(*ring->cq_flags, 0);
+	spin_unlock(&ctx->sched_lock);
+	return empty;
+}
+
+/* An SQE refused at submit completes at once with its error. */
+static void snpu_ring_refuse(struct snpu_context *ctx, struct snpu_job *job,
+			     u64 user_data, int error)
+{
+	LIST_HEAD(one);
+
+	/* Drop what prepare took; keep the job as the completion's carrier. */
+	list_add(&job->node, &one);
+	spin_lock(&ctx->sched_lock);
+	refcount_inc(&job->ref);
+	spin_unlock(&ctx->sched_lock);
+	snpu_jobs_unwind(ctx, &one);
+
+	spin_lock(&ctx->sched_lock);
+	job->user_data = user_data;
+	job->error = error;
+	job->seq = 0;
+	job->done_ns = ktime_get_ns();
+	job->state = SNPU_JOB_DONE;
+	snpu_ring_post_locked(ctx, job);
+	snpu_job_put_locked(ctx, job);
+	spin_unlock(&ctx->sched_lock);
+}
+
+/**
+ * snpu_ring_consume_locked() - take SQEs from the submission ring
+ * @ctx: the context, with rings
+ * @max: most SQEs to take
+ *
+ * Each SQE is copied once from the shared page and checked from the copy,
+ * exactly like a task of SNPU_IOC_SUBMIT, but on its own: a bad one gets
+ * an error CQE and the next ones go on. Stops early when task slots run
+ * out; those SQEs stay in the ring.
+ *
+ * Return: number of SQEs consumed.
+ */
+u32 snpu_ring_consume_locked(struct snpu_context *ctx, u32 max)
+{
+	struct snpu_ring *ring = ctx->ring;
+	struct snpu_job *job, *tmp;
+	u32 tail, avail, n, k;
+	LIST_HEAD(batch);
+	LIST_HEAD(good);
+	struct snpu_task t;
+	int ret;
+
+	lockdep_assert_held(&ctx->lock);
+	/* Pairs with the process's release of the tail after the entries. */
+	tail = smp_load_acquire(ring->sq_tail_user);
+	avail = tail - ring->sq_head;
+	if (avail > ring->sq_entries) {
+		WRITE_ONCE(*ring->sq_dropped, *ring->sq_dropped + 1);
+		avail = ring->sq_entries;
+	}
+	avail = min(avail, max);
+
+	/* Slots for a stretch of entries at a time: two lock trips for all. */
+	for (n = 0; n < avail; n += k) {
+		k = min_t(u32, avail - n, SNPU_RING_BATCH);
+		if (snpu_jobs_reserve(ctx, k, &batch)) {
+			k = 1;
+			if (snpu_jobs_reserve(ctx, k, &batch))
+				break;
+		}
+		list_for_each_entry_safe(job, tmp, &batch, node) {
+			memcpy(&t, &ring->sqes[ring->sq_head & ring->sq_mask],
+			       sizeof(t));
+			/* Copied: the process may reuse the entry. */
+			smp_store_release(ring->sq_head_user, ++ring->sq_head);
+			list_del_init(&job->node);
+			ret = snpu_job_prepare_locked(ctx, job, &t);
+			if (ret) {
+				snpu_ring_refuse(ctx, job, t.user_data, ret);
+				continue;
+			}
+			job->cqe = true;
+			list_add_tail(&job->node, &good);
+		}
+		snpu_jobs_commit(ctx, &good);
+	}
+	return n;
+}
+
+static bool snpu_sq_pending(struct snpu_ring *ring)
+{
+	/* Pairs with the process's release of the tail after the entries. */
+	return smp_load_acquire(ring->sq_tail_user) != ring->sq_head;
+}
+
+static int snpu_ring_poller(void *data)
+{
+	struct snpu_context *ctx = data;
+	struct snpu_ring *ring = ctx->ring;
+	unsigned long idle = msecs_to_jiffies(ring->idle_ms);
+	unsigned long last = jiffies;
+	u32 n;
+
+	while (!kthread_should_stop()) {
+		n = 0;
+		if (snpu_sq_pending(ring)) {
+			mutex_lock(&ctx->lock);
+			n = snpu_ring_consume_locked(ctx, U32_MAX);
+			mutex_unlock(&ctx->lock);
+		}
+		if (n) {
+			last = jiffies;
+		} else if (time_after(jiffies, last + idle)) {
+			/* Flag first, then look once more, then sleep. */
+			smp_store_mb(*ring->sq_flags, SNPU_SQ_NEED_WAKEUP);
+			wait_event_interruptible(ring->poll_wq,
+						 snpu_sq_pending(ring) ||
+						 kthread_should_stop());
+			WRITE_ONCE(*ring->sq_flags, 0);
+			last = jiffies;
+			continue;
+		}
+		cond_resched();
+	}
+	return 0;
+}
+
+/*
+ * Wait condition of ENTER: @want completions in the CQ. When not yet,
+ * leave the CQ tail to wake at; the earliest target of all waiters wins,
+ * and a waiter woken early sets its own again.
+ */
+static bool snpu_cq_ready(struct snpu_context *ctx, struct snpu_ring *ring,
+			  u32 want)
+{
+	u32 at = READ_ONCE(*ring->cq_head) + want;
+	bool ready;
+
+	spin_lock(&ctx->sched_lock);
+	ready = (s32)(ring->cq_tail - at) >= 0;
+	if (!ready && (!ring->cq_wake || (s32)(at - ring->cq_wake) < 0))
+		ring->cq_wake = at ?: 1;
+	spin_unlock(&ctx->sched_lock);
+	return ready;
+}
+
+int snpu_ioc_enter(struct snpu_context *ctx, union snpu_ioc_arg *arg)
+{
+	struct snpu_enter *e = &arg->enter;
+	struct snpu_ring *ring = ctx->ring;
+	bool flushed;
+	long ret = 0;
+
+	if (!snpu_zero(e->reserved, sizeof(e->reserved)) || e->pad ||
+	    e->submitted)
+		return -EINVAL;
+	if (!ring)
+		return -ENXIO;
+	if (ring->poller && e->to_submit)
+		return -EINVAL;
+	if (e->min_complete > ring->cq_entries)
+		return -EINVAL;
+
+	flushed = snpu_ring_flush(ctx, ring);
+	if (e->flags & SNPU_ENTER_SQ_WAKEUP && ring->poller)
+		wake_up(&ring->poll_wq);
+	if (e->to_submit) {
+		mutex_lock(&ctx->lock);
+		e->submitted = snpu_ring_consume_locked(ctx, e->to_submit);
+		mutex_unlock(&ctx->lock);
+		if (!e->submitted && !flushed)
+			return -EBUSY;
+	}
+	if (!(e->flags & SNPU_ENTER_GETEVENTS) || !e->min_complete ||
+	    snpu_cq_ready(ctx, ring, e->min_complete))
+		return 0;
+	if (!e->timeout_ns)
+		return -ETIMEDOUT;
+
+	if (e->timeout_ns < 0) {
+		ret = wait_event_interruptible(ring->cq_wq,
+					       snpu_cq_ready(ctx, ring, e->min_complete));
+	} else {
+		ktime_t to = ns_to_ktime(e->timeout_ns);
+
+		ret = wait_event_interruptible_hrtimeout(ring->cq_wq,
+							 snpu_cq_ready(ctx, ring,
+								       e->min_complete),
+							 to);
+		if (ret == -ETIME)
+			ret = -ETIMEDOUT;
+		else if (ret == -ERESTARTSYS)
+			ret = -EINTR;
+	}
+	/* Submitted SQEs are consumed whatever the wait says: report them. */
+	return e->submitted && ret ? 0 : ret;
+}
+
+static int snpu_ring_check(const struct snpu_ring_setup *s)
+{
+	u32 cq = s->cq_entries ?: 2 * s->sq_entries;
+
+	if (!snpu_zero(s->reserved, sizeof(s->reserved)) || s->pad)
+		return -EINVAL;
+	if (!s->sq_entries || !is_power_of_2(s->sq_entries) ||
+	    s->sq_entries > SNPU_RING_MAX_ENTRIES)
+		return -EINVAL;
+	if (!is_power_of_2(cq) || cq < s->sq_entries ||
+	    cq > 2 * SNPU_RING_MAX_ENTRIES)
+		return -EINVAL;
+	if (s->flags & SNPU_RING_SQPOLL ? s->idle_ms > SNPU_RING_MAX_IDLE_MS :
+	    s->idle_ms)
+		return -EINVAL;
+	return 0;
+}
+
+static void snpu_ring_fill_offsets(struct snpu_ring *ring,
+				   struct snpu_ring_setup *s)
+{
+	s->sq = (struct snpu_ring_offsets) {
+		.head = SNPU_RING_SQ_HEAD, .tail = SNPU_RING_SQ_TAIL,
+		.mask = SNPU_RING_SQ_MASK, .entries = SNPU_RING_SQ_ENTRIES,
+		.flags = SNPU_RING_SQ_FLAGS, .counter = SNPU_RING_SQ_DROPPED,
+		.array = ring->sq_off,
+	};
+	s->cq = (struct snpu_ring_offsets) {
+		.head = SNPU_RING_CQ_HEAD, .tail = SNPU_RING_CQ_TAIL,
+		.mask = SNPU_RING_CQ_MASK, .entries = SNPU_RING_CQ_ENTRIES,
+		.flags = SNPU_RING_CQ_FLAGS, .counter = SNPU_RING_CQ_OVERFLOW,
+		.array = ring->cq_off,
+	};
+	s->mmap_offset = SNPU_RING_MMAP_OFFSET;
+	s->mmap_bytes = ring->bytes;
+}
+
+int snpu_ioc_ring_setup(struct snpu_context *ctx, union snpu_ioc_arg *arg)
+{
+	struct snpu_ring_setup *s = &arg->ring_setup;
+	struct snpu_ring *ring;
+	size_t sq_bytes, cq_bytes;
+	int ret;
+
+	ret = snpu_ring_check(s);
+	if (ret)
+		return ret;
+
+	ring = kzalloc(sizeof(*ring), GFP_KERNEL);
+	if (!ring)
+		return -ENOMEM;
+	ring->sq_entries = s->sq_entries;
+	ring->sq_mask = s->sq_entries - 1;
+	ring->cq_entries = s->cq_entries ?: 2 * s->sq_entries;
+	ring->cq_mask = ring->cq_entries - 1;
+	ring->idle_ms = s->idle_ms ?: SNPU_RING_IDLE_MS;
+	INIT_LIST_HEAD(&ring->overflow);
+	init_waitqueue_head(&ring->cq_wq);
+	init_waitqueue_head(&ring->poll_wq);
+
+	sq_bytes = (size_t)ring->sq_entries * sizeof(struct snpu_task);
+	cq_bytes = (size_t)ring->cq_entries * sizeof(struct snpu_cqe);
+	ring->sq_off = PAGE_SIZE;
+	ring->cq_off = PAGE_SIZE + PAGE_ALIGN(sq_bytes);
+	ring->bytes = ring->cq_off + PAGE_ALIGN(cq_bytes);
+	ring->mem = vmalloc_user(ring->bytes);
+	if (!ring->mem) {
+		kfree(ring);
+		return -ENOMEM;
+	}
+	ring->sq_head_user = snpu_ring_word(ring, SNPU_RING_SQ_HEAD);
+	ring->sq_tail_user = snpu_ring_word(ring, SNPU_RING_SQ_TAIL);
+	ring->cq_head = snpu_ring_word(ring, SNPU_RING_CQ_HEAD);
+	ring->cq_tail_user = snpu_ring_word(ring, SNPU_RING_CQ_TAIL);
+	ring->sq_flags = snpu_ring_word(ring, SNPU_RING_SQ_FLAGS);
+	ring->cq_flags = snpu_ring_word(ring, SNPU_RING_CQ_FLAGS);
+	ring->sq_dropped = snpu_ring_word(ring, SNPU_RING_SQ_DROPPED);
+	ring->cq_overflow = snpu_ring_word(ring, SNPU_RING_CQ_OVERFLOW);
+	*snpu_ring_word(ring, SNPU_RING_SQ_MASK) = ring->sq_mask;
+	*snpu_ring_word(ring, SNPU_RING_SQ_ENTRIES) = ring->sq_entries;
+	*snpu_ring_word(ring, SNPU_RING_CQ_MASK) = ring->cq_mask;
+	*snpu_ring_word(ring, SNPU_RING_CQ_ENTRIES) = ring->cq_entries;
+	ring->sqes = ring->mem + ring->sq_off;
+	ring->cqes = ring->mem + ring->cq_off;
+
+	mutex_lock(&ctx->lock);
+	if (ctx->ring) {
+		ret = -EBUSY;
+		goto err_unlock;
+	}
+	/* Completions look at ctx->ring under sched_lock. */
+	spin_lock(&ctx->sched_lock);
+	ctx->ring = ring;
+	spin_unlock(&ctx->sched_lock);
+	if (s->flags & SNPU_RING_SQPOLL) {
+		struct task_struct *t;
+
+		t = kthread_run(snpu_ring_poller, ctx, "%s/sq", ctx->sdev->name);
+		if (IS_ERR(t)) {
+			spin_lock(&ctx->sched_lock);
+			ctx->ring = NULL;
+			spin_unlock(&ctx->sched_lock);
+			ret = PTR_ERR(t);
+			goto err_unlock;
+		}
+		ring->poller = t;
+	}
+	mutex_unlock(&ctx->lock);
+	snpu_ring_fill_offsets(ring, s);
+	return 0;
+
+err_unlock:
+	mutex_unlock(&ctx->lock);
+	vfree(ring->mem);
+	kfree(ring);
+	return ret;
+}
+
+/**
+ * snpu_ring_stop() - stop the poller of a closing context
+ * @ctx: the context; no ioctl runs on it any more
+ */
+void snpu_ring_stop(struct snpu_context *ctx)
+{
+	if (ctx->ring && ctx->ring->poller)
+		kthread_stop(ctx->ring->poller);
+}
+
+/**
+ * snpu_ring_free() - free the rings of a closed context
+ * @ctx: the context, with no job left
+ *
+ * A mapping of the rings holds the file, so none is left when this runs;
+ * a munmap before that changes nothing for the kernel, which writes
+ * through its own view of the memory.
+ */
+void snpu_ring_free(struct snpu_context *ctx)
+{
+	struct snpu_ring *ring = ctx->ring;
+	struct snpu_job *job, *tmp;
+
+	if (!ring)
+		return;
+	spin_lock(&ctx->sched_lock);
+	list_for_each_entry_safe(job, tmp, &ring->overflow, ov_node) {
+		list_del_init(&job->ov_node);
+		snpu_job_put_locked(ctx, job);
+	}
+	ctx->ring = NULL;
+	spin_unlock(&ctx->sched_lock);
+	vfree(ring->mem);
+	kfree(ring);
+}
+
+/**
+ * snpu_ring_mmap() - map the rings
+ * @ctx: the context
+ * @vma: the mapping at SNPU_RING_MMAP_OFFSET, at most the rings' size
+ *
+ * Return: 0, -ENXIO without rings, -EINVAL for a bad size.
+ */
+int snpu_ring_mmap(struct snpu_context *ctx, struct vm_area_struct *vma)
+{
+	struct snpu_ring *ring = READ_ONCE(ctx->ring);
+
+	if (!ring)
+		return -ENXIO;
+	if (vma->vm_end - vma->vm_start > ring->bytes)
+		return -EINVAL;
+	vma->vm_flags |= VM_DONTEXPAND | VM_DONTDUMP;
+	return remap_vmalloc_range(vma, ring->mem, 0);
+}
