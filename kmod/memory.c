@@ -204,20 +204,23 @@ int snpu_ioc_mem_query(struct snpu_context *ctx, union snpu_ioc_arg *arg)
 /* Copy in chunks: user copies may fault, so no lock is held. */
 static int snpu_mem_copy_chunks(u32 dir, void *dst, const void *src, u64 bytes)
 {
-	u64 done, n;
+	/* Overlapping D2D with @dst above @src: last chunk first (memmove). */
+	bool down = dir == SNPU_COPY_D2D && dst > src;
+	u64 done, n, off;
 
 	for (done = 0; done < bytes; done += n) {
 		n = min_t(u64, bytes - done, SNPU_SYNC_CHUNK);
+		off = down ? bytes - done - n : done;
 		if (dir == SNPU_COPY_H2D) {
-			if (copy_from_user(dst + done,
-					   (const void __user *)src + done, n))
+			if (copy_from_user(dst + off,
+					   (const void __user *)src + off, n))
 				return -EFAULT;
 		} else if (dir == SNPU_COPY_D2H) {
-			if (copy_to_user((void __user *)dst + done, src + done,
+			if (copy_to_user((void __user *)dst + off, src + off,
 					 n))
 				return -EFAULT;
 		} else {
-			memmove(dst + done, src + done, n);
+			memmove(dst + off, src + off, n);
 		}
 		if (fatal_signal_pending(current))
 			return -EINTR;

@@ -105,16 +105,19 @@ static int snpu_spin(struct snpu_job *job, u64 ns)
 /* Copy or set in chunks, checking for cancellation between them. */
 static int snpu_run_copy(struct snpu_job *job)
 {
-	u64 done, n;
+	/* Overlapping ranges copy like memmove: last chunk first if needed. */
+	bool down = job->copy.src && job->copy.dst > job->copy.src;
+	u64 bytes = job->copy.bytes, done, n, off;
 
-	for (done = 0; done < job->copy.bytes; done += n) {
+	for (done = 0; done < bytes; done += n) {
 		if (snpu_cancelled(job))
 			return -ECANCELED;
-		n = min_t(u64, job->copy.bytes - done, SNPU_COPY_CHUNK);
+		n = min_t(u64, bytes - done, SNPU_COPY_CHUNK);
+		off = down ? bytes - done - n : done;
 		if (job->copy.src)
-			memcpy(job->copy.dst + done, job->copy.src + done, n);
+			memmove(job->copy.dst + off, job->copy.src + off, n);
 		else
-			memset(job->copy.dst + done, job->copy.value, n);
+			memset(job->copy.dst + off, job->copy.value, n);
 		cond_resched();
 	}
 	return 0;
