@@ -2,8 +2,10 @@
 # snpu top-level build: the kernel module (kbuild, see Kbuild), libsnpu,
 # its tools, the kselftests, the VM image and the checks. `make help`.
 
-VERSION := 0.1.0
+VERSION := 0.3.0
 SONAME := libsnpu.so.0
+# The file behind the soname: new symbol versions, same soname.
+LIBFILE := libsnpu.so.$(VERSION)
 
 # The running kernel's build dir, else the newest Debian headers. Recipes
 # that need it run in a sub-make after scripts/deps, so that a first build
@@ -51,7 +53,7 @@ help:
 	@echo '  all (default)  module, library, tools and selftests'
 	@echo '  module         snpu.ko with kbuild against KDIR ($(KDIR))'
 	@echo '  lib            build/lib: libsnpu.a, libsnpu.so (versioned symbols)'
-	@echo '  tools          build/tools: snpu-smi'
+	@echo '  tools          build/tools: snpu-smi, snpu-bench'
 	@echo '  selftests      build/selftests: kselftest suites (run in the VM)'
 	@echo '  unit           native unit tests of kmod/core and lib under ASan/UBSan'
 	@echo '  lint           checkpatch --strict, sparse C=2, pahole ABI check'
@@ -97,24 +99,24 @@ $(B)/lib/libsnpu.a: $(LIB_OBJS)
 	@$(if $(Q),echo '  AR      $@')
 	$(Q)rm -f $@ && ar rcs $@ $^
 
-$(B)/lib/$(SONAME).1: $(LIB_OBJS) lib/libsnpu.map
+$(B)/lib/$(LIBFILE): $(LIB_OBJS) lib/libsnpu.map
 	@$(if $(Q),echo '  LD      $@')
 	$(Q)$(CC) -shared -Wl,-soname,$(SONAME) -Wl,--version-script=lib/libsnpu.map \
 		-Wl,--no-undefined -o $@ $(LIB_OBJS)
-	$(Q)ln -sf $(SONAME).1 $(B)/lib/$(SONAME)
+	$(Q)ln -sf $(LIBFILE) $(B)/lib/$(SONAME)
 	$(Q)ln -sf $(SONAME) $(B)/lib/libsnpu.so
 
 PC_SUBST := sed -e 's|@prefix@|$(PREFIX)|' -e 's|@libdir@|$(LIBDIR)|' \
 	-e 's|@includedir@|$(INCLUDEDIR)|' -e 's|@version@|$(VERSION)|'
 
-lib: $(B)/lib/libsnpu.a $(B)/lib/$(SONAME).1
+lib: $(B)/lib/libsnpu.a $(B)/lib/$(LIBFILE)
 
 # ---- tools -----------------------------------------------------------------
 
 # Tools find libsnpu next to them: build/lib here, /opt/snpu/lib in the VM.
 # snpu-bench measures io_uring's NOP beside the rings.
 $(B)/tools/snpu-bench: TOOL_LIBS := -luring
-$(B)/tools/%: lib/tools/%.c $(B)/lib/$(SONAME).1 $(LIB_HDRS)
+$(B)/tools/%: lib/tools/%.c $(B)/lib/$(LIBFILE) $(LIB_HDRS)
 	@mkdir -p $(@D)
 	@$(if $(Q),echo '  CC      $@')
 	$(Q)$(CC) $(CFLAGS) $(WARN) -D_GNU_SOURCE -Iuapi -Ilib/include $< \
@@ -185,8 +187,8 @@ bench: vm-image
 install: lib
 	install -d $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR)/linux
 	install -m 644 $(B)/lib/libsnpu.a $(DESTDIR)$(LIBDIR)/
-	install -m 755 $(B)/lib/$(SONAME).1 $(DESTDIR)$(LIBDIR)/
-	ln -sf $(SONAME).1 $(DESTDIR)$(LIBDIR)/$(SONAME)
+	install -m 755 $(B)/lib/$(LIBFILE) $(DESTDIR)$(LIBDIR)/
+	ln -sf $(LIBFILE) $(DESTDIR)$(LIBDIR)/$(SONAME)
 	ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/libsnpu.so
 	install -m 644 lib/include/snpu.h $(DESTDIR)$(INCLUDEDIR)/
 	install -m 644 uapi/linux/snpu.h $(DESTDIR)$(INCLUDEDIR)/linux/

@@ -44,7 +44,8 @@ int snpu_ioc_callback_wait(struct snpu_context *ctx, union snpu_ioc_arg *arg)
 	long ret;
 
 	if (!snpu_zero(cb->reserved, sizeof(cb->reserved)) || cb->pad ||
-	    cb->status || cb->cookie || cb->user_data || cb->stream)
+	    cb->status || cb->cookie || cb->user_data || cb->stream ||
+	    cb->timeout_ns < -1)
 		return -EINVAL;
 
 	for (;;) {

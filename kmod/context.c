@@ -13,7 +13,7 @@
 /* Each context gets its own window of device addresses. */
 #define SNPU_VA_BASE		BIT_ULL(44)
 #define SNPU_VA_WINDOW_SHIFT	36
-#define SNPU_VA_WINDOWS		256
+#define SNPU_VA_WINDOWS		65536
 
 /* Pool slots for jobs held by synchronize calls after they complete. */
 #define SNPU_POOL_SLACK		64
@@ -62,7 +62,7 @@ int snpu_ioc_ctx_query(struct snpu_context *ctx, union snpu_ioc_arg *arg)
 
 	mutex_lock(&ctx->lock);
 	q->mem_used = atomic64_read(&ctx->mem_used);
-	q->mem_limit = snpu_quota.mem;
+	q->mem_limit = snpu_quota.mem ?: ctx->sdev->mem_total;
 	q->host_used = atomic64_read(&ctx->host_used);
 	q->host_limit = snpu_quota.host;
 	q->streams = ctx->streams;
@@ -92,9 +92,17 @@ static int snpu_open(struct inode *inode, struct file *file)
 	ctx->sdev = sdev;
 	mutex_init(&ctx->lock);
 	xa_init_flags(&ctx->handles, XA_FLAGS_ALLOC1);
-	mt_init(&ctx->va);
+	/* Free-range searches need a tree built for them. */
+	mt_init_flags(&ctx->va, MT_FLAGS_ALLOC_RANGE);
 	mt_init(&ctx->host_va);
-	window = (unsigned int)atomic_inc_return(&sdev->ctx_seq) % SNPU_VA_WINDOWS;
+	/* A window no other live context of the device has. */
+	ret = ida_alloc_max(&sdev->va_windows, SNPU_VA_WINDOWS - 1, GFP_KERNEL);
+	if (ret < 0) {
+		kfree(ctx);
+		return ret == -ENOSPC ? -EMFILE : ret;
+	}
+	window = ret;
+	ctx->va_window = window;
 	ctx->va_base = SNPU_VA_BASE + ((u64)window << SNPU_VA_WINDOW_SHIFT);
 	ctx->va_end = ctx->va_base + (1ULL << SNPU_VA_WINDOW_SHIFT) - 1;
 	atomic64_set(&ctx->mem_used, 0);
@@ -110,6 +118,7 @@ static int snpu_open(struct inode *inode, struct file *file)
 	ret = snpu_pool_init(ctx, snpu_quota.tasks + snpu_quota.events +
 			     SNPU_POOL_SLACK);
 	if (ret) {
+		ida_free(&sdev->va_windows, window);
 		kfree(ctx);
 		return ret;
 	}
@@ -157,6 +166,7 @@ static int snpu_release(struct inode *inode, struct file *file)
 	xa_destroy(&ctx->handles);
 	snpu_pool_fini(ctx);
 	WARN_ON(atomic64_read(&ctx->mem_used) || atomic64_read(&ctx->host_used));
+	ida_free(&ctx->sdev->va_windows, ctx->va_window);
 	atomic_dec(&ctx->sdev->contexts);
 	mutex_destroy(&ctx->lock);
 	kfree(ctx);

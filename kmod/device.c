@@ -81,7 +81,7 @@ struct snpu_device *snpu_device_create(unsigned int index,
 	atomic_set(&sdev->contexts, 0);
 	snprintf(sdev->name, sizeof(sdev->name), "snpu%u", index);
 
-	atomic_set(&sdev->ctx_seq, 0);
+	ida_init(&sdev->va_windows);
 	ret = snpu_cores_start(sdev);
 	if (ret) {
 		kfree(sdev);
@@ -115,5 +115,6 @@ void snpu_device_destroy(struct snpu_device *sdev)
 	WARN_ON(atomic_read(&sdev->contexts));
 	WARN_ON(atomic64_read(&sdev->mem_used));
 	snpu_cores_stop(sdev);
+	ida_destroy(&sdev->va_windows);
 	kfree(sdev);
 }

@@ -120,7 +120,8 @@ int snpu_ioc_event_sync(struct snpu_context *ctx, union snpu_ioc_arg *arg)
 	struct snpu_job *cap = NULL;
 	int ret;
 
-	if (!snpu_zero(w->reserved, sizeof(w->reserved)) || w->error)
+	if (!snpu_zero(w->reserved, sizeof(w->reserved)) || w->error ||
+	    w->timeout_ns < -1)
 		return -EINVAL;
 
 	mutex_lock(&ctx->lock);

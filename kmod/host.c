@@ -281,7 +281,9 @@ static const struct vm_operations_struct snpu_host_vm_ops = {
  * Runs under mmap_lock, so it takes no context lock: the handle is looked
  * up under RCU.
  *
- * Return: 0, -EINVAL for a bad offset or size, -EBUSY when already mapped.
+ * Return: 0, -EINVAL for a bad offset or size or a private mapping,
+ * -EBUSY when already mapped, -EEXIST when the range overlaps registered
+ * memory.
  */
 int snpu_host_mmap(struct snpu_context *ctx, struct vm_area_struct *vma)
 {
@@ -303,8 +305,9 @@ int snpu_host_mmap(struct snpu_context *ctx, struct vm_area_struct *vma)
 	if (!host)
 		return -EINVAL;
 
+	/* A private mapping would hide the process's writes from the device. */
 	ret = -EINVAL;
-	if (len != host->bytes)
+	if (len != host->bytes || !(vma->vm_flags & VM_SHARED))
 		goto err;
 	ret = -EBUSY;
 	if (atomic_cmpxchg(&host->mapped, 0, 1))

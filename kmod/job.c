@@ -39,6 +39,7 @@ int snpu_pool_init(struct snpu_context *ctx, u32 size)
 		INIT_LIST_HEAD(&job->waiters);
 		INIT_LIST_HEAD(&job->wait_node);
 		INIT_LIST_HEAD(&job->ov_node);
+		INIT_LIST_HEAD(&job->swait_node);
 		list_add_tail(&job->node, &ctx->free);
 	}
 	return 0;
@@ -114,8 +115,8 @@ static void snpu_job_finish(struct snpu_job *job, int error,
 	job->done_ns = ktime_get_ns();
 	job->state = SNPU_JOB_DONE;
 	s->completed = job->seq;
-	if (error && !s->error)
-		WRITE_ONCE(s->error, error);
+	if (error)
+		snpu_stream_fail_locked(ctx, s, error, todo);
 	if (s->tail == job)
 		s->tail = NULL;
 	if (job->next) {
@@ -125,6 +126,7 @@ static void snpu_job_finish(struct snpu_job *job, int error,
 	}
 	list_for_each_entry_safe(w, tmp, &job->waiters, wait_node) {
 		list_del_init(&w->wait_node);
+		list_del_init(&w->swait_node);
 		w->wait_on = NULL;
 		snpu_job_put_locked(ctx, job);
 		if (!--w->pending)
@@ -145,6 +147,37 @@ static void snpu_job_finish(struct snpu_job *job, int error,
 		wake_up_all(&ctx->wq);
 	}
 	spin_unlock(&ctx->sched_lock);
+}
+
+/**
+ * snpu_stream_fail_locked() - put a stream in its error state
+ * @ctx: the context
+ * @s: the stream
+ * @error: the -errno; the first one stays
+ * @todo: gets the jobs that become ready
+ *
+ * Its jobs will be cancelled as they come up. A STREAM_WAIT of it that
+ * waits for another stream's capture stops waiting, so that the failed
+ * stream drains even while the other stream is held up.
+ */
+void snpu_stream_fail_locked(struct snpu_context *ctx, struct snpu_stream *s,
+			     int error, struct list_head *todo)
+{
+	struct snpu_job *w, *tmp;
+
+	lockdep_assert_held(&ctx->sched_lock);
+	if (s->error)
+		return;
+	WRITE_ONCE(s->error, error);
+	list_for_each_entry_safe(w, tmp, &s->waits, swait_node) {
+		list_del_init(&w->swait_node);
+		list_del_init(&w->wait_node);
+		/* The capture is not complete: it still has its own reference. */
+		snpu_job_put_locked(ctx, w->wait_on);
+		w->wait_on = NULL;
+		if (!--w->pending)
+			list_add_tail(&w->node, todo);
+	}
 }
 
 /* A job's predecessors are complete: run it, deliver it, or finish it. */
@@ -193,6 +226,15 @@ static void snpu_job_run_todo(struct list_head *todo,
 		list_del_init(&job->node);
 		snpu_job_dispatch(job, todo, handoff);
 	}
+}
+
+/**
+ * snpu_jobs_run() - dispatch jobs that became ready outside a completion
+ * @todo: the jobs; emptied
+ */
+void snpu_jobs_run(struct list_head *todo)
+{
+	snpu_job_run_todo(todo, NULL);
 }
 
 /**
@@ -382,6 +424,7 @@ static void snpu_job_commit_locked(struct snpu_context *ctx,
 			refcount_inc(&cap->ref);
 			job->wait_on = cap;
 			list_add_tail(&job->wait_node, &cap->waiters);
+			list_add_tail(&job->swait_node, &s->waits);
 			job->pending++;
 		}
 	} else if (job->op == SNPU_OP_EVENT_RECORD) {

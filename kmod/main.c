@@ -24,7 +24,7 @@ MODULE_PARM_DESC(mem_mb, "device memory per device in MiB, 1..16384 (default 256
 
 static unsigned int ctx_mem_mb;
 module_param(ctx_mem_mb, uint, 0444);
-MODULE_PARM_DESC(ctx_mem_mb, "device memory quota per context in MiB, 0 = the device's (default 0)");
+MODULE_PARM_DESC(ctx_mem_mb, "device memory quota per context in MiB, 0 = none but the device size (default 0)");
 
 static unsigned int ctx_host_mb = 256;
 module_param(ctx_host_mb, uint, 0444);
@@ -77,7 +77,7 @@ static int __init snpu_init(void)
 		return -EINVAL;
 	}
 
-	snpu_quota.mem = (u64)(p.ctx_mem_mb ?: p.mem_mb) << 20;
+	snpu_quota.mem = (u64)p.ctx_mem_mb << 20;
 	snpu_quota.host = (u64)p.ctx_host_mb << 20;
 	snpu_quota.streams = p.ctx_streams;
 	snpu_quota.events = p.ctx_events;

@@ -71,12 +71,16 @@ int snpu_mem_resolve_locked(struct snpu_context *ctx, u64 addr, u64 bytes,
 	return 0;
 }
 
-/* Charge @bytes to the context quota (-ENOSPC) and the device (-ENOMEM). */
+/*
+ * Charge @bytes to the context quota, if there is one (-ENOSPC), and to
+ * the device (-ENOMEM).
+ */
 static int snpu_mem_charge(struct snpu_context *ctx, u64 bytes)
 {
 	struct snpu_device *sdev = ctx->sdev;
+	u64 used = atomic64_add_return(bytes, &ctx->mem_used);
 
-	if (atomic64_add_return(bytes, &ctx->mem_used) > snpu_quota.mem) {
+	if (snpu_quota.mem && used > snpu_quota.mem) {
 		atomic64_sub(bytes, &ctx->mem_used);
 		return -ENOSPC;
 	}
@@ -201,8 +205,12 @@ int snpu_ioc_mem_query(struct snpu_context *ctx, union snpu_ioc_arg *arg)
 /* Bytes a synchronous copy or memset moves between rescheduling points. */
 #define SNPU_SYNC_CHUNK		BIT(20)
 
-/* Copy in chunks: user copies may fault, so no lock is held. */
-static int snpu_mem_copy_chunks(u32 dir, void *dst, const void *src, u64 bytes)
+/*
+ * Copy (or with @dir 0 set to @value) in chunks, rescheduling between
+ * them; user copies may fault, so no lock is held.
+ */
+static int snpu_mem_copy_chunks(u32 dir, void *dst, const void *src, u64 bytes,
+				u8 value)
 {
 	/* Overlapping D2D with @dst above @src: last chunk first (memmove). */
 	bool down = dir == SNPU_COPY_D2D && dst > src;
@@ -219,8 +227,10 @@ static int snpu_mem_copy_chunks(u32 dir, void *dst, const void *src, u64 bytes)
 			if (copy_to_user((void __user *)dst + off, src + off,
 					 n))
 				return -EFAULT;
-		} else {
+		} else if (dir == SNPU_COPY_D2D) {
 			memmove(dst + off, src + off, n);
+		} else {
+			memset(dst + off, value, n);
 		}
 		if (fatal_signal_pending(current))
 			return -EINTR;
@@ -253,7 +263,7 @@ int snpu_ioc_mem_copy(struct snpu_context *ctx, union snpu_ioc_arg *arg)
 		src = (void __force *)u64_to_user_ptr(c->src);
 	else if (c->dir == SNPU_COPY_D2H)
 		dst = (void __force *)u64_to_user_ptr(c->dst);
-	ret = snpu_mem_copy_chunks(c->dir, dst, src, c->bytes);
+	ret = snpu_mem_copy_chunks(c->dir, dst, src, c->bytes, 0);
 out:
 	if (dmem)
 		snpu_mem_put(dmem);
@@ -278,9 +288,9 @@ int snpu_ioc_mem_set(struct snpu_context *ctx, union snpu_ioc_arg *arg)
 	mutex_unlock(&ctx->lock);
 	if (ret)
 		return ret;
-	memset(dst, m->value, m->bytes);
+	ret = snpu_mem_copy_chunks(0, dst, NULL, m->bytes, m->value);
 	snpu_mem_put(mem);
-	return 0;
+	return ret;
 }
 
 /**

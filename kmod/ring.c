@@ -266,7 +266,7 @@ int snpu_ioc_enter(struct snpu_context *ctx, union snpu_ioc_arg *arg)
 	long ret = 0;
 
 	if (!snpu_zero(e->reserved, sizeof(e->reserved)) || e->pad ||
-	    e->submitted)
+	    e->submitted || e->timeout_ns < -1)
 		return -EINVAL;
 	if (!ring)
 		return -ENXIO;
@@ -469,7 +469,8 @@ void snpu_ring_free(struct snpu_context *ctx)
  * @ctx: the context
  * @vma: the mapping at SNPU_RING_MMAP_OFFSET, at most the rings' size
  *
- * Return: 0, -ENXIO without rings, -EINVAL for a bad size.
+ * Return: 0, -ENXIO without rings, -EINVAL for a bad size or a private
+ * mapping.
  */
 int snpu_ring_mmap(struct snpu_context *ctx, struct vm_area_struct *vma)
 {
@@ -477,7 +478,8 @@ int snpu_ring_mmap(struct snpu_context *ctx, struct vm_area_struct *vma)
 
 	if (!ring)
 		return -ENXIO;
-	if (vma->vm_end - vma->vm_start > ring->bytes)
+	if (vma->vm_end - vma->vm_start > ring->bytes ||
+	    !(vma->vm_flags & VM_SHARED))
 		return -EINVAL;
 	vma->vm_flags |= VM_DONTEXPAND | VM_DONTDUMP;
 	return remap_vmalloc_range(vma, ring->mem, 0);

@@ -53,7 +53,8 @@ void snpu_sched_ready(struct snpu_job *job, struct snpu_job **handoff)
 	spin_lock(&sdev->ready_lock);
 	list_add_tail(&job->node, &sdev->ready[job->stream->prio]);
 	spin_unlock(&sdev->ready_lock);
-	wake = min(job->nblocks, sdev->cores) - !!handoff;
+	/* A core with an empty hand-off slot takes this job's block next. */
+	wake = min(job->nblocks, sdev->cores) - (handoff && !*handoff);
 	if (wake)
 		wake_up_nr(&sdev->ready_wq, wake);
 }

@@ -8,8 +8,11 @@
  *                                 object lifetimes; held by every ioctl
  *                                 that looks up or changes objects
  *   mmap_lock                     taken under the context lock by user
- *                                 copies and pinning; never the reverse:
- *                                 mmap and vma close do not take it
+ *                                 copies (SUBMIT reading tasks) and by
+ *                                 the release of registered memory
+ *                                 (unaccounting) from HOST_FREE or a
+ *                                 stream abort; never the reverse: mmap
+ *                                 and vma close do not take it
  *   snpu_context.sched_lock       the task graph of the context: the pool,
  *                                 stream timelines, job states, successor
  *                                 lists, the callback queue
@@ -24,6 +27,7 @@
 #include <linux/atomic.h>
 #include <linux/bits.h>
 #include <linux/fs.h>
+#include <linux/idr.h>
 #include <linux/kref.h>
 #include <linux/list.h>
 #include <linux/maple_tree.h>
@@ -45,7 +49,7 @@
 
 /**
  * struct snpu_quota - per-context limits (module parameters)
- * @mem: device memory bytes
+ * @mem: device memory bytes, 0 for no limit but the device's
  * @host: host memory bytes (allocated or registered)
  * @streams: streams
  * @events: events
@@ -70,7 +74,7 @@ extern struct snpu_quota snpu_quota;
  * @mem_total: device memory in bytes
  * @mem_used: bytes allocated by all contexts of this device
  * @contexts: number of open contexts (open file descriptions)
- * @ctx_seq: numbers contexts, to give each its own address window
+ * @va_windows: address windows of the live contexts
  * @ready_lock: protects @ready and the block cursor of listed jobs
  * @ready: jobs with blocks not yet handed to a core, per priority
  * @ready_wq: idle cores wait here
@@ -87,7 +91,7 @@ struct snpu_device {
 	u64 mem_total;
 	atomic64_t mem_used;
 	atomic_t contexts;
-	atomic_t ctx_seq;
+	struct ida va_windows;
 
 	spinlock_t ready_lock;		/* @ready, job block cursors */
 	struct list_head ready[SNPU_NR_PRIO];
@@ -169,6 +173,7 @@ struct snpu_host {
  * @completed: sequence number of the last job completed
  * @error: sticky: the first failure, or -ECANCELED after an abort
  * @tail: the last queued job while it is not complete
+ * @waits: its STREAM_WAIT jobs still waiting for another stream's capture
  *
  * @submitted, @completed, @error and @tail are under the context's
  * sched_lock; the rest under its lock.
@@ -182,6 +187,7 @@ struct snpu_stream {
 	u64 completed;
 	int error;
 	struct snpu_job *tail;
+	struct list_head waits;
 };
 
 /**
@@ -220,12 +226,14 @@ enum snpu_job_state {
  * @state: enum snpu_job_state
  * @gen: bumped at every reuse, part of callback cookies
  * @ref: the scheduler holds one until completion, an event one per
- *       capture, a stream waiter one until resolved
+ *       capture, a stream waiter one until resolved, a synchronize call
+ *       one while it waits, a full CQ one while the completion waits
  * @pending: predecessors not complete
  * @next: the stream successor, resolved at completion
  * @waiters: STREAM_WAIT jobs waiting for this (record) job
  * @wait_node: in the record job's @waiters
  * @wait_on: the record job this STREAM_WAIT job waits for
+ * @swait_node: in its stream's @waits while @wait_on is set
  * @ov_node: in the ring's overflow list while its completion waits
  * @waited: a synchronize call sleeps until this job completes
  * @cqe: submitted through the command queue: completion posts a CQE
@@ -260,6 +268,7 @@ struct snpu_job {
 	struct list_head waiters;
 	struct list_head wait_node;
 	struct snpu_job *wait_on;
+	struct list_head swait_node;
 	struct list_head ov_node;
 	bool waited;
 	bool cqe;
@@ -351,6 +360,7 @@ struct snpu_ring {
  * @handles: handle -> struct snpu_object
  * @va: device address -> struct snpu_mem
  * @host_va: user address -> struct snpu_host (its own lock only)
+ * @va_window: index of the context's window of device addresses
  * @va_base: first device address of this context
  * @va_end: last device address of this context
  * @mem_used: device memory bytes charged to this context
@@ -377,6 +387,7 @@ struct snpu_context {
 	struct xarray handles;
 	struct maple_tree va;
 	struct maple_tree host_va;
+	unsigned int va_window;
 	u64 va_base;
 	u64 va_end;
 	atomic64_t mem_used;
@@ -443,6 +454,9 @@ int snpu_job_prepare_locked(struct snpu_context *ctx, struct snpu_job *job,
 u64 snpu_jobs_commit(struct snpu_context *ctx, struct list_head *batch);
 void snpu_jobs_unwind(struct snpu_context *ctx, struct list_head *batch);
 void snpu_cancel_all(struct snpu_context *ctx);
+void snpu_stream_fail_locked(struct snpu_context *ctx, struct snpu_stream *s,
+			     int error, struct list_head *todo);
+void snpu_jobs_run(struct list_head *todo);
 
 /* sched.c */
 int snpu_cores_start(struct snpu_device *sdev);

@@ -81,6 +81,7 @@ int snpu_ioc_stream_create(struct snpu_context *ctx, union snpu_ioc_arg *arg)
 		return -ENOMEM;
 	s->priority = c->priority;
 	s->prio = SNPU_PRIO_HIGH - c->priority;
+	INIT_LIST_HEAD(&s->waits);
 
 	mutex_lock(&ctx->lock);
 	if (ctx->streams >= snpu_quota.streams) {
@@ -119,10 +120,10 @@ static void snpu_stream_abort(struct snpu_context *ctx, struct snpu_stream *s)
 {
 	struct snpu_job *job, *tmp;
 	LIST_HEAD(cancel);
+	LIST_HEAD(todo);
 
 	spin_lock(&ctx->sched_lock);
-	if (!s->error)
-		WRITE_ONCE(s->error, -ECANCELED);
+	snpu_stream_fail_locked(ctx, s, -ECANCELED, &todo);
 	list_for_each_entry_safe(job, tmp, &ctx->callbacks, node) {
 		if (job->stream == s) {
 			job->state = SNPU_JOB_READY;
@@ -131,6 +132,7 @@ static void snpu_stream_abort(struct snpu_context *ctx, struct snpu_stream *s)
 	}
 	spin_unlock(&ctx->sched_lock);
 
+	snpu_jobs_run(&todo);
 	list_for_each_entry_safe(job, tmp, &cancel, node) {
 		list_del_init(&job->node);
 		snpu_job_complete(job, -ECANCELED, NULL);
@@ -182,7 +184,8 @@ int snpu_ioc_stream_sync(struct snpu_context *ctx, union snpu_ioc_arg *arg)
 	struct snpu_job *tail;
 	int ret = 0;
 
-	if (!snpu_zero(w->reserved, sizeof(w->reserved)) || w->error)
+	if (!snpu_zero(w->reserved, sizeof(w->reserved)) || w->error ||
+	    w->timeout_ns < -1)
 		return -EINVAL;
 
 	mutex_lock(&ctx->lock);

@@ -34,9 +34,10 @@ static inline int snpu_ioctl(int fd, unsigned long cmd, void *arg)
 
 /*
  * Issue a command that may block (synchronize, callback wait, stream
- * destroy). An interruption by a signal whose handler has SA_RESTART is
- * restarted by the kernel; without SA_RESTART the caller gets -EINTR, so
- * that a signal can end a wait, as with read(2).
+ * destroy, ENTER). A wait without timeout interrupted by a signal whose
+ * handler has SA_RESTART is restarted by the kernel; a timed wait, or any
+ * wait without SA_RESTART, gives the caller -EINTR, so that a signal can
+ * end a wait, as with read(2).
  *
  * Return: 0, or -errno.
  */

@@ -1,0 +1,1416 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * snpu built-in kernels: every kernel against a CPU reference written
+ * here, over several element counts and block counts (including more
+ * blocks than elements), then every way a launch or a task descriptor
+ * can be refused at SUBMIT.
+ *
+ * The slicing rule (uapi header): with n units and B blocks, c = ceil(n /
+ * B) and block b takes [b * c, min(n, (b + 1) * c)). REDUCE_SUM and CRC32C
+ * write one result per block, so they check the rule exactly; the other
+ * kernels must give the same result whatever the slicing.
+ *
+ * f32 results are compared bit for bit: the device computes in single
+ * precision, in source order, one rounding per operation (see
+ * kmod/core/kernels_f32.c), and so does this file (x86-64 SSE arithmetic,
+ * built with -ffp-contract=off so that no product is fused into an add).
+ * GEMM accumulates each element from +0.0f in increasing k order, and so
+ * does the reference. NaN results only need to be NaN.
+ *
+ * Every output buffer is allocated with a guard area after the extent the
+ * launch names, pre-filled with a sentinel, and checked untouched.
+ *
+ * Runs as root in the test VM with the module loaded with its defaults.
+ */
+#include <math.h>
+
+#include "kselftest_harness.h"
+#include "snpu_test.h"
+
+#define LONG_TIMEOUT	(60 * NS_PER_SEC)
+#define GUARD		256
+#define SENTINEL	0xa5
+
+/* Block @b's slice of @n units among @nb blocks. */
+static void slice(uint64_t n, uint32_t nb, uint32_t b, uint64_t *lo,
+		  uint64_t *hi)
+{
+	uint64_t c = (n + nb - 1) / nb, s = (uint64_t)b * c;
+
+	if (s > n)
+		s = n;
+	*lo = s;
+	*hi = n - s < c ? n : s + c;
+}
+
+static uint32_t f2u(float f)
+{
+	uint32_t u;
+
+	memcpy(&u, &f, 4);
+	return u;
+}
+
+static float u2f(uint32_t u)
+{
+	float f;
+
+	memcpy(&f, &u, 4);
+	return f;
+}
+
+/* Same bits, or both NaN. */
+static bool f32_same(uint32_t a, uint32_t b)
+{
+	return a == b || (isnan(u2f(a)) && isnan(u2f(b)));
+}
+
+/* Bitwise CRC-32C (Castagnoli, reflected 0x82f63b78), init/final xor ~0. */
+static uint32_t ref_crc32c(const unsigned char *p, size_t len)
+{
+	uint32_t crc = ~0U;
+	size_t i;
+	int k;
+
+	for (i = 0; i < len; i++) {
+		crc ^= p[i];
+		for (k = 0; k < 8; k++)
+			crc = crc & 1 ? (crc >> 1) ^ 0x82f63b78U : crc >> 1;
+	}
+	return ~crc;
+}
+
+/* Random floats with the special values sprinkled in. */
+static void fill_f32(float *f, size_t n, uint64_t seed)
+{
+	static const uint32_t special[] = {
+		0x00000000, 0x80000000, 0x7f800000, 0xff800000, 0x7fc00000,
+		0x00000001, 0x807fffff, 0x3f800000, 0xbf800000, 0x7f7fffff,
+	};
+	uint64_t st = seed | 1;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		uint64_t r = snpu_rand(&st);
+
+		if (r % 17 == 0)
+			f[i] = u2f(special[(r >> 8) % 10]);
+		else
+			f[i] = (float)((int64_t)(r >> 20) % 200000) / 1000.0f;
+	}
+}
+
+FIXTURE(k) {
+	int fd;
+	uint32_t s;
+	uint64_t n;	/* units: elements, or bytes for COPY and CRC32C */
+	uint32_t nb;	/* blocks */
+};
+
+FIXTURE_VARIANT(k) {
+	uint64_t n;
+	uint32_t nb;
+};
+
+FIXTURE_VARIANT_ADD(k, n1_b1) { .n = 1, .nb = 1 };
+FIXTURE_VARIANT_ADD(k, n1_b3) { .n = 1, .nb = 3 };
+FIXTURE_VARIANT_ADD(k, n1_b64) { .n = 1, .nb = 64 };
+FIXTURE_VARIANT_ADD(k, n1000_b1) { .n = 1000, .nb = 1 };
+FIXTURE_VARIANT_ADD(k, n1000_b3) { .n = 1000, .nb = 3 };
+FIXTURE_VARIANT_ADD(k, n1000_b64) { .n = 1000, .nb = 64 };
+FIXTURE_VARIANT_ADD(k, n1000_b2000) { .n = 1000, .nb = 2000 };
+FIXTURE_VARIANT_ADD(k, n65543_b1) { .n = 65543, .nb = 1 };
+FIXTURE_VARIANT_ADD(k, n65543_b3) { .n = 65543, .nb = 3 };
+FIXTURE_VARIANT_ADD(k, n65543_b64) { .n = 65543, .nb = 64 };
+FIXTURE_VARIANT_ADD(k, n65543_b40000) { .n = 65543, .nb = 40000 };
+FIXTURE_VARIANT_ADD(k, n65543_b65535) { .n = 65543, .nb = 65535 };
+
+FIXTURE_SETUP(k)
+{
+	self->fd = snpu_open_dev();
+	ASSERT_GE(self->fd, 0) TH_LOG("open " SNPU_TEST_DEV ": %s",
+				      strerror(-self->fd));
+	ASSERT_EQ(0, snpu_stream_create(self->fd, 0, &self->s));
+	self->n = variant->n;
+	self->nb = variant->nb;
+}
+
+FIXTURE_TEARDOWN(k)
+{
+	if (self->fd >= 0)
+		close(self->fd);
+}
+
+/* FAIL with @nb blocks. */
+static struct snpu_task snpu_t_launch_fail(uint32_t s, uint64_t err,
+					   uint32_t nb)
+{
+	struct snpu_task t = snpu_t_launch(s, SNPU_KERNEL_FAIL, nb);
+
+	snpu_t_scalar(&t, 0, err);
+	return t;
+}
+
+/* Device buffer of @bytes + GUARD, filled with @src or the sentinel. */
+static int dbuf(int fd, const void *src, uint64_t bytes, uint64_t *addr)
+{
+	int ret = snpu_alloc(fd, bytes + GUARD, 0, addr);
+
+	if (ret)
+		return ret;
+	ret = snpu_memset(fd, *addr, SENTINEL, bytes + GUARD);
+	if (!ret && src)
+		ret = snpu_h2d(fd, *addr, src, bytes);
+	return ret;
+}
+
+/*
+ * Read @bytes at @addr into @out. Return: 0, -errno, or 1 when the guard
+ * after @bytes is not intact.
+ */
+static int dread(int fd, uint64_t addr, void *out, uint64_t bytes)
+{
+	unsigned char g[GUARD];
+	int ret, i;
+
+	ret = snpu_d2h(fd, out, addr, bytes);
+	if (!ret)
+		ret = snpu_d2h(fd, g, addr + bytes, GUARD);
+	if (ret)
+		return ret;
+	for (i = 0; i < GUARD; i++)
+		if (g[i] != SENTINEL)
+			return 1;
+	return 0;
+}
+
+/* Submit @t, sync; return the SUBMIT error, else the stream's error. */
+static int run(int fd, uint32_t s, struct snpu_task t)
+{
+	int32_t err = 0;
+	int ret = snpu_submit1(fd, t);
+
+	if (!ret)
+		ret = snpu_stream_sync(fd, s, LONG_TIMEOUT, &err);
+	return ret ? ret : err;
+}
+
+TEST_F(k, nop)
+{
+	struct snpu_stream_query q;
+
+	ASSERT_EQ(0, run(self->fd, self->s, snpu_t_launch(self->s,
+					SNPU_KERNEL_NOP, self->nb)));
+	ASSERT_EQ(0, snpu_stream_query(self->fd, self->s, &q));
+	EXPECT_EQ(1U, q.completed);
+}
+
+TEST_F(k, copy)
+{
+	uint64_t n = self->n, src, dst;
+	unsigned char *in = malloc(n), *out = malloc(n);
+
+	ASSERT_NE(NULL, in);
+	ASSERT_NE(NULL, out);
+	snpu_fill_random(in, n, n + 11);
+	ASSERT_EQ(0, dbuf(self->fd, in, n, &src));
+	ASSERT_EQ(0, dbuf(self->fd, NULL, n, &dst));
+	struct snpu_task t = snpu_t_launch(self->s, SNPU_KERNEL_COPY, self->nb);
+
+	snpu_t_buf(&t, 0, dst, n);
+	snpu_t_buf(&t, 1, src, n);
+	ASSERT_EQ(0, run(self->fd, self->s, t));
+	ASSERT_EQ(0, dread(self->fd, dst, out, n));
+	EXPECT_EQ(0, memcmp(in, out, n));
+	free(in);
+	free(out);
+}
+
+/* COPY copies src's bytes into a larger dst and leaves the rest alone. */
+TEST_F(k, copy_into_larger_dst)
+{
+	uint64_t n = self->n, src, dst;
+	unsigned char *in = malloc(n), *out = malloc(n + 100);
+	uint64_t i;
+
+	ASSERT_NE(NULL, in);
+	ASSERT_NE(NULL, out);
+	snpu_fill_random(in, n, 3);
+	ASSERT_EQ(0, dbuf(self->fd, in, n, &src));
+	ASSERT_EQ(0, dbuf(self->fd, NULL, n + 100, &dst));
+	struct snpu_task t = snpu_t_launch(self->s, SNPU_KERNEL_COPY, self->nb);
+
+	snpu_t_buf(&t, 0, dst, n + 100);
+	snpu_t_buf(&t, 1, src, n);
+	ASSERT_EQ(0, run(self->fd, self->s, t));
+	ASSERT_EQ(0, dread(self->fd, dst, out, n + 100));
+	EXPECT_EQ(0, memcmp(in, out, n));
+	for (i = n; i < n + 100; i++)
+		if (out[i] != SENTINEL)
+			break;
+	EXPECT_EQ(n + 100, i);
+	free(in);
+	free(out);
+}
+
+TEST_F(k, fill)
+{
+	uint64_t n = self->n, dst, i;
+	uint32_t *out = malloc(n * 4);
+
+	ASSERT_NE(NULL, out);
+	ASSERT_EQ(0, dbuf(self->fd, NULL, n * 4, &dst));
+	ASSERT_EQ(0, run(self->fd, self->s, snpu_t_fill(self->s, dst, n * 4,
+						      0x89abcdefU, self->nb)));
+	ASSERT_EQ(0, dread(self->fd, dst, out, n * 4));
+	for (i = 0; i < n; i++)
+		if (out[i] != 0x89abcdefU)
+			break;
+	EXPECT_EQ(n, i);
+	free(out);
+}
+
+/* c = a op b for the four element-wise kernels; a and b larger than c. */
+static void binop_check(struct __test_metadata *_metadata,
+			FIXTURE_DATA(k) *self, uint32_t kernel)
+{
+	uint64_t n = self->n, i, a, b, c;
+	uint32_t *x = malloc((n + 8) * 4), *y = malloc((n + 8) * 4);
+	uint32_t *out = malloc(n * 4);
+	bool f32 = kernel == SNPU_KERNEL_ADD_F32 ||
+		   kernel == SNPU_KERNEL_MUL_F32;
+
+	ASSERT_NE(NULL, x);
+	ASSERT_NE(NULL, y);
+	ASSERT_NE(NULL, out);
+	if (f32) {
+		fill_f32((float *)x, n + 8, n * 3 + kernel);
+		fill_f32((float *)y, n + 8, n * 5 + kernel);
+	} else {
+		snpu_fill_random(x, (n + 8) * 4, n * 3 + kernel);
+		snpu_fill_random(y, (n + 8) * 4, n * 5 + kernel);
+	}
+	ASSERT_EQ(0, dbuf(self->fd, x, (n + 8) * 4, &a));
+	ASSERT_EQ(0, dbuf(self->fd, y, (n + 8) * 4, &b));
+	ASSERT_EQ(0, dbuf(self->fd, NULL, n * 4, &c));
+	struct snpu_task t = snpu_t_launch(self->s, kernel, self->nb);
+
+	snpu_t_buf(&t, 0, c, n * 4);
+	snpu_t_buf(&t, 1, a, (n + 8) * 4);
+	snpu_t_buf(&t, 2, b, (n + 3) * 4);
+	ASSERT_EQ(0, run(self->fd, self->s, t));
+	ASSERT_EQ(0, dread(self->fd, c, out, n * 4));
+	for (i = 0; i < n; i++) {
+		uint32_t want;
+
+		switch (kernel) {
+		case SNPU_KERNEL_ADD_I32:
+			want = x[i] + y[i];
+			break;
+		case SNPU_KERNEL_MUL_I32:
+			want = x[i] * y[i];
+			break;
+		case SNPU_KERNEL_ADD_F32:
+			want = f2u(u2f(x[i]) + u2f(y[i]));
+			break;
+		default:
+			want = f2u(u2f(x[i]) * u2f(y[i]));
+			break;
+		}
+		if (f32 ? !f32_same(want, out[i]) : want != out[i]) {
+			TH_LOG("element %llu: got 0x%08x want 0x%08x",
+			       (unsigned long long)i, out[i], want);
+			break;
+		}
+	}
+	EXPECT_EQ(n, i);
+	free(x);
+	free(y);
+	free(out);
+}
+
+TEST_F(k, add_i32)
+{
+	binop_check(_metadata, self, SNPU_KERNEL_ADD_I32);
+}
+
+TEST_F(k, mul_i32)
+{
+	binop_check(_metadata, self, SNPU_KERNEL_MUL_I32);
+}
+
+TEST_F(k, add_f32)
+{
+	binop_check(_metadata, self, SNPU_KERNEL_ADD_F32);
+}
+
+TEST_F(k, mul_f32)
+{
+	binop_check(_metadata, self, SNPU_KERNEL_MUL_F32);
+}
+
+/* In place: c is a. */
+TEST_F(k, add_i32_in_place)
+{
+	uint64_t n = self->n, i, a, b;
+	uint32_t *x = malloc(n * 4), *y = malloc(n * 4), *out = malloc(n * 4);
+
+	ASSERT_NE(NULL, x);
+	ASSERT_NE(NULL, y);
+	ASSERT_NE(NULL, out);
+	snpu_fill_random(x, n * 4, 1);
+	snpu_fill_random(y, n * 4, 2);
+	ASSERT_EQ(0, dbuf(self->fd, x, n * 4, &a));
+	ASSERT_EQ(0, dbuf(self->fd, y, n * 4, &b));
+	ASSERT_EQ(0, run(self->fd, self->s, snpu_t_binop(self->s,
+			SNPU_KERNEL_ADD_I32, a, a, b, n * 4, self->nb)));
+	ASSERT_EQ(0, dread(self->fd, a, out, n * 4));
+	for (i = 0; i < n; i++)
+		if (out[i] != x[i] + y[i])
+			break;
+	EXPECT_EQ(n, i);
+	free(x);
+	free(y);
+	free(out);
+}
+
+TEST_F(k, axpy_f32)
+{
+	const float alpha = -1.75f;
+	uint64_t n = self->n, i, xa, ya;
+	float *x = malloc(n * 4), *y = malloc(n * 4);
+	uint32_t *out = malloc(n * 4);
+
+	ASSERT_NE(NULL, x);
+	ASSERT_NE(NULL, y);
+	ASSERT_NE(NULL, out);
+	fill_f32(x, n, 21);
+	fill_f32(y, n, 22);
+	ASSERT_EQ(0, dbuf(self->fd, x, n * 4, &xa));
+	ASSERT_EQ(0, dbuf(self->fd, y, n * 4, &ya));
+	struct snpu_task t = snpu_t_launch(self->s, SNPU_KERNEL_AXPY_F32,
+					   self->nb);
+
+	snpu_t_buf(&t, 0, ya, n * 4);
+	snpu_t_buf(&t, 1, xa, n * 4);
+	snpu_t_scalar(&t, 2, f2u(alpha));
+	ASSERT_EQ(0, run(self->fd, self->s, t));
+	ASSERT_EQ(0, dread(self->fd, ya, out, n * 4));
+	for (i = 0; i < n; i++) {
+		float p = alpha * x[i];
+		uint32_t want = f2u(y[i] + p);
+
+		if (!f32_same(want, out[i])) {
+			TH_LOG("element %llu: got 0x%08x want 0x%08x",
+			       (unsigned long long)i, out[i], want);
+			break;
+		}
+	}
+	EXPECT_EQ(n, i);
+	free(x);
+	free(y);
+	free(out);
+}
+
+/* RELU: negatives, -0.0 and NaN give +0.0; bit-exact. */
+TEST_F(k, relu_f32)
+{
+	static const uint32_t special[] = {
+		0x80000000, 0x00000000, 0x7fc00000, 0xffc00000, 0x7f800001,
+		0xff800000, 0x7f800000, 0x00000001, 0x80000001, 0xbf800000,
+	};
+	uint64_t n = self->n, i, xa, ya;
+	float *x = malloc(n * 4);
+	uint32_t *out = malloc(n * 4);
+
+	ASSERT_NE(NULL, x);
+	ASSERT_NE(NULL, out);
+	fill_f32(x, n, 31);
+	for (i = 0; i < n; i++)
+		if (i % 7 == 0)
+			x[i] = -x[i];
+	for (i = 0; i < 10 && i < n; i++)
+		x[n - 1 - i] = u2f(special[i]);
+	ASSERT_EQ(0, dbuf(self->fd, x, n * 4, &xa));
+	ASSERT_EQ(0, dbuf(self->fd, NULL, n * 4, &ya));
+	struct snpu_task t = snpu_t_launch(self->s, SNPU_KERNEL_RELU_F32,
+					   self->nb);
+
+	snpu_t_buf(&t, 0, ya, n * 4);
+	snpu_t_buf(&t, 1, xa, n * 4);
+	ASSERT_EQ(0, run(self->fd, self->s, t));
+	ASSERT_EQ(0, dread(self->fd, ya, out, n * 4));
+	for (i = 0; i < n; i++) {
+		uint32_t want = x[i] > 0.0f ? f2u(x[i]) : 0;
+
+		if (out[i] != want) {
+			TH_LOG("element %llu: relu(0x%08x) got 0x%08x want 0x%08x",
+			       (unsigned long long)i, f2u(x[i]), out[i], want);
+			break;
+		}
+	}
+	EXPECT_EQ(n, i);
+	free(x);
+	free(out);
+}
+
+/* out[b] = sum of block b's slice; out holds more than block_dim. */
+TEST_F(k, reduce_sum_i32)
+{
+	uint64_t n = self->n, lo, hi, i, in, outa;
+	uint32_t *x = malloc(n * 4), *out = malloc((self->nb + 4) * 4);
+	uint32_t b;
+
+	ASSERT_NE(NULL, x);
+	ASSERT_NE(NULL, out);
+	snpu_fill_random(x, n * 4, 41);
+	ASSERT_EQ(0, dbuf(self->fd, x, n * 4, &in));
+	ASSERT_EQ(0, dbuf(self->fd, NULL, (self->nb + 4) * 4, &outa));
+	struct snpu_task t = snpu_t_launch(self->s, SNPU_KERNEL_REDUCE_SUM_I32,
+					   self->nb);
+
+	snpu_t_buf(&t, 0, outa, (self->nb + 4) * 4);
+	snpu_t_buf(&t, 1, in, n * 4);
+	ASSERT_EQ(0, run(self->fd, self->s, t));
+	ASSERT_EQ(0, dread(self->fd, outa, out, (self->nb + 4) * 4));
+	for (b = 0; b < self->nb; b++) {
+		uint32_t want = 0;
+
+		slice(n, self->nb, b, &lo, &hi);
+		for (i = lo; i < hi; i++)
+			want += x[i];
+		if (out[b] != want) {
+			TH_LOG("block %u [%llu, %llu): got 0x%08x want 0x%08x",
+			       b, (unsigned long long)lo,
+			       (unsigned long long)hi, out[b], want);
+			break;
+		}
+	}
+	EXPECT_EQ(self->nb, b);
+	/* Past block_dim: not written. */
+	for (b = self->nb; b < self->nb + 4; b++)
+		EXPECT_EQ(0xa5a5a5a5U, out[b]);
+	free(x);
+	free(out);
+}
+
+TEST_F(k, reduce_sum_f32)
+{
+	uint64_t n = self->n, lo, hi, i, in, outa;
+	float *x = malloc(n * 4);
+	uint32_t *out = malloc(self->nb * 4);
+	uint32_t b;
+
+	ASSERT_NE(NULL, x);
+	ASSERT_NE(NULL, out);
+	fill_f32(x, n, 51);
+	/* Keep the sums finite so that the order shows in the bits. */
+	for (i = 0; i < n; i++)
+		if (!isfinite(x[i]) || fabsf(x[i]) > 1e30f)
+			x[i] = (float)i * 0.001f;
+	ASSERT_EQ(0, dbuf(self->fd, x, n * 4, &in));
+	ASSERT_EQ(0, dbuf(self->fd, NULL, self->nb * 4, &outa));
+	struct snpu_task t = snpu_t_launch(self->s, SNPU_KERNEL_REDUCE_SUM_F32,
+					   self->nb);
+
+	snpu_t_buf(&t, 0, outa, self->nb * 4);
+	snpu_t_buf(&t, 1, in, n * 4);
+	ASSERT_EQ(0, run(self->fd, self->s, t));
+	ASSERT_EQ(0, dread(self->fd, outa, out, self->nb * 4));
+	for (b = 0; b < self->nb; b++) {
+		float want = 0.0f;
+
+		slice(n, self->nb, b, &lo, &hi);
+		for (i = lo; i < hi; i++)
+			want += x[i];
+		if (out[b] != f2u(want)) {
+			TH_LOG("block %u [%llu, %llu): got %a want %a",
+			       b, (unsigned long long)lo,
+			       (unsigned long long)hi, u2f(out[b]), want);
+			break;
+		}
+	}
+	EXPECT_EQ(self->nb, b);
+	free(x);
+	free(out);
+}
+
+TEST_F(k, crc32c)
+{
+	uint64_t n = self->n, lo, hi, in, outa;
+	unsigned char *x = malloc(n);
+	uint32_t *out = malloc(self->nb * 4);
+	uint32_t b;
+
+	ASSERT_NE(NULL, x);
+	ASSERT_NE(NULL, out);
+	snpu_fill_random(x, n, 61);
+	ASSERT_EQ(0, dbuf(self->fd, x, n, &in));
+	ASSERT_EQ(0, dbuf(self->fd, NULL, self->nb * 4, &outa));
+	struct snpu_task t = snpu_t_launch(self->s, SNPU_KERNEL_CRC32C,
+					   self->nb);
+
+	snpu_t_buf(&t, 0, outa, self->nb * 4);
+	snpu_t_buf(&t, 1, in, n);
+	ASSERT_EQ(0, run(self->fd, self->s, t));
+	ASSERT_EQ(0, dread(self->fd, outa, out, self->nb * 4));
+	for (b = 0; b < self->nb; b++) {
+		uint32_t want;
+
+		slice(n, self->nb, b, &lo, &hi);
+		want = ref_crc32c(x + lo, hi - lo);
+		if (out[b] != want) {
+			TH_LOG("block %u [%llu, %llu): got 0x%08x want 0x%08x",
+			       b, (unsigned long long)lo,
+			       (unsigned long long)hi, out[b], want);
+			break;
+		}
+	}
+	EXPECT_EQ(self->nb, b);
+	free(x);
+	free(out);
+}
+
+TEST_F(k, fail_errno_propagated)
+{
+	static const uint32_t errs[] = { 1, 5, 4095 };
+	unsigned int i;
+
+	for (i = 0; i < 3; i++) {
+		EXPECT_EQ(-(int)errs[i], run(self->fd, self->s,
+			snpu_t_launch_fail(self->s, errs[i], self->nb)));
+		ASSERT_EQ(0, snpu_stream_reset(self->fd, self->s));
+	}
+}
+
+/* ---- kernels outside the size matrix ------------------------------------ */
+
+FIXTURE(one) {
+	int fd;
+	uint32_t s;
+	struct snpu_info info;
+};
+
+FIXTURE_SETUP(one)
+{
+	self->fd = snpu_open_dev();
+	ASSERT_GE(self->fd, 0) TH_LOG("open " SNPU_TEST_DEV ": %s",
+				      strerror(-self->fd));
+	ASSERT_EQ(0, snpu_stream_create(self->fd, 0, &self->s));
+	ASSERT_EQ(0, snpu_get_info(self->fd, &self->info));
+}
+
+FIXTURE_TEARDOWN(one)
+{
+	if (self->fd >= 0)
+		close(self->fd);
+}
+
+TEST_F(one, crc32c_check_value)
+{
+	static const char msg[] = "123456789";
+	uint64_t in, outa;
+	uint32_t out = 0;
+
+	EXPECT_EQ(0xe3069283U, ref_crc32c((const unsigned char *)msg, 9));
+	ASSERT_EQ(0, dbuf(self->fd, msg, 9, &in));
+	ASSERT_EQ(0, dbuf(self->fd, NULL, 4, &outa));
+	struct snpu_task t = snpu_t_launch(self->s, SNPU_KERNEL_CRC32C, 1);
+
+	snpu_t_buf(&t, 0, outa, 4);
+	snpu_t_buf(&t, 1, in, 9);
+	ASSERT_EQ(0, run(self->fd, self->s, t));
+	ASSERT_EQ(0, dread(self->fd, outa, &out, 4));
+	EXPECT_EQ(0xe3069283U, out);
+}
+
+/* "123456789" in 3 blocks: the crc of "123", "456" and "789". */
+TEST_F(one, crc32c_check_value_sliced)
+{
+	static const char msg[] = "123456789";
+	uint32_t out[3] = { 0 }, b;
+	uint64_t in, outa;
+
+	ASSERT_EQ(0, dbuf(self->fd, msg, 9, &in));
+	ASSERT_EQ(0, dbuf(self->fd, NULL, 12, &outa));
+	struct snpu_task t = snpu_t_launch(self->s, SNPU_KERNEL_CRC32C, 3);
+
+	snpu_t_buf(&t, 0, outa, 12);
+	snpu_t_buf(&t, 1, in, 9);
+	ASSERT_EQ(0, run(self->fd, self->s, t));
+	ASSERT_EQ(0, dread(self->fd, outa, out, 12));
+	for (b = 0; b < 3; b++)
+		EXPECT_EQ(ref_crc32c((const unsigned char *)msg + 3 * b, 3),
+			  out[b]);
+}
+
+/* NOP at the largest block_dim the device reports. */
+TEST_F(one, nop_max_block_dim)
+{
+	EXPECT_EQ(65535U, self->info.max_block_dim);
+	EXPECT_EQ(0, run(self->fd, self->s, snpu_t_launch(self->s,
+			SNPU_KERNEL_NOP, self->info.max_block_dim)));
+}
+
+/* GEMM against the sequential f32 reference, bit for bit. */
+static void gemm_check(struct __test_metadata *_metadata, int fd, uint32_t s,
+		       uint32_t m, uint32_t n, uint32_t k, uint32_t nb)
+{
+	float *a = malloc((size_t)m * k * 4), *b = malloc((size_t)k * n * 4);
+	uint32_t *c = malloc((size_t)m * n * 4);
+	uint64_t da, db, dc;
+	uint32_t r, col, kk, bad = 0;
+
+	ASSERT_NE(NULL, a);
+	ASSERT_NE(NULL, b);
+	ASSERT_NE(NULL, c);
+	fill_f32(a, (size_t)m * k, m * 7 + k);
+	fill_f32(b, (size_t)k * n, n * 13 + k);
+	for (r = 0; r < m * k; r++)
+		if (!isfinite(a[r]))
+			a[r] = 0.5f;
+	for (r = 0; r < k * n; r++)
+		if (!isfinite(b[r]))
+			b[r] = -0.25f;
+	ASSERT_EQ(0, dbuf(fd, a, (uint64_t)m * k * 4, &da));
+	ASSERT_EQ(0, dbuf(fd, b, (uint64_t)k * n * 4, &db));
+	ASSERT_EQ(0, dbuf(fd, NULL, (uint64_t)m * n * 4, &dc));
+	struct snpu_task t = snpu_t_launch(s, SNPU_KERNEL_GEMM_F32, nb);
+
+	snpu_t_buf(&t, 0, dc, (uint64_t)m * n * 4);
+	snpu_t_buf(&t, 1, da, (uint64_t)m * k * 4);
+	snpu_t_buf(&t, 2, db, (uint64_t)k * n * 4);
+	snpu_t_scalar(&t, 3, m);
+	snpu_t_scalar(&t, 4, n);
+	snpu_t_scalar(&t, 5, k);
+	ASSERT_EQ(0, run(fd, s, t));
+	ASSERT_EQ(0, dread(fd, dc, c, (uint64_t)m * n * 4));
+	for (r = 0; r < m && !bad; r++) {
+		for (col = 0; col < n; col++) {
+			float acc = 0.0f;
+
+			for (kk = 0; kk < k; kk++) {
+				float p = a[r * k + kk] * b[kk * n + col];
+
+				acc += p;
+			}
+			if (c[r * n + col] != f2u(acc)) {
+				TH_LOG("c[%u][%u] got %a want %a", r, col,
+				       u2f(c[r * n + col]), acc);
+				bad = 1;
+				break;
+			}
+		}
+	}
+	EXPECT_EQ(0U, bad);
+	free(a);
+	free(b);
+	free(c);
+}
+
+TEST_F(one, gemm_17x33x9)
+{
+	static const uint32_t nbs[] = { 1, 3, 64, 600 };
+	unsigned int i;
+
+	for (i = 0; i < 4; i++)
+		gemm_check(_metadata, self->fd, self->s, 17, 33, 9, nbs[i]);
+}
+
+TEST_F(one, gemm_64x64x64)
+{
+	static const uint32_t nbs[] = { 1, 3, 64 };
+	unsigned int i;
+
+	for (i = 0; i < 3; i++)
+		gemm_check(_metadata, self->fd, self->s, 64, 64, 64, nbs[i]);
+}
+
+TEST_F(one, gemm_thin_shapes)
+{
+	gemm_check(_metadata, self->fd, self->s, 1, 1, 1, 1);
+	gemm_check(_metadata, self->fd, self->s, 1, 1, 1, 5);
+	gemm_check(_metadata, self->fd, self->s, 1, 40, 3, 7);
+	gemm_check(_metadata, self->fd, self->s, 40, 1, 300, 6);
+	gemm_check(_metadata, self->fd, self->s, 3, 5, 1000, 4);
+}
+
+/* SPIN: every block busy-waits ns; events around it see at least that. */
+TEST_F(one, spin_elapsed)
+{
+	static const struct { uint64_t ns; uint32_t nb; } c[] = {
+		{ 30 * NS_PER_MS, 1 }, { 20 * NS_PER_MS, 3 },
+		{ 2 * NS_PER_MS, 64 }, { 0, 1 },
+	};
+	uint32_t e1, e2;
+	unsigned int i;
+
+	ASSERT_EQ(0, snpu_event_create(self->fd, &e1));
+	ASSERT_EQ(0, snpu_event_create(self->fd, &e2));
+	for (i = 0; i < 4; i++) {
+		uint64_t t0 = snpu_now_ns(), t1;
+		int64_t ns = -1;
+
+		struct snpu_task t[3] = {
+			snpu_t_record(self->s, e1),
+			snpu_t_spin(self->s, c[i].ns, c[i].nb),
+			snpu_t_record(self->s, e2),
+		};
+		ASSERT_EQ(0, snpu_submit(self->fd, t, 3, NULL));
+		ASSERT_EQ(0, snpu_stream_sync(self->fd, self->s, LONG_TIMEOUT,
+					      NULL));
+		t1 = snpu_now_ns();
+		ASSERT_EQ(0, snpu_event_elapsed(self->fd, e1, e2, &ns));
+		EXPECT_GE(ns, (int64_t)c[i].ns) TH_LOG("case %u", i);
+		EXPECT_GE(t1 - t0, c[i].ns);
+	}
+}
+
+/* The FAIL launch fails its task whatever the block count. */
+TEST_F(one, fail_stream_error_is_first_block_error)
+{
+	int32_t err = 0;
+
+	ASSERT_EQ(0, snpu_submit1(self->fd,
+			snpu_t_launch_fail(self->s, 42, 100)));
+	ASSERT_EQ(0, snpu_stream_sync(self->fd, self->s, LONG_TIMEOUT, &err));
+	EXPECT_EQ(-42, err);
+}
+
+/* ---- launches refused at SUBMIT ---------------------------------------- */
+
+FIXTURE(bad) {
+	int fd;
+	uint32_t s;
+	uint64_t a, b, c;	/* 4096-byte buffers */
+};
+
+FIXTURE_SETUP(bad)
+{
+	self->fd = snpu_open_dev();
+	ASSERT_GE(self->fd, 0) TH_LOG("open " SNPU_TEST_DEV ": %s",
+				      strerror(-self->fd));
+	ASSERT_EQ(0, snpu_stream_create(self->fd, 0, &self->s));
+	ASSERT_EQ(0, snpu_alloc(self->fd, 4096, 0, &self->a));
+	ASSERT_EQ(0, snpu_alloc(self->fd, 4096, 0, &self->b));
+	ASSERT_EQ(0, snpu_alloc(self->fd, 4096, 0, &self->c));
+}
+
+FIXTURE_TEARDOWN(bad)
+{
+	if (self->fd >= 0)
+		close(self->fd);
+}
+
+/* Submit @t alone: expect @err and nothing queued. */
+#define EXPECT_REFUSED(err, t) do {					\
+	struct snpu_stream_query __q;					\
+	EXPECT_EQ(-(err), snpu_submit1(self->fd, (t)));			\
+	ASSERT_EQ(0, snpu_stream_query(self->fd, self->s, &__q));	\
+	EXPECT_EQ(0U, __q.submitted);					\
+} while (0)
+
+/* A valid launch of each kind, to break one rule at a time. */
+static struct snpu_task good(FIXTURE_DATA(bad) *self, uint32_t kernel)
+{
+	struct snpu_task t = snpu_t_launch(self->s, kernel, 2);
+
+	switch (kernel) {
+	case SNPU_KERNEL_COPY:
+	case SNPU_KERNEL_RELU_F32:
+		snpu_t_buf(&t, 0, self->a, 4096);
+		snpu_t_buf(&t, 1, self->b, 4096);
+		break;
+	case SNPU_KERNEL_FILL:
+		snpu_t_buf(&t, 0, self->a, 4096);
+		snpu_t_scalar(&t, 1, 7);
+		break;
+	case SNPU_KERNEL_ADD_I32:
+	case SNPU_KERNEL_ADD_F32:
+	case SNPU_KERNEL_MUL_I32:
+	case SNPU_KERNEL_MUL_F32:
+		snpu_t_buf(&t, 0, self->a, 4096);
+		snpu_t_buf(&t, 1, self->b, 4096);
+		snpu_t_buf(&t, 2, self->c, 4096);
+		break;
+	case SNPU_KERNEL_AXPY_F32:
+		snpu_t_buf(&t, 0, self->a, 4096);
+		snpu_t_buf(&t, 1, self->b, 4096);
+		snpu_t_scalar(&t, 2, 0x3f800000);
+		break;
+	case SNPU_KERNEL_GEMM_F32:	/* 16 x 16 x 16 */
+		snpu_t_buf(&t, 0, self->a, 1024);
+		snpu_t_buf(&t, 1, self->b, 1024);
+		snpu_t_buf(&t, 2, self->c, 1024);
+		snpu_t_scalar(&t, 3, 16);
+		snpu_t_scalar(&t, 4, 16);
+		snpu_t_scalar(&t, 5, 16);
+		break;
+	case SNPU_KERNEL_REDUCE_SUM_I32:
+	case SNPU_KERNEL_REDUCE_SUM_F32:
+	case SNPU_KERNEL_CRC32C:
+		snpu_t_buf(&t, 0, self->a, 8);
+		snpu_t_buf(&t, 1, self->b, 4096);
+		break;
+	case SNPU_KERNEL_SPIN:
+		snpu_t_scalar(&t, 0, 1000);
+		break;
+	case SNPU_KERNEL_FAIL:
+		snpu_t_scalar(&t, 0, 1);
+		break;
+	}
+	return t;
+}
+
+/* Sanity: every "good" launch is accepted and runs (FAIL fails). */
+TEST_F(bad, good_launches_accepted)
+{
+	uint32_t kernel;
+	int32_t err = 1;
+
+	for (kernel = 0; kernel < SNPU_KERNEL_COUNT; kernel++) {
+		if (kernel == SNPU_KERNEL_FAIL)
+			continue;
+		EXPECT_EQ(0, snpu_submit1(self->fd, good(self, kernel)))
+			TH_LOG("kernel %u", kernel);
+	}
+	ASSERT_EQ(0, snpu_stream_sync(self->fd, self->s, LONG_TIMEOUT, &err));
+	EXPECT_EQ(0, err);
+	EXPECT_EQ(0, snpu_submit1(self->fd, good(self, SNPU_KERNEL_FAIL)));
+	ASSERT_EQ(0, snpu_stream_sync(self->fd, self->s, LONG_TIMEOUT, &err));
+	EXPECT_EQ(-1, err);
+}
+
+TEST_F(bad, unknown_kernel)
+{
+	EXPECT_REFUSED(EINVAL, snpu_t_launch(self->s, SNPU_KERNEL_COUNT, 1));
+	EXPECT_REFUSED(EINVAL, snpu_t_launch(self->s, 0xffffffff, 1));
+	EXPECT_REFUSED(EINVAL, snpu_t_launch(self->s, 100, 1));
+}
+
+TEST_F(bad, block_dim_out_of_range)
+{
+	EXPECT_REFUSED(EINVAL, snpu_t_launch(self->s, SNPU_KERNEL_NOP, 0));
+	EXPECT_REFUSED(EINVAL, snpu_t_launch(self->s, SNPU_KERNEL_NOP, 65536));
+	EXPECT_REFUSED(EINVAL, snpu_t_launch(self->s, SNPU_KERNEL_NOP,
+					     0xffffffff));
+	struct snpu_task t = good(self, SNPU_KERNEL_FILL);
+
+	t.launch.block_dim = 0;
+	EXPECT_REFUSED(EINVAL, t);
+}
+
+TEST_F(bad, scalar_given_as_buffer)
+{
+	struct snpu_task t;
+
+	t = good(self, SNPU_KERNEL_FILL);
+	snpu_t_buf(&t, 1, self->b, 4);
+	EXPECT_REFUSED(EINVAL, t);
+	t = good(self, SNPU_KERNEL_AXPY_F32);
+	snpu_t_buf(&t, 2, self->c, 4);
+	EXPECT_REFUSED(EINVAL, t);
+	t = good(self, SNPU_KERNEL_SPIN);
+	snpu_t_buf(&t, 0, self->a, 8);
+	EXPECT_REFUSED(EINVAL, t);
+	t = good(self, SNPU_KERNEL_FAIL);
+	t.launch.args[0].bytes = 1;
+	EXPECT_REFUSED(EINVAL, t);
+	t = good(self, SNPU_KERNEL_GEMM_F32);
+	t.launch.args[4].bytes = 4;
+	EXPECT_REFUSED(EINVAL, t);
+}
+
+TEST_F(bad, buffer_given_as_scalar)
+{
+	struct snpu_task t;
+
+	t = good(self, SNPU_KERNEL_COPY);
+	snpu_t_scalar(&t, 1, self->b);
+	EXPECT_REFUSED(EINVAL, t);
+	t = good(self, SNPU_KERNEL_ADD_I32);
+	snpu_t_scalar(&t, 2, self->c);
+	EXPECT_REFUSED(EINVAL, t);
+	t = good(self, SNPU_KERNEL_FILL);
+	snpu_t_scalar(&t, 0, self->a);
+	EXPECT_REFUSED(EINVAL, t);
+	t = good(self, SNPU_KERNEL_CRC32C);
+	t.launch.args[0].bytes = 0;
+	EXPECT_REFUSED(EINVAL, t);
+}
+
+TEST_F(bad, unused_args_nonzero)
+{
+	struct snpu_task t;
+	unsigned int i;
+
+	for (i = 0; i < SNPU_KERNEL_MAX_ARGS; i++) {
+		t = snpu_t_launch(self->s, SNPU_KERNEL_NOP, 1);
+		t.launch.args[i].value = 1;
+		EXPECT_REFUSED(EINVAL, t);
+		t = snpu_t_launch(self->s, SNPU_KERNEL_NOP, 1);
+		t.launch.args[i].bytes = 1;
+		EXPECT_REFUSED(EINVAL, t);
+	}
+	t = good(self, SNPU_KERNEL_COPY);
+	t.launch.args[2].value = 1;
+	EXPECT_REFUSED(EINVAL, t);
+	t = good(self, SNPU_KERNEL_ADD_I32);
+	t.launch.args[5].bytes = 4;
+	EXPECT_REFUSED(EINVAL, t);
+	t = good(self, SNPU_KERNEL_SPIN);
+	t.launch.args[1].value = 1;
+	EXPECT_REFUSED(EINVAL, t);
+	t = good(self, SNPU_KERNEL_FAIL);
+	t.launch.args[3].value = 1;
+	EXPECT_REFUSED(EINVAL, t);
+}
+
+TEST_F(bad, buffer_too_small)
+{
+	struct snpu_task t;
+
+	t = good(self, SNPU_KERNEL_COPY);	/* dst smaller than src */
+	t.launch.args[0].bytes = 4095;
+	EXPECT_REFUSED(EINVAL, t);
+	t = good(self, SNPU_KERNEL_ADD_I32);	/* a smaller than c */
+	t.launch.args[1].bytes = 4092;
+	EXPECT_REFUSED(EINVAL, t);
+	t = good(self, SNPU_KERNEL_MUL_F32);	/* b smaller than c */
+	t.launch.args[2].bytes = 4092;
+	EXPECT_REFUSED(EINVAL, t);
+	t = good(self, SNPU_KERNEL_AXPY_F32);	/* x smaller than y */
+	t.launch.args[1].bytes = 4092;
+	EXPECT_REFUSED(EINVAL, t);
+	t = good(self, SNPU_KERNEL_RELU_F32);	/* x smaller than y */
+	t.launch.args[1].bytes = 4092;
+	EXPECT_REFUSED(EINVAL, t);
+	t = good(self, SNPU_KERNEL_GEMM_F32);	/* c < m * n * 4 */
+	t.launch.args[0].bytes = 1020;
+	EXPECT_REFUSED(EINVAL, t);
+	t = good(self, SNPU_KERNEL_GEMM_F32);	/* a < m * k * 4 */
+	t.launch.args[1].bytes = 1020;
+	EXPECT_REFUSED(EINVAL, t);
+	t = good(self, SNPU_KERNEL_GEMM_F32);	/* b < k * n * 4 */
+	t.launch.args[2].bytes = 1020;
+	EXPECT_REFUSED(EINVAL, t);
+	t = good(self, SNPU_KERNEL_GEMM_F32);	/* m grows past a and c */
+	snpu_t_scalar(&t, 3, 17);
+	EXPECT_REFUSED(EINVAL, t);
+	t = good(self, SNPU_KERNEL_REDUCE_SUM_I32);	/* out < block_dim */
+	t.launch.block_dim = 3;
+	EXPECT_REFUSED(EINVAL, t);
+	t = good(self, SNPU_KERNEL_REDUCE_SUM_F32);
+	t.launch.args[0].bytes = 7;
+	EXPECT_REFUSED(EINVAL, t);
+	t = good(self, SNPU_KERNEL_CRC32C);
+	t.launch.block_dim = 3;
+	EXPECT_REFUSED(EINVAL, t);
+}
+
+TEST_F(bad, sizes_not_whole_elements)
+{
+	struct snpu_task t;
+
+	t = good(self, SNPU_KERNEL_FILL);
+	t.launch.args[0].bytes = 4094;
+	EXPECT_REFUSED(EINVAL, t);
+	t = good(self, SNPU_KERNEL_ADD_I32);
+	t.launch.args[0].bytes = 4093;
+	EXPECT_REFUSED(EINVAL, t);
+	t = good(self, SNPU_KERNEL_RELU_F32);
+	t.launch.args[0].bytes = 4095;
+	EXPECT_REFUSED(EINVAL, t);
+	t = good(self, SNPU_KERNEL_AXPY_F32);
+	t.launch.args[0].bytes = 6;
+	EXPECT_REFUSED(EINVAL, t);
+	t = good(self, SNPU_KERNEL_REDUCE_SUM_I32);
+	t.launch.args[1].bytes = 4093;
+	EXPECT_REFUSED(EINVAL, t);
+}
+
+TEST_F(bad, scalars_out_of_range)
+{
+	struct snpu_task t;
+
+	t = good(self, SNPU_KERNEL_FILL);
+	snpu_t_scalar(&t, 1, 1ULL << 32);
+	EXPECT_REFUSED(EINVAL, t);
+	t = good(self, SNPU_KERNEL_AXPY_F32);
+	snpu_t_scalar(&t, 2, 0x13f800000ULL);
+	EXPECT_REFUSED(EINVAL, t);
+	t = good(self, SNPU_KERNEL_SPIN);
+	snpu_t_scalar(&t, 0, 10 * NS_PER_SEC + 1);
+	EXPECT_REFUSED(EINVAL, t);
+	t = good(self, SNPU_KERNEL_FAIL);
+	snpu_t_scalar(&t, 0, 0);
+	EXPECT_REFUSED(EINVAL, t);
+	t = good(self, SNPU_KERNEL_FAIL);
+	snpu_t_scalar(&t, 0, 4096);
+	EXPECT_REFUSED(EINVAL, t);
+	t = good(self, SNPU_KERNEL_FAIL);
+	snpu_t_scalar(&t, 0, (uint64_t)-5);
+	EXPECT_REFUSED(EINVAL, t);
+	t = good(self, SNPU_KERNEL_GEMM_F32);
+	snpu_t_scalar(&t, 3, 0);
+	EXPECT_REFUSED(EINVAL, t);
+	t = good(self, SNPU_KERNEL_GEMM_F32);
+	snpu_t_scalar(&t, 4, 0);
+	EXPECT_REFUSED(EINVAL, t);
+	t = good(self, SNPU_KERNEL_GEMM_F32);
+	snpu_t_scalar(&t, 5, 0);
+	EXPECT_REFUSED(EINVAL, t);
+	t = good(self, SNPU_KERNEL_GEMM_F32);
+	snpu_t_scalar(&t, 5, 65537);
+	EXPECT_REFUSED(EINVAL, t);
+	/* A huge m * n must not wrap around into "small enough". */
+	t = good(self, SNPU_KERNEL_GEMM_F32);
+	snpu_t_scalar(&t, 3, 1ULL << 32);
+	snpu_t_scalar(&t, 4, 1ULL << 32);
+	EXPECT_REFUSED(EINVAL, t);
+}
+
+/* The edges of the scalar ranges are accepted. */
+TEST_F(bad, scalar_range_edges_accepted)
+{
+	struct snpu_task t;
+	int32_t err = 0;
+
+	t = good(self, SNPU_KERNEL_FILL);
+	snpu_t_scalar(&t, 1, 0xffffffffULL);
+	EXPECT_EQ(0, snpu_submit1(self->fd, t));
+	t = good(self, SNPU_KERNEL_SPIN);
+	snpu_t_scalar(&t, 0, 10 * NS_PER_SEC);
+	EXPECT_EQ(0, snpu_submit1(self->fd, t));
+	/* Do not wait 10 s for it. */
+	ASSERT_EQ(0, snpu_stream_abort(self->fd, self->s));
+	ASSERT_EQ(0, snpu_stream_sync(self->fd, self->s, LONG_TIMEOUT, &err));
+	ASSERT_EQ(0, snpu_stream_reset(self->fd, self->s));
+	t = good(self, SNPU_KERNEL_FAIL);
+	snpu_t_scalar(&t, 0, 4095);
+	EXPECT_EQ(0, snpu_submit1(self->fd, t));
+	ASSERT_EQ(0, snpu_stream_sync(self->fd, self->s, LONG_TIMEOUT, &err));
+	EXPECT_EQ(-4095, err);
+}
+
+/* Device addresses are checked with their extent at SUBMIT: EFAULT. */
+TEST_F(bad, address_outside_allocations_efault)
+{
+	struct snpu_task t;
+	uint64_t freed;
+
+	t = good(self, SNPU_KERNEL_COPY);
+	t.launch.args[1].value = 0x1000;
+	EXPECT_REFUSED(EFAULT, t);
+	t = good(self, SNPU_KERNEL_COPY);
+	t.launch.args[0].value = self->a + (1ULL << 32);
+	EXPECT_REFUSED(EFAULT, t);
+	t = good(self, SNPU_KERNEL_ADD_I32);
+	t.launch.args[2].value = 0;
+	EXPECT_REFUSED(EFAULT, t);
+	ASSERT_EQ(0, snpu_alloc(self->fd, 4096, 0, &freed));
+	ASSERT_EQ(0, snpu_free(self->fd, freed));
+	t = good(self, SNPU_KERNEL_RELU_F32);
+	t.launch.args[1].value = freed;
+	EXPECT_REFUSED(EFAULT, t);
+}
+
+TEST_F(bad, extent_past_allocation_efault)
+{
+	struct snpu_task t;
+
+	/* Both grown together so that only the extent is wrong. */
+	t = good(self, SNPU_KERNEL_COPY);
+	t.launch.args[0].bytes = 4097;
+	t.launch.args[1].bytes = 4097;
+	EXPECT_REFUSED(EFAULT, t);
+	t = good(self, SNPU_KERNEL_COPY);
+	t.launch.args[0].value = self->a + 8;
+	EXPECT_REFUSED(EFAULT, t);
+	t = good(self, SNPU_KERNEL_FILL);
+	t.launch.args[0].value = self->a + 4092;
+	t.launch.args[0].bytes = 8;
+	EXPECT_REFUSED(EFAULT, t);
+	t = good(self, SNPU_KERNEL_CRC32C);
+	t.launch.args[1].value = self->b + 1;
+	EXPECT_REFUSED(EFAULT, t);
+	t = good(self, SNPU_KERNEL_GEMM_F32);
+	t.launch.args[2].value = self->c + 4096 - 1020;
+	EXPECT_REFUSED(EFAULT, t);
+	/* COPY and MEMSET tasks too. */
+	EXPECT_REFUSED(EFAULT, snpu_t_copy(self->s, SNPU_COPY_D2D, self->a,
+					   self->b + 1, 4096));
+	EXPECT_REFUSED(EFAULT, snpu_t_memset(self->s, self->c + 4000, 0, 97));
+}
+
+/* ---- bad task descriptors ----------------------------------------------- */
+
+TEST_F(bad, unknown_op)
+{
+	struct snpu_task t = snpu_t_nop(self->s);
+
+	memset(&t.launch, 0, sizeof(t.launch));
+	t.op = 0;
+	EXPECT_REFUSED(EINVAL, t);
+	t.op = SNPU_OP_HOST_FUNC + 1;
+	EXPECT_REFUSED(EINVAL, t);
+	t.op = 0xffffffff;
+	EXPECT_REFUSED(EINVAL, t);
+}
+
+TEST_F(bad, task_flags_and_reserved0)
+{
+	struct snpu_task t = snpu_t_nop(self->s);
+
+	t.flags = 1;
+	EXPECT_REFUSED(EINVAL, t);
+	t.flags = 1U << 31;
+	EXPECT_REFUSED(EINVAL, t);
+	t.flags = 0;
+	t.reserved0 = 1;
+	EXPECT_REFUSED(EINVAL, t);
+}
+
+TEST_F(bad, unused_union_words)
+{
+	static const struct {
+		uint32_t op;
+		unsigned int first_unused;
+	} ops[] = {
+		{ SNPU_OP_COPY, 4 }, { SNPU_OP_MEMSET, 3 },
+		{ SNPU_OP_EVENT_RECORD, 1 }, { SNPU_OP_STREAM_WAIT, 1 },
+		{ SNPU_OP_HOST_FUNC, 0 },
+	};
+	struct snpu_task t;
+	unsigned int i, w;
+	uint32_t ev;
+
+	ASSERT_EQ(0, snpu_event_create(self->fd, &ev));
+	ASSERT_EQ(0, snpu_submit1(self->fd, snpu_t_record(self->s, ev)));
+	ASSERT_EQ(0, snpu_stream_sync(self->fd, self->s, LONG_TIMEOUT, NULL));
+	ASSERT_EQ(0, snpu_stream_reset(self->fd, self->s));
+	for (i = 0; i < 5; i++) {
+		for (w = ops[i].first_unused; w < 13; w++) {
+			switch (ops[i].op) {
+			case SNPU_OP_COPY:
+				t = snpu_t_copy(self->s, SNPU_COPY_D2D,
+						self->a, self->b, 64);
+				break;
+			case SNPU_OP_MEMSET:
+				t = snpu_t_memset(self->s, self->a, 1, 64);
+				break;
+			case SNPU_OP_HOST_FUNC:
+				t = snpu_t_host_func(self->s, 1);
+				break;
+			default:
+				t = snpu_t_event(self->s, ops[i].op, ev);
+				break;
+			}
+			t.raw[w] = 1ULL << (w * 4);
+			EXPECT_EQ(-EINVAL, snpu_submit1(self->fd, t))
+				TH_LOG("op %u word %u", ops[i].op, w);
+		}
+	}
+	/* Only the record above was queued. */
+	struct snpu_stream_query q;
+
+	ASSERT_EQ(0, snpu_stream_query(self->fd, self->s, &q));
+	EXPECT_EQ(1U, q.submitted);
+}
+
+TEST_F(bad, pads_and_fields_of_other_ops)
+{
+	struct snpu_task t;
+	uint32_t ev;
+
+	ASSERT_EQ(0, snpu_event_create(self->fd, &ev));
+	t = snpu_t_copy(self->s, SNPU_COPY_D2D, self->a, self->b, 64);
+	t.copy.pad = 1;
+	EXPECT_REFUSED(EINVAL, t);
+	t = snpu_t_copy(self->s, 0, self->a, self->b, 64);
+	EXPECT_REFUSED(EINVAL, t);
+	t = snpu_t_copy(self->s, 4, self->a, self->b, 64);
+	EXPECT_REFUSED(EINVAL, t);
+	t = snpu_t_copy(self->s, SNPU_COPY_D2D, self->a, self->b, 0);
+	EXPECT_REFUSED(EINVAL, t);
+	t = snpu_t_memset(self->s, self->a, 256, 64);
+	EXPECT_REFUSED(EINVAL, t);
+	t = snpu_t_memset(self->s, self->a, 1, 0);
+	EXPECT_REFUSED(EINVAL, t);
+	t = snpu_t_memset(self->s, self->a, 1, 64);
+	t.memset.pad = 1;
+	EXPECT_REFUSED(EINVAL, t);
+	t = snpu_t_record(self->s, ev);
+	t.event.pad = 1;
+	EXPECT_REFUSED(EINVAL, t);
+}
+
+TEST_F(bad, task_size_too_small)
+{
+	struct snpu_task t[2] = { snpu_t_nop(self->s), snpu_t_nop(self->s) };
+	struct snpu_stream_query q;
+
+	EXPECT_EQ(-EINVAL, snpu_submit_raw(self->fd, t, 1, 127, NULL));
+	EXPECT_EQ(-EINVAL, snpu_submit_raw(self->fd, t, 1, 120, NULL));
+	EXPECT_EQ(-EINVAL, snpu_submit_raw(self->fd, t, 1, 0, NULL));
+	EXPECT_EQ(-EINVAL, snpu_submit_raw(self->fd, t, 1,
+					   SNPU_IOC_MAX_SIZE + 8, NULL));
+	ASSERT_EQ(0, snpu_stream_query(self->fd, self->s, &q));
+	EXPECT_EQ(0U, q.submitted);
+}
+
+/* A larger descriptor: a zero tail is fine, a non-zero one is E2BIG. */
+TEST_F(bad, task_size_136)
+{
+	unsigned char buf[3 * 136];
+	struct snpu_stream_query q;
+	struct snpu_task t;
+	uint64_t seq = 0;
+	uint32_t v = 0;
+	int i;
+
+	memset(buf, 0, sizeof(buf));
+	for (i = 0; i < 3; i++) {
+		t = snpu_t_fill(self->s, self->a, 64, 0x10 + i, 1);
+		memcpy(buf + i * 136, &t, sizeof(t));
+	}
+	EXPECT_EQ(0, snpu_submit_raw(self->fd, buf, 3, 136, &seq));
+	EXPECT_EQ(3U, seq);
+	ASSERT_EQ(0, snpu_stream_sync(self->fd, self->s, LONG_TIMEOUT, NULL));
+	/* The third one ran last: the stride was honoured. */
+	ASSERT_EQ(0, snpu_d2h(self->fd, &v, self->a, 4));
+	EXPECT_EQ(0x12U, v);
+
+	buf[2 * 136 + 135] = 1;	/* the tail of the third task */
+	EXPECT_EQ(-E2BIG, snpu_submit_raw(self->fd, buf, 3, 136, NULL));
+	buf[2 * 136 + 135] = 0;
+	buf[0 * 136 + 128] = 0x80;	/* the tail of the first */
+	EXPECT_EQ(-E2BIG, snpu_submit_raw(self->fd, buf, 3, 136, NULL));
+	ASSERT_EQ(0, snpu_stream_query(self->fd, self->s, &q));
+	EXPECT_EQ(3U, q.submitted);
+}
+
+TEST_F(bad, submit_struct_fields)
+{
+	struct snpu_task t[2] = { snpu_t_nop(self->s), snpu_t_nop(self->s) };
+	long page = sysconf(_SC_PAGESIZE);
+	struct snpu_submit s;
+	struct snpu_stream_query q;
+	unsigned char *m;
+	int i;
+
+	for (i = 0; i < 5; i++) {
+		memset(&s, 0, sizeof(s));
+		s.size = sizeof(s);
+		s.count = 1;
+		s.task_size = sizeof(t[0]);
+		s.tasks = (uintptr_t)t;
+		switch (i) {
+		case 0: s.count = 0; break;
+		case 1: s.count = SNPU_SUBMIT_MAX + 1; break;
+		case 2: s.flags = 1; break;
+		case 3: s.reserved[0] = 1; break;
+		case 4: s.reserved[1] = 1; break;
+		}
+		EXPECT_EQ(-EINVAL, snpu_ioc(self->fd, SNPU_IOC_SUBMIT, &s))
+			TH_LOG("case %d", i);
+	}
+	EXPECT_EQ(-EFAULT, snpu_submit_raw(self->fd, NULL, 1, sizeof(t[0]),
+					   NULL));
+	/* Task 2 of 2 unreadable: nothing queued. */
+	m = mmap(NULL, 2 * page, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, m);
+	ASSERT_EQ(0, munmap(m + page, page));
+	memcpy(m + page - sizeof(t[0]), &t[0], sizeof(t[0]));
+	EXPECT_EQ(-EFAULT, snpu_submit_raw(self->fd, m + page - sizeof(t[0]),
+					   2, sizeof(t[0]), NULL));
+	munmap(m, page);
+	ASSERT_EQ(0, snpu_stream_query(self->fd, self->s, &q));
+	EXPECT_EQ(0U, q.submitted);
+}
+
+/* A batch of 5 whose third task is bad queues nothing, on any stream. */
+FIXTURE(batch) {
+	int fd;
+	uint32_t s1, s2;
+	uint64_t a;
+};
+
+FIXTURE_VARIANT(batch) {
+	int err;
+	int kind;
+};
+
+FIXTURE_VARIANT_ADD(batch, bad_kernel) { .err = EINVAL, .kind = 0 };
+FIXTURE_VARIANT_ADD(batch, bad_address) { .err = EFAULT, .kind = 1 };
+FIXTURE_VARIANT_ADD(batch, bad_stream) { .err = ENOENT, .kind = 2 };
+FIXTURE_VARIANT_ADD(batch, bad_op) { .err = EINVAL, .kind = 3 };
+FIXTURE_VARIANT_ADD(batch, bad_event) { .err = ENOENT, .kind = 4 };
+
+FIXTURE_SETUP(batch)
+{
+	self->fd = snpu_open_dev();
+	ASSERT_GE(self->fd, 0);
+	ASSERT_EQ(0, snpu_stream_create(self->fd, 0, &self->s1));
+	ASSERT_EQ(0, snpu_stream_create(self->fd, 0, &self->s2));
+	ASSERT_EQ(0, snpu_alloc(self->fd, 4096, 0, &self->a));
+}
+
+FIXTURE_TEARDOWN(batch)
+{
+	if (self->fd >= 0)
+		close(self->fd);
+}
+
+TEST_F(batch, third_of_five_bad_queues_nothing)
+{
+	struct snpu_stream_query q1, q2;
+	struct snpu_ctx_query cq;
+	uint32_t ev, v = 0;
+
+	ASSERT_EQ(0, snpu_event_create(self->fd, &ev));
+	struct snpu_task t[5] = {
+		snpu_t_fill(self->s1, self->a, 4096, 0x11, 1),
+		snpu_t_record(self->s1, ev),
+		snpu_t_nop(self->s2),
+		snpu_t_wait(self->s2, ev),
+		snpu_t_fill(self->s2, self->a, 4096, 0x22, 1),
+	};
+	switch (variant->kind) {
+	case 0:
+		t[2].launch.kernel = 99;
+		break;
+	case 1:
+		t[2] = snpu_t_fill(self->s2, self->a + 8, 4096, 0x33, 1);
+		break;
+	case 2:
+		t[2].stream = 12345;
+		break;
+	case 3:
+		t[2].op = 77;
+		break;
+	case 4:
+		t[2] = snpu_t_record(self->s2, 12345);
+		break;
+	}
+	EXPECT_EQ(-variant->err, snpu_submit(self->fd, t, 5, NULL));
+	ASSERT_EQ(0, snpu_stream_query(self->fd, self->s1, &q1));
+	ASSERT_EQ(0, snpu_stream_query(self->fd, self->s2, &q2));
+	EXPECT_EQ(0U, q1.submitted);
+	EXPECT_EQ(0U, q2.submitted);
+	ASSERT_EQ(0, snpu_ctx_query(self->fd, &cq));
+	EXPECT_EQ(0U, cq.tasks);
+	ASSERT_EQ(0, snpu_d2h(self->fd, &v, self->a, 4));
+	EXPECT_EQ(0U, v);
+	/* The record of the refused batch did not stick either. */
+	EXPECT_EQ(-EINVAL, snpu_submit1(self->fd, snpu_t_wait(self->s2, ev)));
+	/* Fixed, the same batch goes through. */
+	t[2] = snpu_t_nop(self->s2);
+	EXPECT_EQ(0, snpu_submit(self->fd, t, 5, NULL));
+	ASSERT_EQ(0, snpu_stream_sync(self->fd, self->s2, LONG_TIMEOUT, NULL));
+	ASSERT_EQ(0, snpu_d2h(self->fd, &v, self->a, 4));
+	EXPECT_EQ(0x22U, v);
+}
+
+TEST_HARNESS_MAIN
