@@ -89,8 +89,8 @@ void snpu_ring_post_locked(struct snpu_context *ctx, struct snpu_job *job)
 		WRITE_ONCE(*ring->cq_overflow, *ring->cq_overflow + 1);
 	}
 	/* Wake ENTER only once the CQ holds what it waits for. */
-	if (ring->cq_wake && (s32)(ring->cq_tail - ring->cq_wake) >= 0) {
-		ring->cq_wake = 0;
+	if (ring->cq_waiting && (s32)(ring->cq_tail - ring->cq_wake) >= 0) {
+		ring->cq_waiting = false;
 		wake_up_all(&ring->cq_wq);
 	}
 }
@@ -207,6 +207,12 @@ static bool snpu_sq_pending(struct snpu_ring *ring)
 	return smp_load_acquire(ring->sq_tail_user) != ring->sq_head;
 }
 
+static bool snpu_poller_wake(struct snpu_ring *ring)
+{
+	return snpu_sq_pending(ring) || READ_ONCE(ring->kicked) ||
+	       kthread_should_stop();
+}
+
 static int snpu_ring_poller(void *data)
 {
 	struct snpu_context *ctx = data;
@@ -216,25 +222,34 @@ static int snpu_ring_poller(void *data)
 	u32 n;
 
 	while (!kthread_should_stop()) {
+		bool pending = snpu_sq_pending(ring);
+
 		n = 0;
-		if (snpu_sq_pending(ring)) {
+		if (pending) {
 			mutex_lock(&ctx->lock);
 			n = snpu_ring_consume_locked(ctx, U32_MAX);
 			mutex_unlock(&ctx->lock);
 		}
-		if (n) {
-			last = jiffies;
-		} else if (time_after(jiffies, last + idle)) {
-			/* Flag first, then look once more, then sleep. */
-			smp_store_mb(*ring->sq_flags, SNPU_SQ_NEED_WAKEUP);
-			wait_event_interruptible(ring->poll_wq,
-						 snpu_sq_pending(ring) ||
-						 kthread_should_stop());
-			WRITE_ONCE(*ring->sq_flags, 0);
-			last = jiffies;
+		if (n || !time_after(jiffies, last + idle)) {
+			if (n)
+				last = jiffies;
+			cond_resched();
 			continue;
 		}
-		cond_resched();
+		/* Flag first, then look once more, then sleep. */
+		smp_store_mb(*ring->sq_flags, SNPU_SQ_NEED_WAKEUP);
+		if (!pending)
+			wait_event_interruptible(ring->poll_wq,
+						 snpu_poller_wake(ring));
+		else
+			/* Entries but no task slots: retry each idle period. */
+			wait_event_interruptible_timeout(ring->poll_wq,
+							 READ_ONCE(ring->kicked) ||
+							 kthread_should_stop(),
+							 idle);
+		WRITE_ONCE(ring->kicked, false);
+		WRITE_ONCE(*ring->sq_flags, 0);
+		last = jiffies;
 	}
 	return 0;
 }
@@ -252,8 +267,10 @@ static bool snpu_cq_ready(struct snpu_context *ctx, struct snpu_ring *ring,
 
 	spin_lock(&ctx->sched_lock);
 	ready = (s32)(ring->cq_tail - at) >= 0;
-	if (!ready && (!ring->cq_wake || (s32)(at - ring->cq_wake) < 0))
-		ring->cq_wake = at ?: 1;
+	if (!ready && (!ring->cq_waiting || (s32)(at - ring->cq_wake) < 0)) {
+		ring->cq_wake = at;
+		ring->cq_waiting = true;
+	}
 	spin_unlock(&ctx->sched_lock);
 	return ready;
 }
@@ -276,8 +293,10 @@ int snpu_ioc_enter(struct snpu_context *ctx, union snpu_ioc_arg *arg)
 		return -EINVAL;
 
 	flushed = snpu_ring_flush(ctx, ring);
-	if (e->flags & SNPU_ENTER_SQ_WAKEUP && ring->poller)
+	if (e->flags & SNPU_ENTER_SQ_WAKEUP && ring->poller) {
+		WRITE_ONCE(ring->kicked, true);
 		wake_up(&ring->poll_wq);
+	}
 	if (e->to_submit) {
 		mutex_lock(&ctx->lock);
 		e->submitted = snpu_ring_consume_locked(ctx, e->to_submit);

@@ -309,7 +309,8 @@ struct snpu_job {
  * @cq_mask: @cq_entries - 1
  * @sq_head: the kernel's SQ head (under the context lock)
  * @cq_tail: the kernel's CQ tail (under sched_lock)
- * @cq_wake: CQ tail at which to wake ENTER, 0 for none (under sched_lock)
+ * @cq_wake: CQ tail at which to wake ENTER (under sched_lock)
+ * @cq_waiting: @cq_wake is set (under sched_lock)
  * @sq_head_user: the shared SQ head the kernel publishes
  * @sq_tail_user: the shared SQ tail the process writes
  * @cq_head: the shared CQ head the process writes
@@ -322,6 +323,7 @@ struct snpu_job {
  * @cq_wq: SNPU_IOC_ENTER waiting for completions
  * @poll_wq: the sleeping poller
  * @poller: the SQ poller thread (SNPU_RING_SQPOLL) or NULL
+ * @kicked: ENTER asked the sleeping poller to look again
  * @idle_ms: how long the poller spins on an empty SQ
  */
 struct snpu_ring {
@@ -338,6 +340,7 @@ struct snpu_ring {
 	u32 sq_head;
 	u32 cq_tail;
 	u32 cq_wake;
+	bool cq_waiting;
 	u32 *sq_head_user;
 	u32 *sq_tail_user;
 	u32 *cq_head;
@@ -350,6 +353,7 @@ struct snpu_ring {
 	wait_queue_head_t cq_wq;
 	wait_queue_head_t poll_wq;
 	struct task_struct *poller;
+	bool kicked;
 	unsigned int idle_ms;
 };
 

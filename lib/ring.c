@@ -22,7 +22,10 @@ int snpu_ring_init_params(struct snpu_device *dev,
 	if (ret)
 		return ret;
 
-	/* The rings live as long as the file: a failed map can be retried. */
+	/*
+	 * The rings live as long as the file: when the map fails they stay,
+	 * unmapped, and a new snpu_ring_init() on this device gets -EBUSY.
+	 */
 	mem = mmap(NULL, p->mmap_bytes, PROT_READ | PROT_WRITE, MAP_SHARED,
 		   dev->fd, (off_t)p->mmap_offset);
 	if (mem == MAP_FAILED)

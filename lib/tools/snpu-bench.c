@@ -141,7 +141,8 @@ static uint64_t ring_round(struct snpu_ring *ring, uint32_t stream,
 				break;
 		}
 		if (snpu_ring_peek_cqe(ring, &cqe)) {
-			unsigned int want = sent - done < batch ? sent - done : batch;
+			/* Half the tasks in flight: submission and execution overlap. */
+			unsigned int want = (sent - done + 1) / 2;
 
 			ret = snpu_ring_submit_and_wait(ring, want);
 			if (ret < 0)
