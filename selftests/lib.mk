@@ -33,7 +33,9 @@ Q := @
 say := @printf '  %-7s %s\n'
 endif
 
+# The empty recipe keeps make quiet when everything is up to date.
 all: $(TEST_GEN_PROGS)
+	@:
 
 $(OUTPUT)/%: %.c $(TOP)/uapi/linux/snpu.h $(TOP)/lib/include/snpu.h
 	@mkdir -p $(dir $@)
