@@ -30,14 +30,23 @@
  *            size it knows into @size.
  *   EFAULT   the argument (or a user pointer in it) is not accessible, or
  *            a device range is not inside one allocation of the context.
- *   ENOENT   a handle names no object of the expected type in this file.
- *   ENOSPC   a per-context quota would be exceeded; nothing changed.
+ *   ENOENT   a handle names no object of the expected type in this file
+ *            (or a stream being destroyed); a callback cookie names no
+ *            delivered callback.
+ *   ENOSPC   a per-context quota would be exceeded, or the task pool is
+ *            exhausted by completions waiting for room in a full CQ;
+ *            nothing changed.
  *   ENOMEM   the kernel (or the device's memory) could not provide what
  *            the call needs; nothing changed.
- *   EEXIST   a registered host range overlaps one already registered.
+ *   EEXIST   a registered host range overlaps host memory of the context
+ *            (registered or mapped); also mmap(2) of driver host memory
+ *            over such a range.
  *   EIO      the stream is in its error state: reset it first.
  *   EBUSY    the object is in use (a stream with work for RESET, a
- *            pending event for ELAPSED, a second mmap of host memory).
+ *            stream another DESTROY is waiting for, a pending event for
+ *            ELAPSED, a second mmap of host memory, a second RING_SETUP,
+ *            an ENTER that could consume nothing while completions wait).
+ *   ENXIO    ENTER or mmap of the rings before RING_SETUP.
  *   ETIMEDOUT  a wait's timeout expired first.
  *   ECANCELED  (as a task's result) the task was cancelled: its stream
  *            was aborted or had failed, or its file was closed.
@@ -50,7 +59,7 @@
  *   0.1  SNPU_IOC_GET_INFO.
  *   0.2  Contexts with quotas, device and host memory, streams, events,
  *        tasks (kernel launch, copies, memset, event record, stream wait,
- *        host callback) submitted by SNPU_IOC_SUBMIT.
+ *        host callback) submitted by SNPU_IOC_SUBMIT; SNPU_IOC_NOP.
  *   0.3  Command queues: SNPU_IOC_RING_SETUP, SNPU_IOC_ENTER, the kernel
  *        poller (SNPU_RING_SQPOLL).
  */
