@@ -37,6 +37,37 @@ struct snpu_object *snpu_object_get_locked(struct snpu_context *ctx,
 }
 
 /**
+ * snpu_stream_get_locked() - look up a stream handle
+ * @ctx: the context
+ * @handle: a handle from this context
+ *
+ * Return: the stream, or NULL.
+ */
+struct snpu_stream *snpu_stream_get_locked(struct snpu_context *ctx,
+					   u32 handle)
+{
+	struct snpu_object *obj = snpu_object_get_locked(ctx, handle,
+							 SNPU_OBJ_STREAM);
+
+	return obj ? container_of(obj, struct snpu_stream, obj) : NULL;
+}
+
+/**
+ * snpu_event_get_locked() - look up an event handle
+ * @ctx: the context
+ * @handle: a handle from this context
+ *
+ * Return: the event, or NULL.
+ */
+struct snpu_event *snpu_event_get_locked(struct snpu_context *ctx, u32 handle)
+{
+	struct snpu_object *obj = snpu_object_get_locked(ctx, handle,
+							 SNPU_OBJ_EVENT);
+
+	return obj ? container_of(obj, struct snpu_event, obj) : NULL;
+}
+
+/**
  * snpu_object_add_locked() - give an object a handle
  * @ctx: the context
  * @obj: the object; its @handle is set

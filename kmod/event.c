@@ -8,15 +8,6 @@
 
 #include "snpu.h"
 
-static struct snpu_event *snpu_event_lookup_locked(struct snpu_context *ctx,
-						   u32 handle)
-{
-	struct snpu_object *obj;
-
-	obj = snpu_object_get_locked(ctx, handle, SNPU_OBJ_EVENT);
-	return obj ? container_of(obj, struct snpu_event, obj) : NULL;
-}
-
 int snpu_ioc_event_create(struct snpu_context *ctx, union snpu_ioc_arg *arg)
 {
 	struct snpu_stream_create *c = &arg->create;
@@ -71,7 +62,7 @@ int snpu_ioc_event_destroy(struct snpu_context *ctx, union snpu_ioc_arg *arg)
 		return -EINVAL;
 
 	mutex_lock(&ctx->lock);
-	e = snpu_event_lookup_locked(ctx, op->handle);
+	e = snpu_event_get_locked(ctx, op->handle);
 	if (e)
 		snpu_event_destroy_locked(ctx, e);
 	mutex_unlock(&ctx->lock);
@@ -89,7 +80,7 @@ int snpu_ioc_event_query(struct snpu_context *ctx, union snpu_ioc_arg *arg)
 		return -EINVAL;
 
 	mutex_lock(&ctx->lock);
-	e = snpu_event_lookup_locked(ctx, q->handle);
+	e = snpu_event_get_locked(ctx, q->handle);
 	if (e) {
 		spin_lock(&ctx->sched_lock);
 		cap = e->capture;
@@ -125,7 +116,7 @@ int snpu_ioc_event_sync(struct snpu_context *ctx, union snpu_ioc_arg *arg)
 		return -EINVAL;
 
 	mutex_lock(&ctx->lock);
-	e = snpu_event_lookup_locked(ctx, w->handle);
+	e = snpu_event_get_locked(ctx, w->handle);
 	if (e && e->capture) {
 		cap = e->capture;
 		refcount_inc(&cap->ref);
@@ -153,8 +144,8 @@ int snpu_ioc_event_elapsed(struct snpu_context *ctx, union snpu_ioc_arg *arg)
 		return -EINVAL;
 
 	mutex_lock(&ctx->lock);
-	a = snpu_event_lookup_locked(ctx, el->start);
-	b = snpu_event_lookup_locked(ctx, el->end);
+	a = snpu_event_get_locked(ctx, el->start);
+	b = snpu_event_get_locked(ctx, el->end);
 	if (!a || !b) {
 		ret = -ENOENT;
 	} else if (!a->capture || !b->capture) {

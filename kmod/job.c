@@ -324,15 +324,6 @@ static int snpu_job_prepare_launch(struct snpu_context *ctx,
 	return 0;
 }
 
-static struct snpu_event *snpu_event_get_locked(struct snpu_context *ctx,
-						u32 handle)
-{
-	struct snpu_object *obj;
-
-	obj = snpu_object_get_locked(ctx, handle, SNPU_OBJ_EVENT);
-	return obj ? container_of(obj, struct snpu_event, obj) : NULL;
-}
-
 /**
  * snpu_job_prepare_locked() - check a task against the context
  * @ctx: the context
@@ -345,7 +336,6 @@ static struct snpu_event *snpu_event_get_locked(struct snpu_context *ctx,
 int snpu_job_prepare_locked(struct snpu_context *ctx, struct snpu_job *job,
 			    const struct snpu_task *t)
 {
-	struct snpu_object *obj;
 	struct snpu_stream *s;
 	struct snpu_event *e;
 	int ret;
@@ -355,11 +345,8 @@ int snpu_job_prepare_locked(struct snpu_context *ctx, struct snpu_job *job,
 	if (ret)
 		return ret;
 
-	obj = snpu_object_get_locked(ctx, t->stream, SNPU_OBJ_STREAM);
-	if (!obj)
-		return -ENOENT;
-	s = container_of(obj, struct snpu_stream, obj);
-	if (s->destroying)
+	s = snpu_stream_get_locked(ctx, t->stream);
+	if (!s || s->destroying)
 		return -ENOENT;
 	if (READ_ONCE(s->error))
 		return -EIO;

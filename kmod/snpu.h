@@ -421,6 +421,9 @@ struct snpu_object *snpu_object_get_locked(struct snpu_context *ctx,
 					   u32 handle, u32 type);
 int snpu_object_add_locked(struct snpu_context *ctx, struct snpu_object *obj,
 			   u32 type);
+struct snpu_stream *snpu_stream_get_locked(struct snpu_context *ctx,
+					   u32 handle);
+struct snpu_event *snpu_event_get_locked(struct snpu_context *ctx, u32 handle);
 
 /* memory.c */
 int snpu_mem_resolve_locked(struct snpu_context *ctx, u64 addr, u64 bytes,

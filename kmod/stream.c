@@ -6,15 +6,6 @@
 
 #include "snpu.h"
 
-static struct snpu_stream *snpu_stream_get_locked(struct snpu_context *ctx,
-						  u32 handle)
-{
-	struct snpu_object *obj;
-
-	obj = snpu_object_get_locked(ctx, handle, SNPU_OBJ_STREAM);
-	return obj ? container_of(obj, struct snpu_stream, obj) : NULL;
-}
-
 static bool snpu_job_done(struct snpu_job *job)
 {
 	return READ_ONCE(job->state) == SNPU_JOB_DONE;
