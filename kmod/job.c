@@ -96,6 +96,27 @@ static void snpu_job_release(struct snpu_job *job)
 }
 
 /*
+ * A job's predecessors are complete: decide, under the lock that saw the
+ * last of them complete, what it does. A callback is queued for the
+ * process at once; any other job goes to @todo, marked to be cancelled
+ * when its stream has failed or its file is closing.
+ */
+static void snpu_job_ready_locked(struct snpu_context *ctx,
+				  struct snpu_job *job, struct list_head *todo)
+{
+	lockdep_assert_held(&ctx->sched_lock);
+	job->cancel = ctx->dying || job->stream->error;
+	if (!job->cancel && job->op == SNPU_OP_HOST_FUNC) {
+		job->state = SNPU_JOB_CALLBACK;
+		list_add_tail(&job->node, &ctx->callbacks);
+		wake_up_all(&ctx->wq);
+		return;
+	}
+	job->state = SNPU_JOB_READY;
+	list_add_tail(&job->node, todo);
+}
+
+/*
  * Complete one job: record the result, advance the stream, resolve the
  * successors (the ones that become ready go to @todo) and wake waiters.
  * Called without locks; the job's context stays valid until the job is
@@ -121,7 +142,7 @@ static void snpu_job_finish(struct snpu_job *job, int error,
 		s->tail = NULL;
 	if (job->next) {
 		if (!--job->next->pending)
-			list_add_tail(&job->next->node, todo);
+			snpu_job_ready_locked(ctx, job->next, todo);
 		job->next = NULL;
 	}
 	list_for_each_entry_safe(w, tmp, &job->waiters, wait_node) {
@@ -130,7 +151,7 @@ static void snpu_job_finish(struct snpu_job *job, int error,
 		w->wait_on = NULL;
 		snpu_job_put_locked(ctx, job);
 		if (!--w->pending)
-			list_add_tail(&w->node, todo);
+			snpu_job_ready_locked(ctx, w, todo);
 	}
 	job->stream = NULL;
 	if (job->cqe)
@@ -176,30 +197,15 @@ void snpu_stream_fail_locked(struct snpu_context *ctx, struct snpu_stream *s,
 		snpu_job_put_locked(ctx, w->wait_on);
 		w->wait_on = NULL;
 		if (!--w->pending)
-			list_add_tail(&w->node, todo);
+			snpu_job_ready_locked(ctx, w, todo);
 	}
 }
 
-/* A job's predecessors are complete: run it, deliver it, or finish it. */
+/* A ready job (see snpu_job_ready_locked()): run it or finish it. */
 static void snpu_job_dispatch(struct snpu_job *job, struct list_head *todo,
 			      struct snpu_job **handoff)
 {
-	struct snpu_context *ctx = job->ctx;
-	bool cancel;
-
-	spin_lock(&ctx->sched_lock);
-	cancel = ctx->dying || job->stream->error;
-	if (!cancel && job->op == SNPU_OP_HOST_FUNC) {
-		job->state = SNPU_JOB_CALLBACK;
-		list_add_tail(&job->node, &ctx->callbacks);
-		wake_up_all(&ctx->wq);
-		spin_unlock(&ctx->sched_lock);
-		return;
-	}
-	job->state = SNPU_JOB_READY;
-	spin_unlock(&ctx->sched_lock);
-
-	if (cancel) {
+	if (job->cancel) {
 		snpu_job_finish(job, -ECANCELED, todo);
 		return;
 	}
@@ -425,7 +431,7 @@ static void snpu_job_commit_locked(struct snpu_context *ctx,
 	job->event = NULL;
 	ctx->inflight++;
 	if (!job->pending)
-		list_add_tail(&job->node, ready);
+		snpu_job_ready_locked(ctx, job, ready);
 }
 
 /**

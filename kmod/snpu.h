@@ -237,6 +237,7 @@ enum snpu_job_state {
  * @ov_node: in the ring's overflow list while its completion waits
  * @waited: a synchronize call sleeps until this job completes
  * @cqe: submitted through the command queue: completion posts a CQE
+ * @cancel: decided when it became ready: finish it with -ECANCELED
  * @error: 0 or -errno the job ended with
  * @done_ns: completion time, CLOCK_MONOTONIC
  * @nblocks: blocks to run
@@ -272,6 +273,7 @@ struct snpu_job {
 	struct list_head ov_node;
 	bool waited;
 	bool cqe;
+	bool cancel;
 	int error;
 	u64 done_ns;
 
