@@ -163,6 +163,7 @@ static int snpu_release(struct inode *inode, struct file *file)
 {
 	struct snpu_context *ctx = file->private_data;
 	struct snpu_object *obj;
+	struct snpu_owner *owner;
 	struct snpu_stream *s;
 	struct snpu_event *e;
 	struct snpu_host *h;
@@ -177,7 +178,13 @@ static int snpu_release(struct inode *inode, struct file *file)
 		switch (obj->type) {
 		case SNPU_OBJ_STREAM:
 			s = container_of(obj, struct snpu_stream, obj);
-			snpu_stream_destroy_locked(ctx, s);
+			/* An attached stream goes with its owner. */
+			if (!s->owner)
+				snpu_stream_destroy_locked(ctx, s);
+			break;
+		case SNPU_OBJ_OWNER:
+			owner = container_of(obj, struct snpu_owner, obj);
+			snpu_owner_destroy_locked(ctx, owner);
 			break;
 		case SNPU_OBJ_EVENT:
 			e = container_of(obj, struct snpu_event, obj);

@@ -103,6 +103,12 @@ static const struct snpu_ioc_desc snpu_ioc_table[] = {
 		 SNPU_RING_SQPOLL, snpu_ioc_ring_setup),
 	SNPU_IOC(SNPU_IOC_ENTER, ENTER, snpu_enter,
 		 SNPU_ENTER_GETEVENTS | SNPU_ENTER_SQ_WAKEUP, snpu_ioc_enter),
+	SNPU_IOC(SNPU_IOC_OWNER_CREATE, STREAM_CREATE, snpu_stream_create, 0,
+		 snpu_ioc_owner_create),
+	SNPU_IOC(SNPU_IOC_OWNER_DESTROY, HANDLE_OP, snpu_handle_op, 0,
+		 snpu_ioc_owner_destroy),
+	SNPU_IOC(SNPU_IOC_ATTACHED_STREAM_GET, ATTACHED_STREAM,
+		 snpu_attached_stream, 0, snpu_ioc_attached_stream_get),
 	/* No argument: the syscall floor for benchmarks. */
 	{ SNPU_IOC_NOP, 0, 0, 0, snpu_ioc_nop },
 };

@@ -104,6 +104,7 @@ enum snpu_obj_type {
 	SNPU_OBJ_STREAM = 1,
 	SNPU_OBJ_EVENT,
 	SNPU_OBJ_HOST,
+	SNPU_OBJ_OWNER,
 };
 
 /**
@@ -174,6 +175,9 @@ struct snpu_host {
  * @error: sticky: the first failure, or -ECANCELED after an abort
  * @tail: the last queued job while it is not complete
  * @waits: its STREAM_WAIT jobs still waiting for another stream's capture
+ * @owner: the owner of an attached stream, NULL for a plain stream
+ * @owner_node: in @owner's list of attached streams
+ * @key: an attached stream's key, zero-padded
  *
  * @submitted, @completed, @error and @tail are under the context's
  * sched_lock; the rest under its lock.
@@ -188,6 +192,25 @@ struct snpu_stream {
 	int error;
 	struct snpu_job *tail;
 	struct list_head waits;
+	struct snpu_owner *owner;
+	struct list_head owner_node;
+	char key[SNPU_ATTACHED_KEY_MAX];
+};
+
+/**
+ * struct snpu_owner - an executor instance that owns attached streams
+ * @obj: handle
+ * @priority: SNPU_PRIO_* of its attached streams
+ * @destroying: a destroy is waiting for its streams; lookups refuse it
+ * @streams: its attached streams, by snpu_stream.owner_node
+ *
+ * Under the context's lock.
+ */
+struct snpu_owner {
+	struct snpu_object obj;
+	int priority;
+	bool destroying;
+	struct list_head streams;
 };
 
 /**
@@ -441,8 +464,14 @@ void snpu_host_destroy_locked(struct snpu_context *ctx, struct snpu_host *host);
 int snpu_host_mmap(struct snpu_context *ctx, struct vm_area_struct *vma);
 
 /* stream.c, event.c */
+struct snpu_stream *snpu_stream_new_locked(struct snpu_context *ctx,
+					   int priority);
 void snpu_stream_destroy_locked(struct snpu_context *ctx,
 				struct snpu_stream *s);
+struct snpu_job *snpu_stream_tail_get(struct snpu_context *ctx,
+				      struct snpu_stream *s);
+void snpu_owner_destroy_locked(struct snpu_context *ctx,
+			       struct snpu_owner *owner);
 void snpu_event_destroy_locked(struct snpu_context *ctx, struct snpu_event *e);
 int snpu_wait_job(struct snpu_context *ctx, struct snpu_job *job,
 		  s64 timeout_ns);
@@ -515,6 +544,10 @@ int snpu_ioc_callback_wait(struct snpu_context *ctx, union snpu_ioc_arg *arg);
 int snpu_ioc_callback_done(struct snpu_context *ctx, union snpu_ioc_arg *arg);
 int snpu_ioc_ring_setup(struct snpu_context *ctx, union snpu_ioc_arg *arg);
 int snpu_ioc_enter(struct snpu_context *ctx, union snpu_ioc_arg *arg);
+int snpu_ioc_owner_create(struct snpu_context *ctx, union snpu_ioc_arg *arg);
+int snpu_ioc_owner_destroy(struct snpu_context *ctx, union snpu_ioc_arg *arg);
+int snpu_ioc_attached_stream_get(struct snpu_context *ctx,
+				 union snpu_ioc_arg *arg);
 
 /**
  * union snpu_ioc_arg - the argument of any ioctl, copied in by snpu_ioctl()
@@ -538,6 +571,7 @@ int snpu_ioc_enter(struct snpu_context *ctx, union snpu_ioc_arg *arg);
  * @callback: SNPU_IOC_CALLBACK_WAIT, SNPU_IOC_CALLBACK_DONE
  * @ring_setup: SNPU_IOC_RING_SETUP
  * @enter: SNPU_IOC_ENTER
+ * @attached: SNPU_IOC_ATTACHED_STREAM_GET
  *
  * At most 120 bytes: the dispatcher keeps it on the stack.
  */
@@ -565,6 +599,7 @@ union snpu_ioc_arg {
 	struct snpu_callback callback;
 	struct snpu_ring_setup ring_setup;
 	struct snpu_enter enter;
+	struct snpu_attached_stream attached;
 };
 
 static inline bool snpu_zero(const void *p, size_t len)

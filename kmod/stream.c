@@ -2,6 +2,7 @@
 /*
  * snpu streams: in-order queues with a 64-bit timeline and a sticky error.
  */
+#include <linux/err.h>
 #include <linux/slab.h>
 
 #include "snpu.h"
@@ -43,9 +44,15 @@ int snpu_wait_job(struct snpu_context *ctx, struct snpu_job *job,
 	return ret == -ERESTARTSYS ? -EINTR : ret;
 }
 
-/* Take a reference to the stream's last job while it is not complete. */
-static struct snpu_job *snpu_stream_tail_get(struct snpu_context *ctx,
-					     struct snpu_stream *s)
+/**
+ * snpu_stream_tail_get() - reference the stream's last job if not complete
+ * @ctx: the context
+ * @s: the stream
+ *
+ * Return: the job, to be put with snpu_job_put(), or NULL.
+ */
+struct snpu_job *snpu_stream_tail_get(struct snpu_context *ctx,
+				      struct snpu_stream *s)
 {
 	struct snpu_job *tail;
 
@@ -57,38 +64,54 @@ static struct snpu_job *snpu_stream_tail_get(struct snpu_context *ctx,
 	return tail;
 }
 
+/**
+ * snpu_stream_new_locked() - create a stream within the context's quota
+ * @ctx: the context
+ * @priority: SNPU_PRIO_*, checked by the caller
+ *
+ * Return: the stream with its handle, or ERR_PTR(-ENOSPC) past the stream
+ * quota, or ERR_PTR(-ENOMEM); nothing is left behind on error.
+ */
+struct snpu_stream *snpu_stream_new_locked(struct snpu_context *ctx,
+					   int priority)
+{
+	struct snpu_stream *s;
+	int ret;
+
+	lockdep_assert_held(&ctx->lock);
+	if (ctx->streams >= snpu_quota.streams)
+		return ERR_PTR(-ENOSPC);
+	s = kzalloc(sizeof(*s), GFP_KERNEL);
+	if (!s)
+		return ERR_PTR(-ENOMEM);
+	s->priority = priority;
+	s->prio = SNPU_PRIO_HIGH - priority;
+	INIT_LIST_HEAD(&s->waits);
+	INIT_LIST_HEAD(&s->owner_node);
+	ret = snpu_object_add_locked(ctx, &s->obj, SNPU_OBJ_STREAM);
+	if (ret) {
+		kfree(s);
+		return ERR_PTR(ret);
+	}
+	ctx->streams++;
+	return s;
+}
+
 int snpu_ioc_stream_create(struct snpu_context *ctx, union snpu_ioc_arg *arg)
 {
 	struct snpu_stream_create *c = &arg->create;
 	struct snpu_stream *s;
-	int ret;
 
 	if (!snpu_zero(c->reserved, sizeof(c->reserved)) ||
 	    c->priority < SNPU_PRIO_LOW || c->priority > SNPU_PRIO_HIGH)
 		return -EINVAL;
 
-	s = kzalloc(sizeof(*s), GFP_KERNEL);
-	if (!s)
-		return -ENOMEM;
-	s->priority = c->priority;
-	s->prio = SNPU_PRIO_HIGH - c->priority;
-	INIT_LIST_HEAD(&s->waits);
-
 	mutex_lock(&ctx->lock);
-	if (ctx->streams >= snpu_quota.streams) {
-		ret = -ENOSPC;
-	} else {
-		ret = snpu_object_add_locked(ctx, &s->obj, SNPU_OBJ_STREAM);
-		if (!ret)
-			ctx->streams++;
-	}
+	s = snpu_stream_new_locked(ctx, c->priority);
+	if (!IS_ERR(s))
+		c->handle = s->obj.handle;
 	mutex_unlock(&ctx->lock);
-	if (ret) {
-		kfree(s);
-		return ret;
-	}
-	c->handle = s->obj.handle;
-	return 0;
+	return PTR_ERR_OR_ZERO(s);
 }
 
 /**
@@ -101,6 +124,7 @@ void snpu_stream_destroy_locked(struct snpu_context *ctx,
 {
 	lockdep_assert_held(&ctx->lock);
 	WARN_ON(s->tail);
+	list_del(&s->owner_node);
 	xa_erase(&ctx->handles, s->obj.handle);
 	ctx->streams--;
 	kfree_rcu(s, obj.rcu);
@@ -143,9 +167,9 @@ int snpu_ioc_stream_destroy(struct snpu_context *ctx, union snpu_ioc_arg *arg)
 
 	mutex_lock(&ctx->lock);
 	s = snpu_stream_get_locked(ctx, op->handle);
-	if (!s || s->destroying) {
+	if (!s || s->destroying || s->owner) {
 		mutex_unlock(&ctx->lock);
-		return s ? -EBUSY : -ENOENT;
+		return !s ? -ENOENT : s->owner ? -EPERM : -EBUSY;
 	}
 	/* From here on submit refuses the stream. */
 	s->destroying = true;

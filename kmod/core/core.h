@@ -30,6 +30,8 @@
 /* The uapi struct sizes; scripts/abi-sizes holds the same list for pahole. */
 static_assert(sizeof(struct snpu_info) == 88, "struct snpu_info changed");
 static_assert(sizeof(struct snpu_task) == SNPU_TASK_SIZE, "struct snpu_task changed");
+static_assert(sizeof(struct snpu_attached_stream) == SNPU_ATTACHED_STREAM_SIZE_VER0,
+	      "struct snpu_attached_stream changed");
 
 /* Limits of the module parameters, checked at load. */
 #define SNPU_MAX_DEVICES	16
@@ -71,6 +73,7 @@ const char *snpu_params_check(const struct snpu_params *p);
 
 int snpu_ioc_check_size(__u32 usize, __u32 ver0);
 bool snpu_ioc_same(unsigned int cmd, unsigned int known);
+int snpu_key_check(const char *key, size_t size);
 int snpu_task_check(const struct snpu_task *t);
 
 #endif /* _SNPU_CORE_H */

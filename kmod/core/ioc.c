@@ -42,3 +42,28 @@ bool snpu_ioc_same(unsigned int cmd, unsigned int known)
 
 	return (cmd & mask) == (known & mask);
 }
+
+/**
+ * snpu_key_check() - check a NUL-terminated key in a fixed-size field
+ * @key: the field as copied from the caller
+ * @size: bytes in @key
+ *
+ * A key is 1 to @size - 1 bytes followed by a NUL; every byte after the
+ * NUL is zero, so that two keys are equal exactly when their fields are.
+ *
+ * Return: the key's length, or -EINVAL when it is empty, not terminated
+ * within @size, or followed by non-zero bytes.
+ */
+int snpu_key_check(const char *key, size_t size)
+{
+	size_t len, i;
+
+	for (len = 0; len < size && key[len]; len++)
+		;
+	if (!len || len == size)
+		return -EINVAL;
+	for (i = len + 1; i < size; i++)
+		if (key[i])
+			return -EINVAL;
+	return len;
+}

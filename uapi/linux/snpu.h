@@ -47,6 +47,7 @@
  *            ELAPSED, a second mmap of host memory, a second RING_SETUP,
  *            an ENTER that could consume nothing while completions wait).
  *   ENXIO    ENTER or mmap of the rings before RING_SETUP.
+ *   EPERM    STREAM_DESTROY of an attached stream: its owner destroys it.
  *   ETIMEDOUT  a wait's timeout expired first.
  *   ECANCELED  (as a task's result) the task was cancelled: its stream
  *            was aborted or had failed, or its file was closed.
@@ -62,6 +63,8 @@
  *        host callback) submitted by SNPU_IOC_SUBMIT; SNPU_IOC_NOP.
  *   0.3  Command queues: SNPU_IOC_RING_SETUP, SNPU_IOC_ENTER, the kernel
  *        poller (SNPU_RING_SQPOLL).
+ *   0.4  Owners and their attached streams: SNPU_IOC_OWNER_CREATE,
+ *        SNPU_IOC_OWNER_DESTROY, SNPU_IOC_ATTACHED_STREAM_GET.
  */
 #ifndef _UAPI_LINUX_SNPU_H
 #define _UAPI_LINUX_SNPU_H
@@ -71,7 +74,7 @@
 #include <linux/types.h>
 
 #define SNPU_ABI_MAJOR		0
-#define SNPU_ABI_MINOR		3
+#define SNPU_ABI_MINOR		4
 
 /* Largest argument struct the kernel ever copies. */
 #define SNPU_IOC_MAX_SIZE	4096
@@ -86,8 +89,10 @@
 #define SNPU_CAP_STREAMS	_BITULL(1)	/* streams, events, SUBMIT */
 #define SNPU_CAP_CALLBACKS	_BITULL(2)	/* host callback tasks */
 #define SNPU_CAP_RING		_BITULL(3)	/* command queues */
+#define SNPU_CAP_ATTACHED	_BITULL(4)	/* owners, attached streams */
 #define SNPU_CAPS_KNOWN		(SNPU_CAP_MEMORY | SNPU_CAP_STREAMS | \
-				 SNPU_CAP_CALLBACKS | SNPU_CAP_RING)
+				 SNPU_CAP_CALLBACKS | SNPU_CAP_RING | \
+				 SNPU_CAP_ATTACHED)
 
 /**
  * struct snpu_info - device description, returned by SNPU_IOC_GET_INFO
@@ -806,6 +811,52 @@ struct snpu_enter {
 
 #define SNPU_ENTER_SIZE_VER0		48
 
+/*
+ * Owners and attached streams. An owner (an executor instance) names extra
+ * streams by key: SNPU_IOC_OWNER_CREATE takes a struct snpu_stream_create
+ * whose @priority becomes the priority of the owner's attached streams;
+ * SNPU_IOC_OWNER_DESTROY (struct snpu_handle_op, no flags) waits for the
+ * work of every attached stream of the owner, then destroys them and the
+ * owner (EINTR on a signal: nothing is destroyed). Attached streams count
+ * against the stream quota and are used like any stream, but only their
+ * owner destroys them: SNPU_IOC_STREAM_DESTROY of one is EPERM.
+ */
+
+/* Bytes of an attached-stream key, with its terminating NUL. */
+#define SNPU_ATTACHED_KEY_MAX	64
+
+/**
+ * struct snpu_attached_stream - SNPU_IOC_ATTACHED_STREAM_GET
+ * @size: in: sizeof; out: bytes written
+ * @flags: must be zero
+ * @owner: in: an owner handle
+ * @handle: out: the attached stream; must be zero on input
+ * @created: out: 1 when this call created the stream, else 0; must be
+ *           zero on input
+ * @pad: must be zero
+ * @key: in: 1 to SNPU_ATTACHED_KEY_MAX - 1 bytes and a NUL; the bytes
+ *       after the NUL must be zero
+ * @reserved: must be zero
+ *
+ * The first call for a key creates a stream (ENOSPC past the stream quota,
+ * nothing created); later calls with the same owner and key return the
+ * same stream. Different owners never share a stream. EINVAL for an empty
+ * key or one not terminated within @key; ENOENT for a handle that names no
+ * owner, or an owner being destroyed.
+ */
+struct snpu_attached_stream {
+	__u32 size;
+	__u32 flags;
+	__u32 owner;
+	__u32 handle;
+	__u32 created;
+	__u32 pad;
+	char key[SNPU_ATTACHED_KEY_MAX];
+	__u64 reserved[2];
+};
+
+#define SNPU_ATTACHED_STREAM_SIZE_VER0	104
+
 #define SNPU_IOC_GET_INFO	_IOWR(SNPU_IOC_MAGIC, 0x00, struct snpu_info)
 #define SNPU_IOC_CTX_QUERY	_IOWR(SNPU_IOC_MAGIC, 0x01, struct snpu_ctx_query)
 #define SNPU_IOC_MEM_ALLOC	_IOWR(SNPU_IOC_MAGIC, 0x02, struct snpu_mem_alloc)
@@ -833,5 +884,9 @@ struct snpu_enter {
 #define SNPU_IOC_NOP		_IO(SNPU_IOC_MAGIC, 0x18)
 #define SNPU_IOC_RING_SETUP	_IOWR(SNPU_IOC_MAGIC, 0x19, struct snpu_ring_setup)
 #define SNPU_IOC_ENTER		_IOWR(SNPU_IOC_MAGIC, 0x1a, struct snpu_enter)
+#define SNPU_IOC_OWNER_CREATE	_IOWR(SNPU_IOC_MAGIC, 0x1b, struct snpu_stream_create)
+#define SNPU_IOC_OWNER_DESTROY	_IOW(SNPU_IOC_MAGIC, 0x1c, struct snpu_handle_op)
+#define SNPU_IOC_ATTACHED_STREAM_GET \
+	_IOWR(SNPU_IOC_MAGIC, 0x1d, struct snpu_attached_stream)
 
 #endif /* _UAPI_LINUX_SNPU_H */

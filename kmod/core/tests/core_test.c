@@ -308,4 +308,57 @@ TEST(quota_tasks_refused)
 		   "ctx_tasks", 1, SNPU_MAX_CTX_TASKS);
 }
 
+/* Keys of attached streams: a fixed field, NUL-terminated, zero-padded. */
+#define KEY_SIZE SNPU_ATTACHED_KEY_MAX
+
+static int key_check(const char *text)
+{
+	char key[KEY_SIZE] = { 0 };
+
+	memcpy(key, text, strnlen(text, KEY_SIZE));
+	return snpu_key_check(key, sizeof(key));
+}
+
+TEST(key_one_byte)
+{
+	ASSERT_EQ(1, key_check("a"));
+}
+
+TEST(key_longest)
+{
+	char key[KEY_SIZE];
+
+	memset(key, 'k', KEY_SIZE - 1);
+	key[KEY_SIZE - 1] = 0;
+	ASSERT_EQ(KEY_SIZE - 1, snpu_key_check(key, sizeof(key)));
+}
+
+TEST(key_empty)
+{
+	ASSERT_EQ(-EINVAL, key_check(""));
+}
+
+TEST(key_not_terminated)
+{
+	char key[KEY_SIZE];
+
+	memset(key, 'k', KEY_SIZE);
+	ASSERT_EQ(-EINVAL, snpu_key_check(key, sizeof(key)));
+}
+
+TEST(key_garbage_after_nul)
+{
+	char key[KEY_SIZE] = "abc";
+
+	key[KEY_SIZE - 1] = 'x';
+	ASSERT_EQ(-EINVAL, snpu_key_check(key, sizeof(key)));
+}
+
+TEST(key_bytes_after_nul_zero)
+{
+	char key[KEY_SIZE] = "abc";
+
+	ASSERT_EQ(3, snpu_key_check(key, sizeof(key)));
+}
+
 TEST_HARNESS_MAIN
