@@ -24,7 +24,7 @@ int snpu_open_path(const char *path, unsigned int flags,
 	struct snpu_info info;
 	int ret;
 
-	if (!path || !devp || flags)
+	if (!path || !devp || (flags & ~SNPU_OPEN_CHECK_JOINS))
 		return -EINVAL;
 
 	dev = calloc(1, sizeof(*dev));
@@ -42,6 +42,8 @@ int snpu_open_path(const char *path, unsigned int flags,
 	ret = snpu_get_info(dev, &info);
 	if (!ret && info.abi_major != SNPU_ABI_MAJOR)
 		ret = -EPROTO;
+	if (!ret)
+		ret = snpu_joins_init(dev, flags);
 	if (ret) {
 		snpu_close(dev);
 		return ret;
@@ -64,6 +66,7 @@ void snpu_close(struct snpu_device *dev)
 {
 	if (!dev)
 		return;
+	snpu_joins_fini(dev);
 	close(dev->fd);
 	free(dev);
 }

@@ -6,14 +6,79 @@
 #define LIBSNPU_INTERNAL_H
 
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <sys/ioctl.h>
 
 #include "snpu.h"
 
-/* An open device: the file descriptor of one kernel context. */
+struct snpu_joins;
+
+/*
+ * An open device: the file descriptor of one kernel context, and the join
+ * bookkeeping of the operator check when it is on (see op.c).
+ */
 struct snpu_device {
 	int fd;
+	struct snpu_joins *joins;
+};
+
+/* op.c: note the stream waits of a batch the kernel accepted. */
+void snpu_joins_note(struct snpu_device *dev, const struct snpu_task *tasks,
+		     unsigned int count);
+int snpu_joins_init(struct snpu_device *dev, unsigned int flags);
+void snpu_joins_fini(struct snpu_device *dev);
+
+/* Buckets of an owner's cache of attached streams; a power of two. */
+#define SNPU_OWNER_BUCKETS	64
+
+/*
+ * One cached attached stream. Immutable once published in a bucket; freed
+ * with the owner.
+ */
+struct snpu_attached {
+	struct snpu_attached *next;	/* bucket chain */
+	struct snpu_attached *all;	/* every entry, for freeing */
+	size_t len;
+	uint32_t stream;
+	char key[SNPU_ATTACHED_KEY_MAX];
+};
+
+struct snpu_owner;
+/* How a miss creates or finds the stream: the driver, or a test double. */
+typedef int (*snpu_owner_get_fn)(struct snpu_owner *owner, const char *key,
+				 size_t len, uint32_t *stream);
+
+/*
+ * An owner: its kernel handle and its cache. @lock serializes misses
+ * (and protects @all); hits read @bucket without it.
+ */
+struct snpu_owner {
+	struct snpu_device *dev;
+	uint32_t handle;
+	snpu_owner_get_fn get;
+	pthread_mutex_t lock;
+	struct snpu_attached *all;
+	struct snpu_attached *_Atomic bucket[SNPU_OWNER_BUCKETS];
+};
+
+int snpu_owner_init(struct snpu_owner *owner, struct snpu_device *dev,
+		    snpu_owner_get_fn get);
+void snpu_owner_fini(struct snpu_owner *owner);
+int snpu_owner_lookup(struct snpu_owner *owner, const char *key,
+		      struct snpu_attached **ap);
+
+/* Attached streams an operator context remembers for the join check. */
+#define SNPU_OP_TRACKED		16
+
+/* The context of one operator call (snpu_op_run()). */
+struct snpu_op_ctx {
+	struct snpu_owner *owner;
+	uint32_t stream;
+	const char *name;
+	unsigned int ntracked;
+	struct snpu_attached *tracked[SNPU_OP_TRACKED];
 };
 
 /*

@@ -33,9 +33,13 @@ int snpu_submit(struct snpu_device *dev, const struct snpu_task *tasks,
 		return -EINVAL;
 
 	ret = snpu_ioctl(dev->fd, SNPU_IOC_SUBMIT, &s);
-	if (!ret && seq)
+	if (ret)
+		return ret;
+	if (seq)
 		*seq = s.seq;
-	return ret;
+	if (dev->joins)
+		snpu_joins_note(dev, tasks, count);
+	return 0;
 }
 
 int snpu_launch(struct snpu_device *dev, uint32_t stream, uint32_t kernel,

@@ -34,6 +34,13 @@ struct snpu_device;
 
 /* ---- devices (LIBSNPU_0.1) ------------------------------------------- */
 
+/*
+ * snpu_open() flags. SNPU_OPEN_CHECK_JOINS: check that every operator run
+ * by snpu_op_run() joins its attached-stream work into its stream before
+ * it returns (also on when SNPU_CHECK_JOINS=1 is in the environment).
+ */
+#define SNPU_OPEN_CHECK_JOINS	(1U << 0)
+
 int snpu_open(unsigned int index, unsigned int flags,
 	      struct snpu_device **devp);
 int snpu_open_path(const char *path, unsigned int flags,
@@ -363,6 +370,39 @@ static inline void snpu_ring_cqe_seen(struct snpu_ring *ring,
 	(void)cqe;
 	snpu_ring_cq_advance(ring, 1);
 }
+
+/* ---- owners and attached streams (LIBSNPU_0.4) ------------------------ */
+
+/*
+ * An owner is an executor instance: it requests extra streams by key and
+ * owns them. Lookups are cached in the owner: a hit takes no lock and
+ * allocates nothing; a miss asks the driver once. Calls on one owner may
+ * run concurrently, except snpu_owner_destroy().
+ */
+struct snpu_owner;
+
+int snpu_owner_create(struct snpu_device *dev, int priority,
+		      struct snpu_owner **owner);
+int snpu_owner_destroy(struct snpu_owner *owner);
+uint32_t snpu_owner_handle(const struct snpu_owner *owner);
+int snpu_owner_attached_stream(struct snpu_owner *owner, const char *key,
+			       uint32_t *stream);
+
+/*
+ * The context an operator runs with: its device, its stream, and the
+ * attached streams of its owner. The operator must join the work it puts
+ * on attached streams back into its stream (record an event on the
+ * attached stream, make its stream wait for it) before it returns.
+ */
+struct snpu_op_ctx;
+typedef int (*snpu_op_fn)(struct snpu_op_ctx *ctx, void *arg);
+
+int snpu_op_run(struct snpu_owner *owner, uint32_t stream, const char *name,
+		snpu_op_fn fn, void *arg);
+uint32_t snpu_op_ctx_stream(const struct snpu_op_ctx *ctx);
+struct snpu_device *snpu_op_ctx_device(const struct snpu_op_ctx *ctx);
+int snpu_op_ctx_request_attached_stream(struct snpu_op_ctx *ctx,
+					const char *key, uint32_t *stream);
 
 #ifdef __cplusplus
 }

@@ -35,7 +35,7 @@ TEST(open_flags)
 {
 	struct snpu_device *dev = NULL;
 
-	EXPECT_EQ(-EINVAL, snpu_open(0, 1, &dev));
+	EXPECT_EQ(-EINVAL, snpu_open(0, 1U << 1, &dev));
 	EXPECT_EQ(-EINVAL, snpu_open(0, 1U << 31, &dev));
 	EXPECT_NULL(dev);
 }
@@ -44,7 +44,8 @@ TEST(open_path_flags)
 {
 	struct snpu_device *dev = NULL;
 
-	EXPECT_EQ(-EINVAL, snpu_open_path("/dev/null", 1, &dev));
+	EXPECT_EQ(-EINVAL, snpu_open_path("/dev/null",
+					  ~SNPU_OPEN_CHECK_JOINS, &dev));
 	EXPECT_NULL(dev);
 }
 

@@ -299,7 +299,7 @@ TEST_F(info, lib_open_bad_flags)
 {
 	struct snpu_device *dev = NULL;
 
-	EXPECT_EQ(-EINVAL, snpu_open(0, 1, &dev));
+	EXPECT_EQ(-EINVAL, snpu_open(0, ~SNPU_OPEN_CHECK_JOINS, &dev));
 }
 
 TEST_F(info, lib_open_not_snpu)

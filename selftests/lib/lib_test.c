@@ -201,7 +201,7 @@ TEST_F(lib, open_close_errors)
 	struct snpu_device *keep = (struct snpu_device *)&keep;
 	struct snpu_device *other = NULL;
 
-	EXPECT_EQ(-EINVAL, snpu_open(0, 1, &keep));
+	EXPECT_EQ(-EINVAL, snpu_open(0, ~SNPU_OPEN_CHECK_JOINS, &keep));
 	EXPECT_EQ(-EINVAL, snpu_open(0, 0, NULL));
 	EXPECT_EQ(-EINVAL, snpu_open_path(NULL, 0, &keep));
 	EXPECT_EQ(-ENOENT, snpu_open(99, 0, &keep));
