@@ -5,6 +5,7 @@
  */
 #include <linux/fs.h>
 #include <linux/kernel.h>
+#include <linux/nospec.h>
 #include <linux/string.h>
 #include <linux/uaccess.h>
 
@@ -51,8 +52,10 @@ static int snpu_ioc_nop(struct snpu_context *ctx, union snpu_ioc_arg *arg)
 	return 0;
 }
 
+/* Indexed by command number: finding a command costs one load. */
 #define SNPU_IOC(cmd, name, type, flags, fn) \
-	{ cmd, SNPU_##name##_SIZE_VER0, sizeof(struct type), flags, fn }
+	[_IOC_NR(cmd)] = { cmd, SNPU_##name##_SIZE_VER0, sizeof(struct type), \
+			   flags, fn }
 
 static const struct snpu_ioc_desc snpu_ioc_table[] = {
 	SNPU_IOC(SNPU_IOC_GET_INFO, INFO, snpu_info, 0, snpu_ioc_get_info),
@@ -110,17 +113,20 @@ static const struct snpu_ioc_desc snpu_ioc_table[] = {
 	SNPU_IOC(SNPU_IOC_ATTACHED_STREAM_GET, ATTACHED_STREAM,
 		 snpu_attached_stream, 0, snpu_ioc_attached_stream_get),
 	/* No argument: the syscall floor for benchmarks. */
-	{ SNPU_IOC_NOP, 0, 0, 0, snpu_ioc_nop },
+	[_IOC_NR(SNPU_IOC_NOP)] = { SNPU_IOC_NOP, 0, 0, 0, snpu_ioc_nop },
 };
 
 static const struct snpu_ioc_desc *snpu_ioc_find(unsigned int cmd)
 {
-	unsigned int i;
+	const struct snpu_ioc_desc *desc;
+	unsigned int nr = _IOC_NR(cmd);
 
-	for (i = 0; i < ARRAY_SIZE(snpu_ioc_table); i++)
-		if (snpu_ioc_same(cmd, snpu_ioc_table[i].cmd))
-			return &snpu_ioc_table[i];
-	return NULL;
+	if (_IOC_TYPE(cmd) != SNPU_IOC_MAGIC || nr >= ARRAY_SIZE(snpu_ioc_table))
+		return NULL;
+	desc = &snpu_ioc_table[array_index_nospec(nr,
+						  ARRAY_SIZE(snpu_ioc_table))];
+	/* A hole in the table has no handler; the direction must match. */
+	return desc->fn && snpu_ioc_same(cmd, desc->cmd) ? desc : NULL;
 }
 
 /**
