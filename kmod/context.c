@@ -18,6 +18,9 @@
 /* Pool slots for jobs held by synchronize calls after they complete. */
 #define SNPU_POOL_SLACK		64
 
+/* Context ids: they name contexts in snapshot images. */
+static atomic64_t snpu_ctx_ids = ATOMIC64_INIT(0);
+
 /**
  * snpu_object_get_locked() - look up a handle of a given type
  * @ctx: the context
@@ -154,6 +157,19 @@ static int snpu_open(struct inode *inode, struct file *file)
 		return ret;
 	}
 
+	/* Named by its id from the moment a backup can see it. */
+	ctx->id = atomic64_inc_return(&snpu_ctx_ids);
+	ret = snpu_proc_attach(ctx);
+	if (ret) {
+		snpu_pool_fini(ctx);
+		ida_free(&sdev->va_windows, window);
+		kfree(ctx);
+		return ret;
+	}
+	mutex_lock(&sdev->ctx_lock);
+	list_add_tail(&ctx->dev_node, &sdev->ctx_list);
+	mutex_unlock(&sdev->ctx_lock);
+
 	atomic_inc(&sdev->contexts);
 	file->private_data = ctx;
 	return 0;
@@ -169,9 +185,15 @@ static int snpu_release(struct inode *inode, struct file *file)
 	struct snpu_host *h;
 	unsigned long index;
 
+	mutex_lock(&ctx->sdev->ctx_lock);
+	list_del(&ctx->dev_node);
+	mutex_unlock(&ctx->sdev->ctx_lock);
+
 	/* Stop taking SQEs, cancel what has not run, wait for what runs. */
 	snpu_ring_stop(ctx);
 	snpu_cancel_all(ctx);
+	/* The last file of a locked process unlocks it. */
+	snpu_proc_detach(ctx);
 
 	mutex_lock(&ctx->lock);
 	xa_for_each(&ctx->handles, index, obj) {
@@ -215,6 +237,8 @@ static int snpu_mmap(struct file *file, struct vm_area_struct *vma)
 {
 	if (vma->vm_pgoff == SNPU_RING_MMAP_OFFSET >> PAGE_SHIFT)
 		return snpu_ring_mmap(file->private_data, vma);
+	if (vma->vm_pgoff == SNPU_STATE_MMAP_OFFSET >> PAGE_SHIFT)
+		return snpu_state_mmap(file->private_data, vma);
 	return snpu_host_mmap(file->private_data, vma);
 }
 

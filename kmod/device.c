@@ -2,8 +2,10 @@
 /*
  * snpu devices: the character device /dev/snpuN and its sysfs attributes.
  */
+#include <linux/debugfs.h>
 #include <linux/device.h>
 #include <linux/err.h>
+#include <linux/kstrtox.h>
 #include <linux/slab.h>
 #include <linux/sysfs.h>
 
@@ -55,6 +57,71 @@ static struct attribute *snpu_dev_attrs[] = {
 };
 ATTRIBUTE_GROUPS(snpu_dev);
 
+/* Poison of device memory after a reset: not zero, not the old bytes. */
+#define SNPU_RESET_POISON	0xa5
+
+/**
+ * snpu_device_reset() - fault injection: what a device reset destroys
+ * @sdev: the device
+ *
+ * Every stream of every context of the device fails with -EIO (its queued
+ * tasks are cancelled as they come up; blocks already on a core finish)
+ * and every allocation's bytes are overwritten. Objects and addresses
+ * stay: a snapshot restore brings the bytes back and clears the errors.
+ */
+void snpu_device_reset(struct snpu_device *sdev)
+{
+	struct snpu_context *ctx;
+	struct snpu_object *obj;
+	struct snpu_stream *s;
+	struct snpu_mem *mem;
+	unsigned long index;
+	LIST_HEAD(todo);
+
+	mutex_lock(&sdev->ctx_lock);
+	list_for_each_entry(ctx, &sdev->ctx_list, dev_node) {
+		mutex_lock(&ctx->lock);
+		spin_lock(&ctx->sched_lock);
+		xa_for_each(&ctx->handles, index, obj) {
+			s = snpu_stream_get_locked(ctx, index);
+			if (s)
+				snpu_stream_fail_locked(ctx, s, -EIO, &todo);
+		}
+		spin_unlock(&ctx->sched_lock);
+		snpu_jobs_run(&todo);
+		index = 0;
+		mt_for_each(&ctx->va, mem, index, ULONG_MAX) {
+			memset(mem->vaddr, SNPU_RESET_POISON, mem->charged);
+			cond_resched();
+		}
+		mutex_unlock(&ctx->lock);
+	}
+	mutex_unlock(&sdev->ctx_lock);
+	dev_warn(sdev->misc.this_device, "reset by fault injection\n");
+}
+
+static ssize_t snpu_reset_write(struct file *file, const char __user *buf,
+				size_t count, loff_t *ppos)
+{
+	struct snpu_device *sdev = file->private_data;
+	bool reset;
+	int ret;
+
+	ret = kstrtobool_from_user(buf, count, &reset);
+	if (ret)
+		return ret;
+	if (reset)
+		snpu_device_reset(sdev);
+	return count;
+}
+
+static const struct file_operations snpu_reset_fops = {
+	.owner = THIS_MODULE,
+	.open = simple_open,
+	.write = snpu_reset_write,
+	.llseek = noop_llseek,
+};
+
 /**
  * snpu_device_create() - create and register /dev/snpu@index
  * @index: N of /dev/snpuN
@@ -65,7 +132,8 @@ ATTRIBUTE_GROUPS(snpu_dev);
  * Return: the device, or an ERR_PTR() when allocation or registration fails.
  */
 struct snpu_device *snpu_device_create(unsigned int index,
-				       const struct snpu_params *p)
+				       const struct snpu_params *p,
+				       struct dentry *debugfs)
 {
 	struct snpu_device *sdev;
 	int ret;
@@ -82,6 +150,8 @@ struct snpu_device *snpu_device_create(unsigned int index,
 	snprintf(sdev->name, sizeof(sdev->name), "snpu%u", index);
 
 	ida_init(&sdev->va_windows);
+	mutex_init(&sdev->ctx_lock);
+	INIT_LIST_HEAD(&sdev->ctx_list);
 	ret = snpu_cores_start(sdev);
 	if (ret) {
 		kfree(sdev);
@@ -100,6 +170,10 @@ struct snpu_device *snpu_device_create(unsigned int index,
 		kfree(sdev);
 		return ERR_PTR(ret);
 	}
+	/* Fault injection: <debugfs>/snpu/snpuN/reset. */
+	sdev->debugfs = debugfs_create_dir(sdev->name, debugfs);
+	debugfs_create_file("reset", 0200, sdev->debugfs, sdev,
+			    &snpu_reset_fops);
 	return sdev;
 }
 
@@ -111,10 +185,12 @@ struct snpu_device *snpu_device_create(unsigned int index,
  */
 void snpu_device_destroy(struct snpu_device *sdev)
 {
+	debugfs_remove_recursive(sdev->debugfs);
 	misc_deregister(&sdev->misc);
 	WARN_ON(atomic_read(&sdev->contexts));
 	WARN_ON(atomic64_read(&sdev->mem_used));
 	snpu_cores_stop(sdev);
 	ida_destroy(&sdev->va_windows);
+	mutex_destroy(&sdev->ctx_lock);
 	kfree(sdev);
 }

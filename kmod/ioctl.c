@@ -17,6 +17,8 @@
  * @ver0: the first published size of its struct
  * @ksize: the size of its struct in this kernel
  * @flags: the @flags bits the command defines
+ * @modifies: the command changes the process's resources: it passes the
+ *            snapshot gate (blocks while the process is locked)
  * @fn: the handler; gets the copied, checked argument
  */
 struct snpu_ioc_desc {
@@ -24,6 +26,7 @@ struct snpu_ioc_desc {
 	u32 ver0;
 	u32 ksize;
 	u32 flags;
+	bool modifies;
 	int (*fn)(struct snpu_context *ctx, union snpu_ioc_arg *arg);
 };
 
@@ -53,67 +56,89 @@ static int snpu_ioc_nop(struct snpu_context *ctx, union snpu_ioc_arg *arg)
 }
 
 /* Indexed by command number: finding a command costs one load. */
+#define SNPU_IOC_DESC(cmd, name, type, flags, mod, fn) \
+	[_IOC_NR(SNPU_IOC_##cmd)] = { SNPU_IOC_##cmd, SNPU_##name##_SIZE_VER0, \
+				      sizeof(struct type), flags, mod, fn }
+/* A query, a wait or a snapshot call: never blocked by the state. */
 #define SNPU_IOC(cmd, name, type, flags, fn) \
-	[_IOC_NR(cmd)] = { cmd, SNPU_##name##_SIZE_VER0, sizeof(struct type), \
-			   flags, fn }
+	SNPU_IOC_DESC(cmd, name, type, flags, false, fn)
+/* Changes resources: waits while the process is locked. */
+#define SNPU_IOC_MOD(cmd, name, type, flags, fn) \
+	SNPU_IOC_DESC(cmd, name, type, flags, true, fn)
 
 static const struct snpu_ioc_desc snpu_ioc_table[] = {
-	SNPU_IOC(SNPU_IOC_GET_INFO, INFO, snpu_info, 0, snpu_ioc_get_info),
-	SNPU_IOC(SNPU_IOC_CTX_QUERY, CTX_QUERY, snpu_ctx_query, 0,
+	SNPU_IOC(GET_INFO, INFO, snpu_info, 0, snpu_ioc_get_info),
+	SNPU_IOC(CTX_QUERY, CTX_QUERY, snpu_ctx_query, 0,
 		 snpu_ioc_ctx_query),
-	SNPU_IOC(SNPU_IOC_MEM_ALLOC, MEM_ALLOC, snpu_mem_alloc, 0,
-		 snpu_ioc_mem_alloc),
-	SNPU_IOC(SNPU_IOC_MEM_FREE, MEM_FREE, snpu_mem_free, 0,
-		 snpu_ioc_mem_free),
-	SNPU_IOC(SNPU_IOC_MEM_QUERY, MEM_QUERY, snpu_mem_query, 0,
+	SNPU_IOC_MOD(MEM_ALLOC, MEM_ALLOC, snpu_mem_alloc, 0,
+		     snpu_ioc_mem_alloc),
+	SNPU_IOC_MOD(MEM_FREE, MEM_FREE, snpu_mem_free, 0,
+		     snpu_ioc_mem_free),
+	SNPU_IOC(MEM_QUERY, MEM_QUERY, snpu_mem_query, 0,
 		 snpu_ioc_mem_query),
-	SNPU_IOC(SNPU_IOC_MEM_COPY, MEM_COPY, snpu_mem_copy, 0,
-		 snpu_ioc_mem_copy),
-	SNPU_IOC(SNPU_IOC_MEM_SET, MEM_SET, snpu_mem_set, 0, snpu_ioc_mem_set),
-	SNPU_IOC(SNPU_IOC_HOST_ALLOC, HOST_ALLOC, snpu_host_alloc, 0,
-		 snpu_ioc_host_alloc),
-	SNPU_IOC(SNPU_IOC_HOST_REGISTER, HOST_REGISTER, snpu_host_register, 0,
-		 snpu_ioc_host_register),
-	SNPU_IOC(SNPU_IOC_HOST_FREE, HANDLE_OP, snpu_handle_op, 0,
-		 snpu_ioc_host_free),
-	SNPU_IOC(SNPU_IOC_STREAM_CREATE, STREAM_CREATE, snpu_stream_create, 0,
-		 snpu_ioc_stream_create),
-	SNPU_IOC(SNPU_IOC_STREAM_DESTROY, HANDLE_OP, snpu_handle_op,
-		 SNPU_STREAM_DESTROY_FORCE, snpu_ioc_stream_destroy),
-	SNPU_IOC(SNPU_IOC_STREAM_SYNC, WAIT, snpu_wait, 0,
+	SNPU_IOC_MOD(MEM_COPY, MEM_COPY, snpu_mem_copy, 0,
+		     snpu_ioc_mem_copy),
+	SNPU_IOC_MOD(MEM_SET, MEM_SET, snpu_mem_set, 0, snpu_ioc_mem_set),
+	SNPU_IOC_MOD(HOST_ALLOC, HOST_ALLOC, snpu_host_alloc, 0,
+		     snpu_ioc_host_alloc),
+	SNPU_IOC_MOD(HOST_REGISTER, HOST_REGISTER, snpu_host_register, 0,
+		     snpu_ioc_host_register),
+	SNPU_IOC_MOD(HOST_FREE, HANDLE_OP, snpu_handle_op, 0,
+		     snpu_ioc_host_free),
+	SNPU_IOC_MOD(STREAM_CREATE, STREAM_CREATE, snpu_stream_create, 0,
+		     snpu_ioc_stream_create),
+	SNPU_IOC_MOD(STREAM_DESTROY, HANDLE_OP, snpu_handle_op,
+		     SNPU_STREAM_DESTROY_FORCE, snpu_ioc_stream_destroy),
+	SNPU_IOC(STREAM_SYNC, WAIT, snpu_wait, 0,
 		 snpu_ioc_stream_sync),
-	SNPU_IOC(SNPU_IOC_STREAM_QUERY, STREAM_QUERY, snpu_stream_query, 0,
+	SNPU_IOC(STREAM_QUERY, STREAM_QUERY, snpu_stream_query, 0,
 		 snpu_ioc_stream_query),
-	SNPU_IOC(SNPU_IOC_STREAM_ABORT, HANDLE_OP, snpu_handle_op, 0,
-		 snpu_ioc_stream_abort),
-	SNPU_IOC(SNPU_IOC_STREAM_RESET, HANDLE_OP, snpu_handle_op, 0,
-		 snpu_ioc_stream_reset),
-	SNPU_IOC(SNPU_IOC_EVENT_CREATE, STREAM_CREATE, snpu_stream_create, 0,
-		 snpu_ioc_event_create),
-	SNPU_IOC(SNPU_IOC_EVENT_DESTROY, HANDLE_OP, snpu_handle_op, 0,
-		 snpu_ioc_event_destroy),
-	SNPU_IOC(SNPU_IOC_EVENT_QUERY, EVENT_QUERY, snpu_event_query, 0,
+	SNPU_IOC_MOD(STREAM_ABORT, HANDLE_OP, snpu_handle_op, 0,
+		     snpu_ioc_stream_abort),
+	SNPU_IOC_MOD(STREAM_RESET, HANDLE_OP, snpu_handle_op, 0,
+		     snpu_ioc_stream_reset),
+	SNPU_IOC_MOD(EVENT_CREATE, STREAM_CREATE, snpu_stream_create, 0,
+		     snpu_ioc_event_create),
+	SNPU_IOC_MOD(EVENT_DESTROY, HANDLE_OP, snpu_handle_op, 0,
+		     snpu_ioc_event_destroy),
+	SNPU_IOC(EVENT_QUERY, EVENT_QUERY, snpu_event_query, 0,
 		 snpu_ioc_event_query),
-	SNPU_IOC(SNPU_IOC_EVENT_SYNC, WAIT, snpu_wait, 0, snpu_ioc_event_sync),
-	SNPU_IOC(SNPU_IOC_EVENT_ELAPSED, EVENT_ELAPSED, snpu_event_elapsed, 0,
+	SNPU_IOC(EVENT_SYNC, WAIT, snpu_wait, 0, snpu_ioc_event_sync),
+	SNPU_IOC(EVENT_ELAPSED, EVENT_ELAPSED, snpu_event_elapsed, 0,
 		 snpu_ioc_event_elapsed),
-	SNPU_IOC(SNPU_IOC_SUBMIT, SUBMIT, snpu_submit, 0, snpu_ioc_submit),
-	SNPU_IOC(SNPU_IOC_CALLBACK_WAIT, CALLBACK, snpu_callback, 0,
+	SNPU_IOC_MOD(SUBMIT, SUBMIT, snpu_submit, 0, snpu_ioc_submit),
+	SNPU_IOC(CALLBACK_WAIT, CALLBACK, snpu_callback, 0,
 		 snpu_ioc_callback_wait),
-	SNPU_IOC(SNPU_IOC_CALLBACK_DONE, CALLBACK, snpu_callback, 0,
+	SNPU_IOC(CALLBACK_DONE, CALLBACK, snpu_callback, 0,
 		 snpu_ioc_callback_done),
-	SNPU_IOC(SNPU_IOC_RING_SETUP, RING_SETUP, snpu_ring_setup,
-		 SNPU_RING_SQPOLL, snpu_ioc_ring_setup),
-	SNPU_IOC(SNPU_IOC_ENTER, ENTER, snpu_enter,
+	SNPU_IOC_MOD(RING_SETUP, RING_SETUP, snpu_ring_setup,
+		     SNPU_RING_SQPOLL, snpu_ioc_ring_setup),
+	SNPU_IOC(ENTER, ENTER, snpu_enter,
 		 SNPU_ENTER_GETEVENTS | SNPU_ENTER_SQ_WAKEUP, snpu_ioc_enter),
-	SNPU_IOC(SNPU_IOC_OWNER_CREATE, STREAM_CREATE, snpu_stream_create, 0,
-		 snpu_ioc_owner_create),
-	SNPU_IOC(SNPU_IOC_OWNER_DESTROY, HANDLE_OP, snpu_handle_op, 0,
-		 snpu_ioc_owner_destroy),
-	SNPU_IOC(SNPU_IOC_ATTACHED_STREAM_GET, ATTACHED_STREAM,
-		 snpu_attached_stream, 0, snpu_ioc_attached_stream_get),
+	SNPU_IOC_MOD(OWNER_CREATE, STREAM_CREATE, snpu_stream_create, 0,
+		     snpu_ioc_owner_create),
+	SNPU_IOC_MOD(OWNER_DESTROY, HANDLE_OP, snpu_handle_op, 0,
+		     snpu_ioc_owner_destroy),
+	SNPU_IOC_MOD(ATTACHED_STREAM_GET, ATTACHED_STREAM,
+		     snpu_attached_stream, 0, snpu_ioc_attached_stream_get),
+	SNPU_IOC(SNAPSHOT_LOCK, SNAPSHOT, snpu_snapshot, 0,
+		 snpu_ioc_snapshot_lock),
+	SNPU_IOC(SNAPSHOT_BACKUP, SNAPSHOT, snpu_snapshot, 0,
+		 snpu_ioc_snapshot_backup),
+	SNPU_IOC(SNAPSHOT_RESTORE, SNAPSHOT, snpu_snapshot, 0,
+		 snpu_ioc_snapshot_restore),
+	SNPU_IOC(SNAPSHOT_UNLOCK, SNAPSHOT, snpu_snapshot, 0,
+		 snpu_ioc_snapshot_unlock),
+	SNPU_IOC(SNAPSHOT_STATE, SNAPSHOT, snpu_snapshot, 0,
+		 snpu_ioc_snapshot_state),
+	SNPU_IOC(BG_REGISTER, SNAPSHOT, snpu_snapshot, 0,
+		 snpu_ioc_bg_register),
+	SNPU_IOC(BG_UNREGISTER, SNAPSHOT, snpu_snapshot, 0,
+		 snpu_ioc_bg_unregister),
+	SNPU_IOC(BG_PARK, SNAPSHOT, snpu_snapshot, 0,
+		 snpu_ioc_bg_park),
 	/* No argument: the syscall floor for benchmarks. */
-	[_IOC_NR(SNPU_IOC_NOP)] = { SNPU_IOC_NOP, 0, 0, 0, snpu_ioc_nop },
+	[_IOC_NR(SNPU_IOC_NOP)] = { SNPU_IOC_NOP, 0, 0, 0, false, snpu_ioc_nop },
 };
 
 static const struct snpu_ioc_desc *snpu_ioc_find(unsigned int cmd)
@@ -170,7 +195,14 @@ long snpu_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 	if (karg.hdr.flags & ~desc->flags)
 		return -EINVAL;
 
+	if (desc->modifies) {
+		ret = snpu_proc_enter(ctx->proc);
+		if (ret)
+			return ret;
+	}
 	ret = desc->fn(ctx, &karg);
+	if (desc->modifies)
+		snpu_proc_exit(ctx->proc);
 	if (ret)
 		return ret;
 

@@ -159,11 +159,12 @@ static void snpu_job_finish(struct snpu_job *job, int error,
 	ctx->inflight--;
 	snpu_job_put_locked(ctx, job);
 	/*
-	 * Wake only those who wait for this job, or a releaser waiting for
-	 * the last one; under the lock, so that a releaser seeing inflight 0
-	 * cannot free @ctx before we are done with it.
+	 * Wake only those who wait for this job, or a releaser or a backup
+	 * waiting for the last one; under the lock, so that a releaser
+	 * seeing inflight 0 cannot free @ctx before we are done with it.
 	 */
-	if (job->waited || (!ctx->inflight && ctx->dying)) {
+	if (job->waited ||
+	    (!ctx->inflight && (ctx->dying || ctx->draining))) {
 		job->waited = false;
 		wake_up_all(&ctx->wq);
 	}

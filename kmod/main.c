@@ -4,9 +4,10 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/debugfs.h>
+#include <linux/err.h>
 #include <linux/module.h>
 #include <linux/moduleparam.h>
-#include <linux/err.h>
 
 #include "snpu.h"
 
@@ -44,7 +45,21 @@ MODULE_PARM_DESC(ctx_tasks, "tasks in flight per context, 1..32768 (default 4096
 
 struct snpu_quota snpu_quota;
 
+/* Set at load, cleared at unload: read without a lock in between. */
 static struct snpu_device *snpu_devs[SNPU_MAX_DEVICES];
+static struct dentry *snpu_debugfs;
+
+/**
+ * snpu_device_get() - the device /dev/snpu@index
+ * @index: N
+ *
+ * Return: the device, or NULL when there is none. Devices live from load
+ * to unload.
+ */
+struct snpu_device *snpu_device_get(unsigned int index)
+{
+	return index < ARRAY_SIZE(snpu_devs) ? snpu_devs[index] : NULL;
+}
 
 static void snpu_destroy_all(void)
 {
@@ -55,6 +70,8 @@ static void snpu_destroy_all(void)
 			snpu_device_destroy(snpu_devs[i]);
 		snpu_devs[i] = NULL;
 	}
+	debugfs_remove_recursive(snpu_debugfs);
+	snpu_debugfs = NULL;
 }
 
 static int __init snpu_init(void)
@@ -71,6 +88,7 @@ static int __init snpu_init(void)
 	};
 	const char *bad = snpu_params_check(&p);
 	unsigned int i;
+	int ret;
 
 	if (bad) {
 		pr_err("bad module parameter: %s\n", bad);
@@ -83,8 +101,10 @@ static int __init snpu_init(void)
 	snpu_quota.events = p.ctx_events;
 	snpu_quota.tasks = p.ctx_tasks;
 
+	snpu_debugfs = debugfs_create_dir(KBUILD_MODNAME, NULL);
 	for (i = 0; i < p.devices; i++) {
-		struct snpu_device *sdev = snpu_device_create(i, &p);
+		struct snpu_device *sdev = snpu_device_create(i, &p,
+							      snpu_debugfs);
 
 		if (IS_ERR(sdev)) {
 			pr_err("cannot create snpu%u: %ld\n", i, PTR_ERR(sdev));
@@ -94,6 +114,14 @@ static int __init snpu_init(void)
 		snpu_devs[i] = sdev;
 	}
 
+	/* Last: queries may find the devices as soon as it is registered. */
+	ret = snpu_nl_init();
+	if (ret) {
+		pr_err("cannot register the generic netlink family: %d\n", ret);
+		snpu_destroy_all();
+		return ret;
+	}
+
 	pr_info("%u device(s), %u cores and %u MiB each, ABI %u.%u\n",
 		p.devices, p.cores, p.mem_mb, SNPU_ABI_MAJOR, SNPU_ABI_MINOR);
 	return 0;
@@ -101,6 +129,7 @@ static int __init snpu_init(void)
 
 static void __exit snpu_exit(void)
 {
+	snpu_nl_exit();
 	snpu_destroy_all();
 }
 

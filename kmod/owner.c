@@ -28,14 +28,21 @@ int snpu_ioc_owner_create(struct snpu_context *ctx, union snpu_ioc_arg *arg)
 	    c->priority < SNPU_PRIO_LOW || c->priority > SNPU_PRIO_HIGH)
 		return -EINVAL;
 
-	owner = kzalloc(sizeof(*owner), GFP_KERNEL);
+	owner = kzalloc(sizeof(*owner), GFP_KERNEL_ACCOUNT);
 	if (!owner)
 		return -ENOMEM;
 	owner->priority = c->priority;
 	INIT_LIST_HEAD(&owner->streams);
 
 	mutex_lock(&ctx->lock);
-	ret = snpu_object_add_locked(ctx, &owner->obj, SNPU_OBJ_OWNER);
+	/* An owner without a stream is of no use past the stream quota. */
+	if (ctx->owners >= snpu_quota.streams) {
+		ret = -ENOSPC;
+	} else {
+		ret = snpu_object_add_locked(ctx, &owner->obj, SNPU_OBJ_OWNER);
+		if (!ret)
+			ctx->owners++;
+	}
 	mutex_unlock(&ctx->lock);
 	if (ret) {
 		kfree(owner);
@@ -59,6 +66,7 @@ void snpu_owner_destroy_locked(struct snpu_context *ctx,
 	list_for_each_entry_safe(s, tmp, &owner->streams, owner_node)
 		snpu_stream_destroy_locked(ctx, s);
 	xa_erase(&ctx->handles, owner->obj.handle);
+	ctx->owners--;
 	kfree_rcu(owner, obj.rcu);
 }
 

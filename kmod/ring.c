@@ -207,10 +207,36 @@ static bool snpu_sq_pending(struct snpu_ring *ring)
 	return smp_load_acquire(ring->sq_tail_user) != ring->sq_head;
 }
 
-static bool snpu_poller_wake(struct snpu_ring *ring)
+/* SQEs to take: pending, and the process is not locked for snapshot. */
+static bool snpu_poller_work(struct snpu_context *ctx)
 {
-	return snpu_sq_pending(ring) || READ_ONCE(ring->kicked) ||
+	return snpu_sq_pending(ctx->ring) &&
+	       READ_ONCE(ctx->proc->state) == SNPU_STATE_RUNNING;
+}
+
+static bool snpu_poller_wake(struct snpu_context *ctx)
+{
+	return snpu_poller_work(ctx) || READ_ONCE(ctx->ring->kicked) ||
 	       kthread_should_stop();
+}
+
+/**
+ * snpu_ring_kick() - make the kernel poller look at its SQ again
+ * @ctx: the context; nothing happens without a poller
+ *
+ * Called when the process is unlocked after a snapshot.
+ */
+void snpu_ring_kick(struct snpu_context *ctx)
+{
+	struct snpu_ring *ring;
+
+	mutex_lock(&ctx->lock);
+	ring = ctx->ring;
+	if (ring && ring->poller) {
+		WRITE_ONCE(ring->kicked, true);
+		wake_up(&ring->poll_wq);
+	}
+	mutex_unlock(&ctx->lock);
 }
 
 static int snpu_ring_poller(void *data)
@@ -222,13 +248,15 @@ static int snpu_ring_poller(void *data)
 	u32 n;
 
 	while (!kthread_should_stop()) {
-		bool pending = snpu_sq_pending(ring);
+		bool pending = snpu_poller_work(ctx);
 
 		n = 0;
-		if (pending) {
+		/* A snapshot lock waits for a consumption in progress. */
+		if (pending && snpu_proc_try_enter(ctx->proc)) {
 			mutex_lock(&ctx->lock);
 			n = snpu_ring_consume_locked(ctx, U32_MAX);
 			mutex_unlock(&ctx->lock);
+			snpu_proc_exit(ctx->proc);
 		}
 		if (n || !time_after(jiffies, last + idle)) {
 			if (n)
@@ -240,7 +268,7 @@ static int snpu_ring_poller(void *data)
 		smp_store_mb(*ring->sq_flags, SNPU_SQ_NEED_WAKEUP);
 		if (!pending)
 			wait_event_interruptible(ring->poll_wq,
-						 snpu_poller_wake(ring));
+						 snpu_poller_wake(ctx));
 		else
 			/* Entries but no task slots: retry each idle period. */
 			wait_event_interruptible_timeout(ring->poll_wq,
@@ -298,9 +326,14 @@ int snpu_ioc_enter(struct snpu_context *ctx, union snpu_ioc_arg *arg)
 		wake_up(&ring->poll_wq);
 	}
 	if (e->to_submit) {
+		/* Submission changes resources: the snapshot gate. */
+		ret = snpu_proc_enter(ctx->proc);
+		if (ret)
+			return ret;
 		mutex_lock(&ctx->lock);
 		e->submitted = snpu_ring_consume_locked(ctx, e->to_submit);
 		mutex_unlock(&ctx->lock);
+		snpu_proc_exit(ctx->proc);
 		if (!e->submitted && !flushed)
 			return -EBUSY;
 	}

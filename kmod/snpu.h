@@ -79,6 +79,9 @@ extern struct snpu_quota snpu_quota;
  * @ready: jobs with blocks not yet handed to a core, per priority
  * @ready_wq: idle cores wait here
  * @core: the core threads
+ * @ctx_lock: protects @ctx_list
+ * @ctx_list: the open contexts, by snpu_context.dev_node
+ * @debugfs: the device's debugfs directory
  *
  * A device lives from module load to module unload; every open file holds
  * a module reference, so no context outlives its device.
@@ -97,6 +100,10 @@ struct snpu_device {
 	struct list_head ready[SNPU_NR_PRIO];
 	wait_queue_head_t ready_wq;
 	struct task_struct **core;
+
+	struct mutex ctx_lock;		/* @ctx_list */
+	struct list_head ctx_list;
+	struct dentry *debugfs;
 };
 
 /* Handle types. */
@@ -383,6 +390,59 @@ struct snpu_ring {
 };
 
 /**
+ * struct snpu_proc - the snapshot state of a process (thread group)
+ * @ref: one per context of the process, and per transient user
+ * @tgid: the process
+ * @nr: its thread group id in the initial namespace
+ * @id: key in the registry (a thread group id may be reused while an
+ *      exited process's files live on in another process)
+ * @op_lock: serializes snapshot transitions; protects @image,
+ *           @image_bytes and @spare
+ * @list_lock: protects @contexts (never held while waiting for a
+ *             transition: opens and closes do not wait for LOCK)
+ * @contexts: the process's contexts, by snpu_context.proc_node
+ * @image: the last backup, a shmem file, or NULL
+ * @image_bytes: size of @image
+ * @spare: the backup before @image, whose pages the next backup reuses
+ * @lock: protects @state, @seq, @locker, @active, @bg, @nbg, @ncontexts
+ * @state: SNPU_STATE_*
+ * @seq: transitions so far
+ * @locker: the thread that locked, while not RUNNING
+ * @active: resource-modifying calls in progress
+ * @bg: registered background threads (struct snpu_bg)
+ * @nbg: number of entries in @bg
+ * @ncontexts: number of entries in @contexts, for queries
+ * @wq: blocked calls wait for RUNNING, LOCK for quiet, here
+ * @state_page: the page user space maps read-only (struct snpu_state_page)
+ *
+ * Lock order: @op_lock, @list_lock, a context's lock, @lock.
+ */
+struct snpu_proc {
+	struct kref ref;
+	struct pid *tgid;
+	pid_t nr;
+	u32 id;
+
+	struct mutex op_lock;		/* transitions, @image */
+	struct mutex list_lock;		/* @contexts */
+	struct list_head contexts;
+	struct file *image;
+	u64 image_bytes;
+	struct file *spare;
+
+	spinlock_t lock;		/* @state .. @nbg */
+	u32 state;
+	u32 seq;
+	struct pid *locker;
+	u32 active;
+	struct list_head bg;
+	u32 nbg;
+	u32 ncontexts;
+	wait_queue_head_t wq;
+	struct page *state_page;
+};
+
+/**
  * struct snpu_context - the state of one open file of a device
  * @sdev: the device this file was opened on
  * @lock: see the top of this file
@@ -396,6 +456,7 @@ struct snpu_ring {
  * @host_used: host memory bytes charged to this context
  * @streams: number of streams
  * @events: number of events
+ * @owners: number of owners
  * @sched_lock: see the top of this file
  * @pool: the jobs, allocated at open
  * @pool_size: number of jobs in @pool
@@ -403,9 +464,14 @@ struct snpu_ring {
  * @inflight: jobs submitted and not complete
  * @callbacks: HOST_FUNC jobs ready for delivery
  * @dying: the file is being released: jobs are cancelled, not run
+ * @draining: a backup waits for @inflight to reach 0
  * @wq: synchronize, callback and release waiters
  * @ring: the command queues, once set up (read under sched_lock by
  *        completions, set under both locks)
+ * @proc: the process that opened the file
+ * @proc_node: in @proc's contexts (under its list_lock)
+ * @dev_node: in the device's contexts (under its ctx_lock)
+ * @id: unique among the contexts since load, names it in images
  *
  * Created by open(2), freed by the last close of the file description.
  */
@@ -423,6 +489,7 @@ struct snpu_context {
 	atomic64_t host_used;
 	u32 streams;
 	u32 events;
+	u32 owners;
 
 	spinlock_t sched_lock;		/* the task graph, see top */
 	struct snpu_job *pool;
@@ -431,13 +498,20 @@ struct snpu_context {
 	u32 inflight;
 	struct list_head callbacks;
 	bool dying;
+	bool draining;
 	wait_queue_head_t wq;
 	struct snpu_ring *ring;
+
+	struct snpu_proc *proc;
+	struct list_head proc_node;
+	struct list_head dev_node;
+	u64 id;
 };
 
 /* device.c */
 struct snpu_device *snpu_device_create(unsigned int index,
-				       const struct snpu_params *p);
+				       const struct snpu_params *p,
+				       struct dentry *debugfs);
 void snpu_device_destroy(struct snpu_device *sdev);
 
 /* context.c */
@@ -506,6 +580,7 @@ void snpu_ring_post_locked(struct snpu_context *ctx, struct snpu_job *job);
 u32 snpu_ring_consume_locked(struct snpu_context *ctx, u32 max);
 void snpu_ring_stop(struct snpu_context *ctx);
 void snpu_ring_free(struct snpu_context *ctx);
+void snpu_ring_kick(struct snpu_context *ctx);
 int snpu_ring_mmap(struct snpu_context *ctx, struct vm_area_struct *vma);
 
 /* callback.c */
@@ -516,6 +591,49 @@ __poll_t snpu_callback_poll(struct snpu_context *ctx, struct file *file,
 
 /* ioctl.c */
 long snpu_ioctl(struct file *file, unsigned int cmd, unsigned long arg);
+
+/* snapshot.c */
+int snpu_proc_attach(struct snpu_context *ctx);
+void snpu_proc_detach(struct snpu_context *ctx);
+int snpu_proc_enter(struct snpu_proc *p);
+bool snpu_proc_try_enter(struct snpu_proc *p);
+void snpu_proc_exit(struct snpu_proc *p);
+int snpu_state_mmap(struct snpu_context *ctx, struct vm_area_struct *vma);
+
+/**
+ * struct snpu_proc_info - what queries report of a process
+ * @nr: thread group id in the initial namespace
+ * @state: SNPU_STATE_*
+ * @seq: transitions so far
+ * @bg_threads: registered background threads
+ * @contexts: open contexts
+ * @image_bytes: size of the last backup, 0 when none
+ */
+struct snpu_proc_info {
+	pid_t nr;
+	u32 state;
+	u32 seq;
+	u32 bg_threads;
+	u32 contexts;
+	u64 image_bytes;
+};
+
+int snpu_proc_info_next(unsigned long *cursor, struct snpu_proc_info *info);
+
+/* image.c: under the process's op_lock */
+int snpu_image_backup(struct snpu_proc *p, struct file *reuse,
+		      struct file **image, u64 *bytes);
+int snpu_image_restore(struct snpu_proc *p, struct file *image);
+
+/* device.c */
+struct snpu_device *snpu_device_get(unsigned int index);
+void snpu_device_reset(struct snpu_device *sdev);
+
+/* netlink.c */
+int snpu_nl_init(void);
+void snpu_nl_exit(void);
+void snpu_nl_transition(unsigned int dev, pid_t pid, u32 seq, u32 old_state,
+			u32 new_state, int result);
 
 /* ioctl handlers, in the file of their object */
 union snpu_ioc_arg;
@@ -548,6 +666,15 @@ int snpu_ioc_owner_create(struct snpu_context *ctx, union snpu_ioc_arg *arg);
 int snpu_ioc_owner_destroy(struct snpu_context *ctx, union snpu_ioc_arg *arg);
 int snpu_ioc_attached_stream_get(struct snpu_context *ctx,
 				 union snpu_ioc_arg *arg);
+int snpu_ioc_snapshot_lock(struct snpu_context *ctx, union snpu_ioc_arg *arg);
+int snpu_ioc_snapshot_backup(struct snpu_context *ctx, union snpu_ioc_arg *arg);
+int snpu_ioc_snapshot_restore(struct snpu_context *ctx,
+			      union snpu_ioc_arg *arg);
+int snpu_ioc_snapshot_unlock(struct snpu_context *ctx, union snpu_ioc_arg *arg);
+int snpu_ioc_snapshot_state(struct snpu_context *ctx, union snpu_ioc_arg *arg);
+int snpu_ioc_bg_register(struct snpu_context *ctx, union snpu_ioc_arg *arg);
+int snpu_ioc_bg_unregister(struct snpu_context *ctx, union snpu_ioc_arg *arg);
+int snpu_ioc_bg_park(struct snpu_context *ctx, union snpu_ioc_arg *arg);
 
 /**
  * union snpu_ioc_arg - the argument of any ioctl, copied in by snpu_ioctl()
@@ -572,6 +699,7 @@ int snpu_ioc_attached_stream_get(struct snpu_context *ctx,
  * @ring_setup: SNPU_IOC_RING_SETUP
  * @enter: SNPU_IOC_ENTER
  * @attached: SNPU_IOC_ATTACHED_STREAM_GET
+ * @snapshot: SNPU_IOC_SNAPSHOT_*, SNPU_IOC_BG_*
  *
  * At most 120 bytes: the dispatcher keeps it on the stack.
  */
@@ -600,6 +728,7 @@ union snpu_ioc_arg {
 	struct snpu_ring_setup ring_setup;
 	struct snpu_enter enter;
 	struct snpu_attached_stream attached;
+	struct snpu_snapshot snapshot;
 };
 
 static inline bool snpu_zero(const void *p, size_t len)

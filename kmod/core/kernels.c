@@ -499,9 +499,9 @@ int snpu_kernel_run(const struct snpu_klaunch *l, __u32 block,
  * @l: the launch
  *
  * A chunk is the work done between checks for cancellation, and for f32
- * kernels inside one FPU section (preemption off): at most
- * SNPU_KERNEL_CHUNK units, and for GEMM_F32, whose units cost k
- * multiply-adds each, at most SNPU_KERNEL_CHUNK_WORK multiply-adds.
+ * kernels inside one FPU section (preemption off): SNPU_KERNEL_CHUNK
+ * units, or for GEMM_F32, whose units cost k multiply-adds each, as many
+ * units as make SNPU_KERNEL_CHUNK_WORK multiply-adds (at least one).
  *
  * Return: units per chunk, at least 1.
  */

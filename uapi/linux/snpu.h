@@ -43,11 +43,16 @@
  *            over such a range.
  *   EIO      the stream is in its error state: reset it first.
  *   EBUSY    the object is in use (a stream with work for RESET, a
- *            stream another DESTROY is waiting for, a pending event for
+ *            stream or owner another DESTROY is waiting for, a pending
+ *            event for
  *            ELAPSED, a second mmap of host memory, a second RING_SETUP,
  *            an ENTER that could consume nothing while completions wait).
  *   ENXIO    ENTER or mmap of the rings before RING_SETUP.
- *   EPERM    STREAM_DESTROY of an attached stream: its owner destroys it.
+ *   EPERM    STREAM_DESTROY of an attached stream: its owner destroys it;
+ *            a writable mapping of the state page.
+ *   EBADFD   a snapshot transition the process's state does not allow.
+ *   EDEADLK  a resource-modifying call from the thread that locked the
+ *            process (it would wait for itself).
  *   ETIMEDOUT  a wait's timeout expired first.
  *   ECANCELED  (as a task's result) the task was cancelled: its stream
  *            was aborted or had failed, or its file was closed.
@@ -65,6 +70,9 @@
  *        poller (SNPU_RING_SQPOLL).
  *   0.4  Owners and their attached streams: SNPU_IOC_OWNER_CREATE,
  *        SNPU_IOC_OWNER_DESTROY, SNPU_IOC_ATTACHED_STREAM_GET.
+ *   0.5  Process snapshot: SNPU_IOC_SNAPSHOT_LOCK, _BACKUP, _RESTORE,
+ *        _UNLOCK, _STATE; background threads: SNPU_IOC_BG_REGISTER,
+ *        _UNREGISTER, _PARK; the state page (SNPU_STATE_MMAP_OFFSET).
  */
 #ifndef _UAPI_LINUX_SNPU_H
 #define _UAPI_LINUX_SNPU_H
@@ -74,7 +82,7 @@
 #include <linux/types.h>
 
 #define SNPU_ABI_MAJOR		0
-#define SNPU_ABI_MINOR		4
+#define SNPU_ABI_MINOR		5
 
 /* Largest argument struct the kernel ever copies. */
 #define SNPU_IOC_MAX_SIZE	4096
@@ -90,9 +98,10 @@
 #define SNPU_CAP_CALLBACKS	_BITULL(2)	/* host callback tasks */
 #define SNPU_CAP_RING		_BITULL(3)	/* command queues */
 #define SNPU_CAP_ATTACHED	_BITULL(4)	/* owners, attached streams */
+#define SNPU_CAP_SNAPSHOT	_BITULL(5)	/* process snapshot */
 #define SNPU_CAPS_KNOWN		(SNPU_CAP_MEMORY | SNPU_CAP_STREAMS | \
 				 SNPU_CAP_CALLBACKS | SNPU_CAP_RING | \
-				 SNPU_CAP_ATTACHED)
+				 SNPU_CAP_ATTACHED | SNPU_CAP_SNAPSHOT)
 
 /**
  * struct snpu_info - device description, returned by SNPU_IOC_GET_INFO
@@ -818,7 +827,8 @@ struct snpu_enter {
  * whose @priority becomes the priority of the owner's attached streams;
  * SNPU_IOC_OWNER_DESTROY (struct snpu_handle_op, no flags) waits for the
  * work of every attached stream of the owner, then destroys them and the
- * owner (EINTR on a signal: nothing is destroyed). Attached streams count
+ * owner (EINTR on a signal: nothing is destroyed). A context has at most
+ * as many owners as its stream quota (ENOSPC). Attached streams count
  * against the stream quota and are used like any stream, but only their
  * owner destroys them: SNPU_IOC_STREAM_DESTROY of one is EPERM.
  */
@@ -858,6 +868,86 @@ struct snpu_attached_stream {
 
 #define SNPU_ATTACHED_STREAM_SIZE_VER0	104
 
+/*
+ * Process snapshot. The snapshot state belongs to the process (thread
+ * group) that opened the file and covers every snpu file it opened, on
+ * every device; any of its files may make the calls.
+ *
+ *   RUNNING --LOCK--> LOCKED --BACKUP--> BACKED_UP --RESTORE--> LOCKED
+ *   LOCKED, BACKED_UP --UNLOCK--> RUNNING
+ *
+ * Any other transition is EBADFD and changes nothing (BACKUP in
+ * BACKED_UP is allowed: the last image wins). While the process is not
+ * RUNNING, its resource-modifying calls (allocations and frees, creates and
+ * destroys, SUBMIT, ENTER's submission, RING_SETUP, synchronous copies)
+ * block interruptibly until UNLOCK, from every thread but the one that
+ * locked, which gets EDEADLK; its kernel poller takes no SQE. Queries,
+ * synchronize, callbacks and the snapshot calls never block on the state.
+ * When the last snpu file of the process is closed the state is gone
+ * (RUNNING for a new open).
+ */
+#define SNPU_STATE_RUNNING	0
+#define SNPU_STATE_LOCKED	1
+#define SNPU_STATE_BACKED_UP	2
+
+/**
+ * struct snpu_snapshot - SNPU_IOC_SNAPSHOT_* and SNPU_IOC_BG_*
+ * @size: in: sizeof; out: bytes written
+ * @flags: must be zero
+ * @timeout_ns: in: LOCK: how long registered background threads may take
+ *              to park, -1 forever; must be 0 for the other commands
+ * @state: out: SNPU_STATE_* after the call
+ * @bg_threads: out: background threads registered in the process
+ * @image_bytes: out: size of the last backup image, 0 when none
+ * @pid: out: the process (thread group id in the caller's namespace)
+ * @pad: must be zero
+ * @reserved: must be zero
+ *
+ * LOCK: RUNNING -> LOCKED, then waits for modifying calls in progress to
+ * return and for every registered background thread to park; on timeout
+ * (ETIMEDOUT) or a signal (EINTR) the state goes back to RUNNING and the
+ * blocked calls resume. BACKUP: waits (interruptibly) until no task of the
+ * process is queued or running, then saves every allocation's address and
+ * bytes and every object into an image in swappable memory. RESTORE:
+ * writes the image's bytes back at the same addresses, checks that every
+ * object of the image still has its handle, and clears stream errors.
+ * UNLOCK: back to RUNNING, the image is dropped, blocked calls resume.
+ *
+ * BG_REGISTER makes the calling thread a background thread (EEXIST when
+ * it is one); BG_UNREGISTER undoes it (ENOENT when it is not). BG_PARK
+ * parks the calling background thread until the process is RUNNING
+ * (returns at once when it is; EINTR on a signal; ENOENT for a thread that
+ * is not registered). A background thread blocked in a modifying call
+ * counts as parked too, and so does one that exited without
+ * unregistering (LOCK notices that within 100 ms).
+ */
+struct snpu_snapshot {
+	__u32 size;
+	__u32 flags;
+	__s64 timeout_ns;
+	__u32 state;
+	__u32 bg_threads;
+	__u64 image_bytes;
+	__u32 pid;
+	__u32 pad;
+	__u64 reserved[2];
+};
+
+#define SNPU_SNAPSHOT_SIZE_VER0		56
+
+/*
+ * The state page: mmap(2) of SNPU_STATE_MMAP_OFFSET, one page, read-only
+ * (PROT_WRITE is EPERM). The kernel stores the process's state with
+ * release semantics before blocked calls are woken; read it with acquire.
+ * @seq counts transitions.
+ */
+#define SNPU_STATE_MMAP_OFFSET	_BITULL(45)
+
+struct snpu_state_page {
+	__u32 state;
+	__u32 seq;
+};
+
 #define SNPU_IOC_GET_INFO	_IOWR(SNPU_IOC_MAGIC, 0x00, struct snpu_info)
 #define SNPU_IOC_CTX_QUERY	_IOWR(SNPU_IOC_MAGIC, 0x01, struct snpu_ctx_query)
 #define SNPU_IOC_MEM_ALLOC	_IOWR(SNPU_IOC_MAGIC, 0x02, struct snpu_mem_alloc)
@@ -889,5 +979,13 @@ struct snpu_attached_stream {
 #define SNPU_IOC_OWNER_DESTROY	_IOW(SNPU_IOC_MAGIC, 0x1c, struct snpu_handle_op)
 #define SNPU_IOC_ATTACHED_STREAM_GET \
 	_IOWR(SNPU_IOC_MAGIC, 0x1d, struct snpu_attached_stream)
+#define SNPU_IOC_SNAPSHOT_LOCK	_IOWR(SNPU_IOC_MAGIC, 0x1e, struct snpu_snapshot)
+#define SNPU_IOC_SNAPSHOT_BACKUP _IOWR(SNPU_IOC_MAGIC, 0x1f, struct snpu_snapshot)
+#define SNPU_IOC_SNAPSHOT_RESTORE _IOWR(SNPU_IOC_MAGIC, 0x20, struct snpu_snapshot)
+#define SNPU_IOC_SNAPSHOT_UNLOCK _IOWR(SNPU_IOC_MAGIC, 0x21, struct snpu_snapshot)
+#define SNPU_IOC_SNAPSHOT_STATE	_IOWR(SNPU_IOC_MAGIC, 0x22, struct snpu_snapshot)
+#define SNPU_IOC_BG_REGISTER	_IOWR(SNPU_IOC_MAGIC, 0x23, struct snpu_snapshot)
+#define SNPU_IOC_BG_UNREGISTER	_IOWR(SNPU_IOC_MAGIC, 0x24, struct snpu_snapshot)
+#define SNPU_IOC_BG_PARK	_IOWR(SNPU_IOC_MAGIC, 0x25, struct snpu_snapshot)
 
 #endif /* _UAPI_LINUX_SNPU_H */
