@@ -37,6 +37,7 @@ int snpu_open_path(const char *path, unsigned int flags,
 		free(dev);
 		return ret;
 	}
+	snpu_snapshot_init(dev);
 
 	/* An snpu device answers GET_INFO with an ABI we understand. */
 	ret = snpu_get_info(dev, &info);
@@ -67,6 +68,7 @@ void snpu_close(struct snpu_device *dev)
 	if (!dev)
 		return;
 	snpu_joins_fini(dev);
+	snpu_snapshot_fini(dev);
 	close(dev->fd);
 	free(dev);
 }

@@ -15,23 +15,46 @@
 
 struct snpu_joins;
 
+/* A stage callback of the process snapshot (snapshot.c). */
+struct snpu_snap_cb {
+	snpu_snapshot_cb fn;
+	void *arg;
+};
+
 /*
- * An open device: the file descriptor of one kernel context, and the join
- * bookkeeping of the operator check when it is on (see op.c).
+ * An open device: the file descriptor of one kernel context, the join
+ * bookkeeping of the operator check when it is on (see op.c), and the
+ * snapshot's per-device state (see snapshot.c): @snap_lock protects
+ * @snap_cb (held only to copy or change an entry, never across a
+ * callback); @state_page is the read-only mapping of the process's state
+ * page, NULL until the first snpu_bg_checkpoint(), published with a
+ * release store.
  */
 struct snpu_device {
 	int fd;
 	struct snpu_joins *joins;
+	pthread_mutex_t snap_lock;
+	struct snpu_snap_cb snap_cb[SNPU_SNAPSHOT_STAGES];
+	const struct snpu_state_page *_Atomic state_page;
 };
 
-/* op.c: note the stream waits of a batch the kernel accepted. */
+/* snapshot.c: set up and tear down the snapshot fields of a device. */
+void snpu_snapshot_init(struct snpu_device *dev);
+void snpu_snapshot_fini(struct snpu_device *dev);
+
+/* op.c: the captures a batch's waits name before and after submission. */
+struct snpu_join_cap;
+struct snpu_join_cap *snpu_joins_before(struct snpu_device *dev,
+					const struct snpu_task *tasks,
+					unsigned int count);
 void snpu_joins_note(struct snpu_device *dev, const struct snpu_task *tasks,
-		     unsigned int count);
+		     unsigned int count, struct snpu_join_cap *caps);
 int snpu_joins_init(struct snpu_device *dev, unsigned int flags);
 void snpu_joins_fini(struct snpu_device *dev);
 
-/* Buckets of an owner's cache of attached streams; a power of two. */
-#define SNPU_OWNER_BUCKETS	64
+/* Buckets of an owner's cache of attached streams. */
+#define SNPU_OWNER_BUCKET_BITS	6
+#define SNPU_OWNER_BUCKETS	(1U << SNPU_OWNER_BUCKET_BITS)
 
 /*
  * One cached attached stream. Immutable once published in a bucket; freed
@@ -78,6 +101,7 @@ struct snpu_op_ctx {
 	uint32_t stream;
 	const char *name;
 	unsigned int ntracked;
+	unsigned int untracked;
 	struct snpu_attached *tracked[SNPU_OP_TRACKED];
 };
 

@@ -6,7 +6,9 @@
  * The check (SNPU_OPEN_CHECK_JOINS, or SNPU_CHECK_JOINS=1 in the
  * environment at open) keeps, per device, the highest sequence number of
  * each stream S that each stream X was made to wait for by a stream wait
- * on an event captured in S. When an operator returns, every attached
+ * on an event captured in S. Sequence numbers are the kernel's; the check
+ * assumes no other thread submits to the same streams while a batch with
+ * waits is being accounted. When an operator returns, every attached
  * stream it requested must have had all its submitted work (the kernel's
  * sequence number) joined that way into the operator's stream.
  */
@@ -92,28 +94,84 @@ static struct snpu_join *snpu_join_find(struct snpu_joins *j, uint32_t dst,
 	return n;
 }
 
+/* A capture: the stream an event was recorded on and the record's seq. */
+struct snpu_join_cap {
+	uint32_t stream;
+	uint64_t seq;
+};
+
+struct snpu_join_cap *snpu_joins_before(struct snpu_device *dev,
+					const struct snpu_task *tasks,
+					unsigned int count)
+{
+	struct snpu_join_cap *caps = calloc(count, sizeof(*caps));
+	struct snpu_event_query q;
+	unsigned int i;
+
+	if (!caps)
+		return NULL;
+	/* What each wait would wait for if the batch recorded nothing. */
+	for (i = 0; i < count; i++)
+		if (tasks[i].op == SNPU_OP_STREAM_WAIT &&
+		    !snpu_event_query(dev, tasks[i].event.event, &q))
+			caps[i] = (struct snpu_join_cap){ q.stream, q.seq };
+	return caps;
+}
+
+/* The sequence number the kernel gave task @i of an accepted batch. */
+static uint64_t snpu_batch_seq(struct snpu_device *dev,
+			       const struct snpu_task *tasks,
+			       unsigned int count, unsigned int i)
+{
+	struct snpu_stream_query q;
+	unsigned int j, later = 0;
+
+	/* A stream's tasks get consecutive numbers in batch order. */
+	for (j = i + 1; j < count; j++)
+		if (tasks[j].stream == tasks[i].stream)
+			later++;
+	if (snpu_stream_query(dev, tasks[i].stream, &q))
+		return 0;
+	return q.submitted - later;
+}
+
 void snpu_joins_note(struct snpu_device *dev, const struct snpu_task *tasks,
-		     unsigned int count)
+		     unsigned int count, struct snpu_join_cap *caps)
 {
 	struct snpu_joins *j = dev->joins;
 	struct snpu_join *join;
-	unsigned int i;
+	unsigned int i, k;
 
+	if (!caps)
+		return;
+	/*
+	 * Walk the batch in order: a wait waits for the latest record of
+	 * its event before it in the batch, else for the capture the event
+	 * had before the batch.
+	 */
 	for (i = 0; i < count; i++) {
 		const struct snpu_task *t = &tasks[i];
-		struct snpu_event_query q;
+		struct snpu_join_cap cap = caps[i];
 
 		if (t->op != SNPU_OP_STREAM_WAIT)
 			continue;
-		/* The capture the wait was queued behind: its stream and seq. */
-		if (snpu_event_query(dev, t->event.event, &q) || !q.stream)
+		for (k = i; k-- > 0;) {
+			if (tasks[k].op == SNPU_OP_EVENT_RECORD &&
+			    tasks[k].event.event == t->event.event) {
+				cap.stream = tasks[k].stream;
+				cap.seq = snpu_batch_seq(dev, tasks, count, k);
+				break;
+			}
+		}
+		if (!cap.stream)
 			continue;
 		pthread_mutex_lock(&j->lock);
-		join = snpu_join_find(j, t->stream, q.stream, true);
-		if (join && q.seq > join->seq)
-			join->seq = q.seq;
+		join = snpu_join_find(j, t->stream, cap.stream, true);
+		if (join && cap.seq > join->seq)
+			join->seq = cap.seq;
 		pthread_mutex_unlock(&j->lock);
 	}
+	free(caps);
 }
 
 /* Has every task submitted to @a's stream been joined into @dst? */
@@ -169,7 +227,7 @@ int snpu_op_run(struct snpu_owner *owner, uint32_t stream, const char *name,
 	if (!owner || !fn)
 		return -EINVAL;
 	ret = fn(&ctx, arg);
-	if (ret || !owner->dev->joins)
+	if (ret || !owner->dev || !owner->dev->joins)
 		return ret;
 	return snpu_op_check(&ctx);
 }
@@ -196,6 +254,9 @@ static void snpu_op_track(struct snpu_op_ctx *ctx, struct snpu_attached *a)
 		ctx->tracked[ctx->ntracked++] = a;
 		return;
 	}
+	/* Once per operator call. */
+	if (ctx->untracked++)
+		return;
 	fprintf(stderr,
 		"libsnpu: operator '%s' uses more than %d attached streams; '%s' is not checked for joins\n",
 		ctx->name ? ctx->name : "?", SNPU_OP_TRACKED, a->key);

@@ -23,18 +23,39 @@ static_assert(sizeof(struct snpu_attached_stream) == 104,
 
 static inline unsigned int snpu_key_bucket(const char *key, size_t len)
 {
-	uint64_t head = 0, tail = 0;
+	uint64_t head, tail, h;
+	uint32_t a, b;
 
-	/* The first and last 8 bytes and the length: no loop over the key. */
+	/*
+	 * The first, middle and last bytes and the length, with fixed-size
+	 * loads (no loop over the key, no variable-size copy to stall on).
+	 */
 	if (len >= 8) {
 		memcpy(&head, key, 8);
 		memcpy(&tail, key + len - 8, 8);
+		/* Long keys often differ in the middle ("layer.12.attn"). */
+		if (len > 16) {
+			uint64_t mid;
+
+			memcpy(&mid, key + len / 2 - 4, 8);
+			head ^= mid * 0xc2b2ae3d27d4eb4fULL;
+		}
+	} else if (len >= 4) {
+		memcpy(&a, key, 4);
+		memcpy(&b, key + len - 4, 4);
+		head = a;
+		tail = b;
 	} else {
-		memcpy(&head, key, len);
+		head = (uint8_t)key[0] | (uint8_t)key[len / 2] << 8 |
+		       (uint32_t)(uint8_t)key[len - 1] << 16;
+		tail = 0;
 	}
-	head = (head ^ (tail * 0x9e3779b97f4a7c15ULL) ^ len) *
-	       0xff51afd7ed558ccdULL;
-	return (unsigned int)(head >> 32) & (SNPU_OWNER_BUCKETS - 1);
+	/* Multiply, fold, multiply: every input bit reaches the top bits. */
+	h = (head ^ (tail * 0x9e3779b97f4a7c15ULL) ^ len) *
+	    0xff51afd7ed558ccdULL;
+	h ^= h >> 32;
+	h *= 0xc4ceb9fe1a85ec53ULL;
+	return (unsigned int)(h >> (64 - SNPU_OWNER_BUCKET_BITS));
 }
 
 static struct snpu_attached *snpu_owner_find(struct snpu_owner *owner,

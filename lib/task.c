@@ -5,6 +5,7 @@
  */
 #include <assert.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
@@ -23,6 +24,7 @@ int snpu_submit(struct snpu_device *dev, const struct snpu_task *tasks,
 		.task_size = sizeof(*tasks),
 		.tasks = (uintptr_t)tasks,
 	};
+	struct snpu_join_cap *caps = NULL;
 	int ret;
 
 	/*
@@ -32,13 +34,17 @@ int snpu_submit(struct snpu_device *dev, const struct snpu_task *tasks,
 	if (!dev || !tasks || !count || count > SNPU_SUBMIT_MAX)
 		return -EINVAL;
 
+	if (dev->joins)
+		caps = snpu_joins_before(dev, tasks, count);
 	ret = snpu_ioctl(dev->fd, SNPU_IOC_SUBMIT, &s);
-	if (ret)
+	if (ret) {
+		free(caps);
 		return ret;
+	}
 	if (seq)
 		*seq = s.seq;
 	if (dev->joins)
-		snpu_joins_note(dev, tasks, count);
+		snpu_joins_note(dev, tasks, count, caps);
 	return 0;
 }
 

@@ -404,6 +404,56 @@ struct snpu_device *snpu_op_ctx_device(const struct snpu_op_ctx *ctx);
 int snpu_op_ctx_request_attached_stream(struct snpu_op_ctx *ctx,
 					const char *key, uint32_t *stream);
 
+/* ---- process snapshot (LIBSNPU_0.5) ----------------------------------- */
+
+/*
+ * The snapshot state belongs to the process and covers every snpu file it
+ * has open, on every device: RUNNING -> LOCKED (modifying calls of other
+ * threads block, the locking thread's get -EDEADLK) -> BACKED_UP (an image
+ * of device memory and objects is saved) -> RESTORE -> LOCKED -> UNLOCK ->
+ * RUNNING. A step takes the devices whose stage callbacks it runs, in
+ * order; the kernel call is made once, through devs[0]. A callback that
+ * returns non-zero aborts the step, which is then rolled back to the state
+ * before it (UNLOCK_POST excepted: an unlock is never undone). See
+ * Documentation/snapshot.rst.
+ */
+#define SNPU_SNAPSHOT_LOCK_PRE		0	/* RUNNING, before LOCK */
+#define SNPU_SNAPSHOT_BACKUP_PRE	1	/* before BACKUP */
+#define SNPU_SNAPSHOT_BACKUP_POST	2	/* BACKED_UP, after BACKUP */
+#define SNPU_SNAPSHOT_RESTORE_PRE	3	/* BACKED_UP, before RESTORE */
+#define SNPU_SNAPSHOT_RESTORE_POST	4	/* LOCKED, after RESTORE */
+#define SNPU_SNAPSHOT_UNLOCK_POST	5	/* RUNNING, after UNLOCK */
+#define SNPU_SNAPSHOT_STAGES		6
+
+/* Return 0 to go on, a negative errno to abort the step. */
+typedef int (*snpu_snapshot_cb)(struct snpu_device *dev, unsigned int stage,
+				void *arg);
+
+int snpu_snapshot_lock(struct snpu_device *const *devs, unsigned int ndev,
+		       int64_t timeout_ns);
+int snpu_snapshot_backup(struct snpu_device *const *devs, unsigned int ndev,
+			 uint64_t *image_bytes);
+int snpu_snapshot_restore(struct snpu_device *const *devs,
+			  unsigned int ndev);
+int snpu_snapshot_unlock(struct snpu_device *const *devs, unsigned int ndev);
+int snpu_snapshot_get_state(struct snpu_device *dev,
+			    struct snpu_snapshot *out);
+int snpu_snapshot_callback_register(struct snpu_device *dev,
+				    unsigned int stage, snpu_snapshot_cb fn,
+				    void *arg);
+int snpu_snapshot_callback_unregister(struct snpu_device *dev,
+				      unsigned int stage);
+
+/*
+ * Background threads: a registered thread must reach a safe point
+ * (snpu_bg_checkpoint()) for LOCK to complete. The checkpoint of a running
+ * process reads the mapped state page and makes no system call; it parks
+ * the thread (returns 1 once resumed) while the process is locked.
+ */
+int snpu_bg_register(struct snpu_device *dev);
+int snpu_bg_unregister(struct snpu_device *dev);
+int snpu_bg_checkpoint(struct snpu_device *dev);
+
 #ifdef __cplusplus
 }
 #endif

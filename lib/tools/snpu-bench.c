@@ -4,6 +4,7 @@
  * baseline measured in the same run.
  *
  *   snpu-bench [-d N] [-r ROUNDS] [-n TASKS]
+ *   snpu-bench [-d N] [-r ROUNDS] [-n LOOKUPS] attached
  *
  * submit: NOP launches (block_dim 1) through SNPU_IOC_SUBMIT in batches of
  *         1, 8, 32 and 128, then one synchronize: tasks per second and ns
@@ -16,9 +17,21 @@
  *
  * Throughput figures are the median of ROUNDS rounds; latencies the
  * median of LAT_SAMPLES batches.
+ *
+ * attached: the miss path of attached streams, through the driver, beside
+ * the floor measured in the same rounds. "create" is the first
+ * SNPU_IOC_ATTACHED_STREAM_GET of a new key (the driver creates the
+ * stream), for up to 64 keys (half the stream quota) on an owner made for
+ * the round; "lookup" is the same ioctl for a key an owner has (created
+ * 0), with 1 key and with all the keys, which the driver finds by walking
+ * the owner's list. libsnpu's first request of a key (the cache's miss:
+ * an allocation, the owner's mutex and the ioctl), its later requests
+ * (hits) and the destroy of an owner with its idle streams are measured
+ * too. Each round measures everything once; medians of ROUNDS rounds.
  */
 #include <errno.h>
 #include <stdint.h>
+#include <sys/ioctl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -226,6 +239,217 @@ static void ring_bench(unsigned int index, unsigned int flags,
 	snpu_close(dev);
 }
 
+/* ---- attached streams ------------------------------------------------ */
+
+#define ATT_MAX_KEYS	64
+
+static void att_key(char *key, unsigned int i)
+{
+	snprintf(key, SNPU_ATTACHED_KEY_MAX, "bench.attached.stream.%u", i);
+}
+
+static int att_get(int fd, uint32_t owner, const char *key,
+		   struct snpu_attached_stream *a)
+{
+	memset(a, 0, sizeof(*a));
+	a->size = sizeof(*a);
+	a->owner = owner;
+	memcpy(a->key, key, strnlen(key, sizeof(a->key) - 1));
+	return ioctl(fd, SNPU_IOC_ATTACHED_STREAM_GET, a) < 0 ? -errno : 0;
+}
+
+static uint32_t att_owner_create(int fd)
+{
+	struct snpu_stream_create c = { .size = sizeof(c) };
+
+	if (ioctl(fd, SNPU_IOC_OWNER_CREATE, &c) < 0)
+		die("owner create", -errno);
+	return c.handle;
+}
+
+/* ns of the destroy of @owner. */
+static uint64_t att_owner_destroy(int fd, uint32_t owner)
+{
+	struct snpu_handle_op op = { .size = sizeof(op), .handle = owner };
+	uint64_t t0 = now_ns();
+
+	if (ioctl(fd, SNPU_IOC_OWNER_DESTROY, &op) < 0)
+		die("owner destroy", -errno);
+	return now_ns() - t0;
+}
+
+/* ns per ioctl: @nkeys new keys on a new owner; the owner is left in *@op. */
+static uint64_t att_create_round(int fd, char (*keys)[SNPU_ATTACHED_KEY_MAX],
+				 unsigned int nkeys, uint32_t *op)
+{
+	struct snpu_attached_stream a;
+	uint32_t owner = att_owner_create(fd);
+	uint64_t t0 = now_ns();
+	unsigned int i;
+	int ret;
+
+	for (i = 0; i < nkeys; i++) {
+		ret = att_get(fd, owner, keys[i], &a);
+		if (ret)
+			die("attached stream get (new key)", ret);
+		if (a.created != 1)
+			die("attached stream get: created is not 1", -EPROTO);
+	}
+	*op = owner;
+	return (now_ns() - t0) / nkeys;
+}
+
+/* ns per ioctl: @n lookups of the first @nkeys keys, all existing. */
+static uint64_t att_lookup_round(int fd, uint32_t owner,
+				 char (*keys)[SNPU_ATTACHED_KEY_MAX],
+				 unsigned int nkeys, unsigned int n)
+{
+	struct snpu_attached_stream a;
+	uint64_t t0 = now_ns();
+	unsigned int i;
+	int ret;
+
+	for (i = 0; i < n; i++) {
+		ret = att_get(fd, owner, keys[i % nkeys], &a);
+		if (ret)
+			die("attached stream get (existing key)", ret);
+		if (a.created)
+			die("attached stream get: created is not 0", -EPROTO);
+	}
+	return (now_ns() - t0) / n;
+}
+
+/* ns per hit: @n requests through libsnpu of the first @nkeys keys. */
+static uint64_t att_hit_round(struct snpu_owner *owner,
+			      char (*keys)[SNPU_ATTACHED_KEY_MAX],
+			      unsigned int nkeys, unsigned int n)
+{
+	uint64_t t0 = now_ns();
+	uint32_t stream;
+	unsigned int i;
+	int ret;
+
+	for (i = 0; i < n; i++) {
+		ret = snpu_owner_attached_stream(owner, keys[i % nkeys], &stream);
+		if (ret)
+			die("snpu_owner_attached_stream (hit)", ret);
+	}
+	return (now_ns() - t0) / n;
+}
+
+enum att_metric {
+	ATT_FLOOR, ATT_CREATE, ATT_LOOK1, ATT_LOOKN, ATT_MISS, ATT_HIT1,
+	ATT_HITN, ATT_DESTROY, ATT_METRICS
+};
+
+static void attached_bench(unsigned int index, unsigned int rounds,
+			   unsigned int n, uint64_t *v)
+{
+	static char keys[ATT_MAX_KEYS][SNPU_ATTACHED_KEY_MAX];
+	static const char *const what[ATT_METRICS] = {
+		"floor    SNPU_IOC_NOP",
+		"create   new key (ioctl, created 1)",
+		"lookup   existing key (ioctl, 1 key)",
+		"lookup   existing key (ioctl, %u keys)",
+		"miss     new key (libsnpu)",
+		"hit      libsnpu, 1 key",
+		"hit      libsnpu, %u keys",
+		"destroy  owner with %u idle streams",
+	};
+	uint64_t *m[ATT_METRICS], ns;
+	struct snpu_ctx_query q;
+	struct snpu_owner *owner;
+	struct snpu_device *dev;
+	struct snpu_info info;
+	unsigned int nkeys, i, r, k;
+	uint32_t handle, stream;
+	char label[64];
+	uint64_t t0;
+	int fd, ret;
+
+	ret = snpu_open(index, 0, &dev);
+	if (ret)
+		die("open", ret);
+	ret = snpu_get_info(dev, &info);
+	if (ret)
+		die("get info", ret);
+	if (!(info.caps & SNPU_CAP_ATTACHED)) {
+		fprintf(stderr, "snpu-bench: the driver (ABI %u.%u) has no attached streams\n",
+			info.abi_major, info.abi_minor);
+		exit(1);
+	}
+	ret = snpu_ctx_query(dev, &q);
+	if (ret)
+		die("ctx query", ret);
+	/* One round's owner, and the lookups' owner: half the quota each. */
+	nkeys = (q.streams_limit - q.streams) / 2;
+	if (nkeys > ATT_MAX_KEYS)
+		nkeys = ATT_MAX_KEYS;
+	if (!nkeys)
+		die("no stream left in the quota", -ENOSPC);
+	for (i = 0; i < nkeys; i++)
+		att_key(keys[i], i);
+	fd = snpu_device_fd(dev);
+	for (k = 0; k < ATT_METRICS; k++) {
+		m[k] = calloc(rounds, sizeof(*m[k]));
+		if (!m[k])
+			die("calloc", -ENOMEM);
+	}
+
+	/*
+	 * Every round measures everything once, so that a slow spell of the
+	 * host weighs on all the figures of a round, the floor included.
+	 */
+	att_create_round(fd, keys, nkeys, &handle);
+	for (r = 0; r < rounds; r++) {
+		uint32_t round_owner;
+
+		m[ATT_FLOOR][r] = floor_round(dev, n);
+		m[ATT_CREATE][r] = att_create_round(fd, keys, nkeys,
+						    &round_owner);
+		m[ATT_DESTROY][r] = att_owner_destroy(fd, round_owner);
+		m[ATT_LOOK1][r] = att_lookup_round(fd, handle, keys, 1, n);
+		m[ATT_LOOKN][r] = att_lookup_round(fd, handle, keys, nkeys, n);
+
+		ret = snpu_owner_create(dev, SNPU_PRIO_NORMAL, &owner);
+		if (ret)
+			die("snpu_owner_create", ret);
+		t0 = now_ns();
+		for (i = 0; i < nkeys; i++) {
+			ret = snpu_owner_attached_stream(owner, keys[i], &stream);
+			if (ret)
+				die("snpu_owner_attached_stream (miss)", ret);
+		}
+		m[ATT_MISS][r] = (now_ns() - t0) / nkeys;
+		m[ATT_HIT1][r] = att_hit_round(owner, keys, 1, n);
+		m[ATT_HITN][r] = att_hit_round(owner, keys, nkeys, n);
+		ret = snpu_owner_destroy(owner);
+		if (ret)
+			die("snpu_owner_destroy", ret);
+	}
+	att_owner_destroy(fd, handle);
+
+	printf("attached streams: median of %u rounds; x floor is the median of the rounds' ratios\n",
+	       rounds);
+	for (k = 0; k < ATT_METRICS; k++) {
+		snprintf(label, sizeof(label), what[k], nkeys);
+		/* The per-round ratio, in hundredths, before m[k] is sorted. */
+		for (r = 0; r < rounds; r++)
+			v[r] = m[k][r] * 100 / (m[ATT_FLOOR][r] ? m[ATT_FLOOR][r] : 1);
+		ns = median(m[k], rounds);
+		if (k == ATT_FLOOR)
+			printf("%-40s %9llu ns\n", label,
+			       (unsigned long long)ns);
+		else
+			printf("%-40s %9llu ns %7.2fx floor\n", label,
+			       (unsigned long long)ns,
+			       (double)median(v, rounds) / 100);
+	}
+	for (k = 0; k < ATT_METRICS; k++)
+		free(m[k]);
+	snpu_close(dev);
+}
+
 int main(int argc, char **argv)
 {
 	static const unsigned int batches[] = { 1, 8, 32, 128 };
@@ -249,10 +473,14 @@ int main(int argc, char **argv)
 			n = strtoul(optarg, NULL, 10);
 			break;
 		default:
-			fprintf(stderr, "usage: %s [-d N] [-r ROUNDS] [-n TASKS]\n",
+			fprintf(stderr, "usage: %s [-d N] [-r ROUNDS] [-n TASKS] [attached]\n",
 				argv[0]);
 			return opt == 'h' ? 0 : 2;
 		}
+	}
+	if (optind < argc && strcmp(argv[optind], "attached")) {
+		fprintf(stderr, "snpu-bench: unknown mode '%s'\n", argv[optind]);
+		return 2;
 	}
 	if (!rounds || n < MAX_BATCH || n % MAX_BATCH) {
 		fprintf(stderr, "snpu-bench: ROUNDS > 0, TASKS a multiple of %d\n",
@@ -262,6 +490,11 @@ int main(int argc, char **argv)
 	v = calloc(rounds > LAT_SAMPLES ? rounds : LAT_SAMPLES, sizeof(*v));
 	if (!v)
 		return 1;
+	if (optind < argc) {
+		attached_bench(index, rounds, n, v);
+		free(v);
+		return 0;
+	}
 
 	ret = snpu_open(index, 0, &dev);
 	if (ret)
