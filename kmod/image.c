@@ -48,14 +48,18 @@ struct snpu_rec {
 	char key[SNPU_ATTACHED_KEY_MAX];
 };
 
+/*
+ * The image lives in the kernel's own shmem mount, which has no size
+ * limit: running out of room there is running out of memory.
+ */
 static int snpu_image_write(struct file *f, const void *buf, size_t len,
 			    loff_t *pos)
 {
 	ssize_t n = kernel_write(f, buf, len, pos);
 
-	if (n < 0)
-		return n;
-	return n == len ? 0 : -ENOSPC;
+	if (n == -ENOSPC || (n >= 0 && n != len))
+		return -ENOMEM;
+	return n < 0 ? n : 0;
 }
 
 static int snpu_image_read(struct file *f, void *buf, size_t len, loff_t *pos)
@@ -164,8 +168,8 @@ static int snpu_image_drain(struct snpu_context *ctx)
  * Waits for every task of the process to complete, then writes each
  * context's allocations (address, size, bytes) and objects.
  *
- * Return: 0, -EINTR on a signal, or the error of the write (-ENOMEM,
- * -ENOSPC); on error the image is dropped, @reuse included.
+ * Return: 0, -EINTR on a signal, or -ENOMEM; on error the image is
+ * dropped, @reuse included.
  */
 int snpu_image_backup(struct snpu_proc *p, struct file *reuse,
 		      struct file **image, u64 *bytes)
@@ -181,7 +185,7 @@ int snpu_image_backup(struct snpu_proc *p, struct file *reuse,
 	if (!f) {
 		f = shmem_file_setup("snpu-image", 0, VM_NORESERVE);
 		if (IS_ERR(f))
-			return PTR_ERR(f);
+			return PTR_ERR(f) == -ENOSPC ? -ENOMEM : PTR_ERR(f);
 	}
 
 	/* Contexts closing meanwhile wait for the list: none goes away. */

@@ -51,6 +51,7 @@
  *   EPERM    STREAM_DESTROY of an attached stream: its owner destroys it;
  *            a writable mapping of the state page.
  *   EBADFD   a snapshot transition the process's state does not allow.
+ *   ESTALE   RESTORE: an allocation or object of the image is gone.
  *   EDEADLK  a resource-modifying call from the thread that locked the
  *            process (it would wait for itself).
  *   ETIMEDOUT  a wait's timeout expired first.
@@ -824,7 +825,8 @@ struct snpu_enter {
 /*
  * Owners and attached streams. An owner (an executor instance) names extra
  * streams by key: SNPU_IOC_OWNER_CREATE takes a struct snpu_stream_create
- * whose @priority becomes the priority of the owner's attached streams;
+ * whose @priority becomes the priority of the owner's attached streams
+ * (its @handle must be zero on input);
  * SNPU_IOC_OWNER_DESTROY (struct snpu_handle_op, no flags) waits for the
  * work of every attached stream of the owner, then destroys them and the
  * owner (EINTR on a signal: nothing is destroyed). A context has at most
@@ -879,9 +881,11 @@ struct snpu_attached_stream {
  * Any other transition is EBADFD and changes nothing (BACKUP in
  * BACKED_UP is allowed: the last image wins). While the process is not
  * RUNNING, its resource-modifying calls (allocations and frees, creates and
- * destroys, SUBMIT, ENTER's submission, RING_SETUP, synchronous copies)
- * block interruptibly until UNLOCK, from every thread but the one that
- * locked, which gets EDEADLK; its kernel poller takes no SQE. Queries,
+ * destroys, stream abort and reset, SUBMIT, ENTER's submission,
+ * RING_SETUP, synchronous copies and memsets, ATTACHED_STREAM_GET) block
+ * interruptibly until UNLOCK, from every thread but the one that locked,
+ * which gets EDEADLK; the wait comes before the call's own checks. The
+ * process's kernel poller takes no SQE meanwhile. Queries,
  * synchronize, callbacks and the snapshot calls never block on the state.
  * When the last snpu file of the process is closed the state is gone
  * (RUNNING for a new open).
@@ -908,10 +912,14 @@ struct snpu_attached_stream {
  * (ETIMEDOUT) or a signal (EINTR) the state goes back to RUNNING and the
  * blocked calls resume. BACKUP: waits (interruptibly) until no task of the
  * process is queued or running, then saves every allocation's address and
- * bytes and every object into an image in swappable memory. RESTORE:
+ * bytes and every object into an image in swappable memory (ENOMEM when
+ * it cannot be allocated; the previous image is kept). RESTORE:
  * writes the image's bytes back at the same addresses, checks that every
- * object of the image still has its handle, and clears stream errors.
- * UNLOCK: back to RUNNING, the image is dropped, blocked calls resume.
+ * object of the image still has its handle (ESTALE when one is gone; EIO
+ * when the image cannot be read back), skips the files closed since the
+ * backup, and clears stream errors. UNLOCK: back to RUNNING, the image is
+ * dropped, blocked calls resume. A snapshot call made while another one
+ * of the process is in progress waits for it, interruptibly (EINTR).
  *
  * BG_REGISTER makes the calling thread a background thread (EEXIST when
  * it is one); BG_UNREGISTER undoes it (ENOENT when it is not). BG_PARK
