@@ -3,13 +3,17 @@
 # Run every kselftest suite inside the VM (installed there as
 # snpu-selftests). Suites in UNLOADED run first with the module unloaded
 # (they load it themselves); then the module is loaded with its defaults,
-# the other suites run, and the module must unload cleanly.
+# the other suites run, and the module must unload cleanly. Suites in
+# DEBUG_ONLY need the debug kernel (fault injection): they run only when
+# the environment has SNPU_TIER=debug, and are left out silently (not
+# reported as skipped) otherwise.
 #
 # Prints the suites' TAP; a program that ends without the harness's totals
 # line is reported as "not ok". Exits 1 when anything failed.
 dir=${SNPU_SELFTESTS:-/opt/snpu/selftests}
 ko=${SNPU_KO:-/opt/snpu/snpu.ko}
 UNLOADED="load"
+DEBUG_ONLY="failnth"
 rc=0
 
 run_prog() {
@@ -46,6 +50,9 @@ else
 fi
 for s in $(ls "$dir"); do
 	case " $UNLOADED " in *" $s "*) continue ;; esac
+	case " $DEBUG_ONLY " in
+	*" $s "*) [ "${SNPU_TIER:-}" = debug ] || continue ;;
+	esac
 	[ -d "$dir/$s" ] && run_suite "$s"
 done
 if rmmod snpu; then
