@@ -47,6 +47,7 @@
 
 #include "snpu.h"
 #include "../internal.h"
+#include "../tools/bench.h"
 
 #define KEY_MAX		SNPU_ATTACHED_KEY_MAX
 #define MAX_KEYS	64
@@ -87,25 +88,9 @@ static unsigned long alloc_count(void)
 
 static clockid_t bench_clock = CLOCK_THREAD_CPUTIME_ID;
 
-static uint64_t now_ns(void)
+static uint64_t clock_ns(void)
 {
-	struct timespec ts;
-
-	clock_gettime(bench_clock, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
-}
-
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-static uint64_t median(uint64_t *v, unsigned int n)
-{
-	qsort(v, n, sizeof(*v), cmp_u64);
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+	return bench_clock_ns(bench_clock);
 }
 
 static void die(const char *what, int err)
@@ -187,7 +172,7 @@ static uint64_t run_loop(const struct loop *l, enum method m,
 	uint64_t t0, t1;
 	int ret = 0;
 
-	t0 = now_ns();
+	t0 = clock_ns();
 	switch (m) {
 	case FLOOR:
 		for (i = 0; i < n; i++) {
@@ -231,7 +216,7 @@ static uint64_t run_loop(const struct loop *l, enum method m,
 	default:
 		break;
 	}
-	t1 = now_ns();
+	t1 = clock_ns();
 	if (ret)
 		die(method_name[m], ret);
 	sink += sum;

@@ -38,34 +38,13 @@
 #include <unistd.h>
 
 #include "snpu.h"
+#include "bench.h"
 
 #define MIB		(1ULL << 20)
 #define CHUNK		(16 * MIB)
 #define MAX_SIZES	8
 #define MAX_CHUNKS	1024
 #define BUSY_BYTES	(64 * 1024)
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
-}
-
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-/* Sorts @v. */
-static uint64_t median(uint64_t *v, unsigned int n)
-{
-	qsort(v, n, sizeof(*v), cmp_u64);
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 /* The @pct-th percentile of sorted @v. */
 static uint64_t pctl(const uint64_t *v, unsigned int n, unsigned int pct)

@@ -886,7 +886,8 @@ struct snpu_attached_stream {
  * interruptibly until UNLOCK, from every thread but the one that locked,
  * which gets EDEADLK; the wait comes before the call's own checks. The
  * process's kernel poller takes no SQE meanwhile. Queries,
- * synchronize, callbacks and the snapshot calls never block on the state.
+ * synchronize, callbacks and the snapshot calls never block on the state
+ * (BG_PARK waits for RUNNING: that is what it is for).
  * When the last snpu file of the process is closed the state is gone
  * (RUNNING for a new open).
  */
@@ -898,8 +899,9 @@ struct snpu_attached_stream {
  * struct snpu_snapshot - SNPU_IOC_SNAPSHOT_* and SNPU_IOC_BG_*
  * @size: in: sizeof; out: bytes written
  * @flags: must be zero
- * @timeout_ns: in: LOCK: how long registered background threads may take
- *              to park, -1 forever; must be 0 for the other commands
+ * @timeout_ns: in: LOCK: how long modifying calls in progress may take to
+ *              return and registered background threads to park, -1
+ *              forever; must be 0 for the other commands
  * @state: out: SNPU_STATE_* after the call
  * @bg_threads: out: background threads registered in the process
  * @image_bytes: out: size of the last backup image, 0 when none
