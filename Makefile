@@ -2,7 +2,7 @@
 # snpu top-level build: the kernel module (kbuild, see Kbuild), libsnpu,
 # its tools, the kselftests, the VM image and the checks. `make help`.
 
-VERSION := 0.4.0
+VERSION := 0.5.0
 SONAME := libsnpu.so.0
 # The file behind the soname: new symbol versions, same soname.
 LIBFILE := libsnpu.so.$(VERSION)
@@ -34,17 +34,31 @@ LIB_CFLAGS := $(CFLAGS) $(WARN) -fPIC -D_GNU_SOURCE \
 TOOLS := $(patsubst lib/tools/%.c,$(B)/tools/%,$(wildcard lib/tools/*.c))
 CORE_SRCS := $(wildcard kmod/core/*.c)
 CORE_HDRS := $(wildcard kmod/core/*.h) uapi/linux/snpu.h
+# Include path of kmod/core built natively (unit tests, fuzz targets).
+CORE_INC := -Iuapi -Ikmod
 # Native unit tests: every kmod/core/tests/*.c and lib/tests/*.c program.
 CORE_TESTS := $(patsubst kmod/core/tests/%.c,$(B)/unit/%,$(wildcard kmod/core/tests/*.c))
 LIB_TESTS := $(patsubst lib/tests/%.c,$(B)/unit/%,$(wildcard lib/tests/*.c))
 UNIT_TESTS := $(CORE_TESTS) $(LIB_TESTS)
+
+# libFuzzer targets of kmod/core: kmod/core/fuzz/<name>_fuzz.c, built with
+# clang into build/fuzz/<name>_fuzz. `make fuzz` runs each for its share
+# of FUZZ_SECS seconds with libFuzzer's -seed=FUZZ_SEED.
+FUZZ_CC ?= clang
+FUZZ_SECS ?= 30
+FUZZ_SEED ?= 1
+FUZZ_SAN := -fsanitize=fuzzer,address,undefined -fno-omit-frame-pointer \
+	    -fno-sanitize-recover=all
+FUZZ_BINS := $(patsubst kmod/core/fuzz/%.c,$(B)/fuzz/%,$(wildcard kmod/core/fuzz/*_fuzz.c))
+FUZZ_COMMON := kmod/core/fuzz/ref.c
+FUZZ_GEN := $(B)/fuzz/gen/snpu_ioc_list.h
 
 PREFIX ?= /usr/local
 LIBDIR ?= $(PREFIX)/lib
 INCLUDEDIR ?= $(PREFIX)/include
 
 .PHONY: all module kbuild vm-check lib tools selftests unit unit-build deps ksrc lint check run \
-	vm-image vm-shell bench install clean help
+	vm-image vm-shell bench bench-native install clean help debug-module debug-image check-debug fuzz fuzz-build fuzz-bins
 
 all: module lib tools selftests
 
@@ -53,17 +67,25 @@ help:
 	@echo '  all (default)  module, library, tools and selftests'
 	@echo '  module         snpu.ko with kbuild against KDIR ($(KDIR))'
 	@echo '  lib            build/lib: libsnpu.a, libsnpu.so (versioned symbols)'
-	@echo '  tools          build/tools: snpu-smi, snpu-bench'
+	@echo '  tools          build/tools: snpu-smi, snpu-bench, snpu-bench-snapshot'
 	@echo '  selftests      build/selftests: kselftest suites (run in the VM)'
 	@echo '  unit           native unit tests of kmod/core and lib under ASan/UBSan'
+	@echo '  fuzz           libFuzzer targets of kmod/core, FUZZ_SECS=$(FUZZ_SECS) s in all,'
+	@echo '                 FUZZ_SEED=$(FUZZ_SEED); crashes in build/fuzz/crashes/'
 	@echo '  lint           checkpatch --strict, sparse C=2, pahole ABI check'
-	@echo '  check          build + lint + unit + kselftests in the VM; ends with'
+	@echo '  check          build + lint + unit + fuzz + kselftests in the VM; ends with'
 	@echo '                 "N passed, N failed"'
 	@echo '  vm-check       only the kselftests in the VM'
+	@echo '  check-debug    kselftests in the VM on a debug kernel (KASAN, lockdep,'
+	@echo '                 kmemleak, UBSAN), built once and cached; same last line'
 	@echo '  run            boot the VM, load the module, show the devices'
 	@echo '  vm-image       build/vm/initramfs.cpio.gz for scripts/vm'
 	@echo '  vm-shell       interactive shell in the VM with the module loaded'
-	@echo '  bench          snpu-bench in the VM: task throughput and latency'
+	@echo '  bench          bench-native, then snpu-bench in the VM: task throughput'
+	@echo '                 and latency, attached-stream misses; snpu-bench-snapshot:'
+	@echo '                 backup/restore GB/s, lock latency, checkpoint cost'
+	@echo '  bench-native   attached-stream cache hits on the host (-O2, no sanitizers);'
+	@echo '                 fails if a hit allocates'
 	@echo '  deps           install every Debian package any target needs'
 	@echo '  install        library, headers and libsnpu.pc under DESTDIR/PREFIX'
 	@echo '  clean          remove build outputs'
@@ -114,12 +136,20 @@ lib: $(B)/lib/libsnpu.a $(B)/lib/$(LIBFILE)
 # ---- tools -----------------------------------------------------------------
 
 # Tools find libsnpu next to them: build/lib here, /opt/snpu/lib in the VM.
-# snpu-bench measures io_uring's NOP beside the rings.
+# snpu-bench measures io_uring's NOP beside the rings. snpu-smi talks to
+# the generic netlink family with libnl-genl: TOOL_DEPS names the
+# scripts/deps groups a tool needs, installed before it is compiled, so
+# pkg-config runs in the recipe, after them.
 $(B)/tools/snpu-bench: TOOL_LIBS := -luring
-$(B)/tools/%: lib/tools/%.c $(B)/lib/$(LIBFILE) $(LIB_HDRS)
+$(B)/tools/snpu-smi: TOOL_DEPS := net
+$(B)/tools/snpu-smi: TOOL_CFLAGS := $$(pkg-config --cflags libnl-genl-3.0)
+$(B)/tools/snpu-smi: TOOL_LIBS := $$(pkg-config --libs libnl-genl-3.0)
+$(B)/tools/snpu-smi: uapi/linux/snpu_netlink.h
+$(B)/tools/%: lib/tools/%.c $(wildcard lib/tools/*.h) $(B)/lib/$(LIBFILE) $(LIB_HDRS)
 	@mkdir -p $(@D)
+	$(Q)$(if $(TOOL_DEPS),scripts/deps $(TOOL_DEPS))
 	@$(if $(Q),echo '  CC      $@')
-	$(Q)$(CC) $(CFLAGS) $(WARN) -D_GNU_SOURCE -Iuapi -Ilib/include $< \
+	$(Q)$(CC) $(CFLAGS) $(WARN) -D_GNU_SOURCE -Iuapi -Ilib/include $(TOOL_CFLAGS) $< \
 		-L$(B)/lib -lsnpu $(TOOL_LIBS) -Wl,-rpath,'$$ORIGIN/../lib' -o $@
 
 tools: $(TOOLS)
@@ -135,7 +165,7 @@ selftests: lib ksrc
 $(CORE_TESTS): $(B)/unit/%: kmod/core/tests/%.c $(CORE_SRCS) $(CORE_HDRS)
 	@mkdir -p $(@D)
 	@$(if $(Q),echo '  CC      $@')
-	$(Q)$(CC) -O1 -g $(WARN) $(SAN) -ffp-contract=off -I$(KSFT_INC) -Iuapi -Ikmod \
+	$(Q)$(CC) -O1 -g $(WARN) $(SAN) -ffp-contract=off -I$(KSFT_INC) $(CORE_INC) \
 		$< $(CORE_SRCS) -o $@
 
 $(LIB_TESTS): $(B)/unit/%: lib/tests/%.c $(LIB_SRCS) $(LIB_HDRS) $(wildcard lib/*.h)
@@ -150,6 +180,44 @@ unit-build: ksrc
 unit: unit-build
 	$(Q)scripts/check unit $(UNIT_TESTS)
 
+# The fuzz targets: the same sources, include path and -ffp-contract=off as
+# the unit tests, with libFuzzer. The command and struct-size lists of the
+# uapi header are extracted into a header, so a new one is fuzzed too.
+$(FUZZ_GEN): uapi/linux/snpu.h
+	@mkdir -p $(@D)
+	@$(if $(Q),echo '  GEN     $@')
+	$(Q)sed -n -e 's/^#define \(SNPU_IOC_[A-Z0-9_]*\)[[:space:]][[:space:]]*_IO.*/FUZZ_IOC_CMD(\1)/p' \
+		-e 's/^#define SNPU_\([A-Z0-9_]*\)_SIZE_VER0[[:space:]].*/FUZZ_IOC_SIZE(SNPU_\1_SIZE_VER0, snpu_\L\1)/p' \
+		$< > $@.tmp && mv $@.tmp $@
+
+$(FUZZ_BINS): $(B)/fuzz/%: kmod/core/fuzz/%.c kmod/core/fuzz/fuzz.h $(FUZZ_COMMON) \
+		$(CORE_SRCS) $(CORE_HDRS) $(FUZZ_GEN)
+	@mkdir -p $(@D)
+	@$(if $(Q),echo '  CLANG   $@')
+	$(Q)$(FUZZ_CC) -O1 -g $(WARN) $(FUZZ_SAN) -ffp-contract=off $(CORE_INC) \
+		-I$(B)/fuzz/gen $< $(FUZZ_COMMON) $(CORE_SRCS) -o $@
+
+# Seed corpora are generated, never committed: build/fuzz/seeds/<name>/.
+$(B)/fuzz/gen/seeds: kmod/core/fuzz/seeds.c $(CORE_HDRS)
+	@mkdir -p $(@D)
+	@$(if $(Q),echo '  CC      $@')
+	$(Q)$(CC) -O1 -g $(WARN) $(CORE_INC) $< -o $@
+
+$(B)/fuzz/seeds/.stamp: $(B)/fuzz/gen/seeds
+	$(Q)rm -rf $(B)/fuzz/seeds
+	$(Q)$< $(B)/fuzz/seeds > /dev/null
+	$(Q)touch $@
+
+fuzz-bins: $(FUZZ_BINS) $(B)/fuzz/seeds/.stamp
+	@:
+
+fuzz-build:
+	$(Q)scripts/deps fuzz
+	$(Q)$(MAKE) fuzz-bins
+
+fuzz: fuzz-build
+	$(Q)FUZZ_SECS=$(FUZZ_SECS) FUZZ_SEED=$(FUZZ_SEED) scripts/check fuzz $(FUZZ_BINS)
+
 lint: ksrc
 	$(Q)scripts/deps lint
 	$(Q)scripts/check lint
@@ -162,16 +230,22 @@ vm-check:
 
 # ---- VM --------------------------------------------------------------------
 
+# $(call vm-root,KO,DIR): stage the guest's files in DIR/root, with KO as
+# /opt/snpu/snpu.ko, and pack them with /init into DIR/initramfs.cpio.gz.
+define vm-root
+	$(Q)rm -rf $(2)/root && mkdir -p $(2)/root/opt/snpu/lib $(2)/root/opt/snpu/bin
+	$(Q)cp $(1) $(2)/root/opt/snpu/snpu.ko
+	$(Q)cp -a $(B)/lib/libsnpu.so* $(2)/root/opt/snpu/lib/
+	$(Q)cp $(TOOLS) $(2)/root/opt/snpu/bin/
+	$(Q)cp -a $(B)/selftests $(2)/root/opt/snpu/selftests
+	$(Q)cp selftests/run_vm.sh $(2)/root/opt/snpu/bin/snpu-selftests
+	@$(if $(Q),echo '  GEN     $(2)/initramfs.cpio.gz')
+	$(Q)scripts/mkinitramfs $(2)/root $(2)/initramfs.cpio.gz
+endef
+
 vm-image: all
 	$(Q)scripts/deps vm
-	$(Q)rm -rf $(B)/vm/root && mkdir -p $(B)/vm/root/opt/snpu/lib $(B)/vm/root/opt/snpu/bin
-	$(Q)cp snpu.ko $(B)/vm/root/opt/snpu/
-	$(Q)cp -a $(B)/lib/libsnpu.so* $(B)/vm/root/opt/snpu/lib/
-	$(Q)cp $(TOOLS) $(B)/vm/root/opt/snpu/bin/
-	$(Q)cp -a $(B)/selftests $(B)/vm/root/opt/snpu/selftests
-	$(Q)cp selftests/run_vm.sh $(B)/vm/root/opt/snpu/bin/snpu-selftests
-	@$(if $(Q),echo '  GEN     $(B)/vm/initramfs.cpio.gz')
-	$(Q)scripts/mkinitramfs $(B)/vm/root $(B)/vm/initramfs.cpio.gz
+	$(call vm-root,snpu.ko,$(B)/vm)
 
 run: vm-image
 	$(Q)scripts/vm run -t 120 snpu-smi
@@ -179,8 +253,56 @@ run: vm-image
 vm-shell: vm-image
 	$(Q)scripts/vm shell
 
+# The native part first, on the host; then the VM's.
+# snpu-bench-snapshot copies up to 256 MiB of device memory into an image
+# and back, beside memcpy of as many bytes: 1 GiB of device memory and a
+# 2 GiB guest.
 bench: vm-image
-	$(Q)scripts/vm run -t 600 snpu-bench
+	$(Q)$(MAKE) bench-native
+	$(Q)scripts/vm run -t 600 'snpu-bench && snpu-bench -r 21 attached'
+	$(Q)scripts/vm run -t 900 -m 2048 -p "mem_mb=1024" snpu-bench-snapshot
+
+# lib/bench/*.c: host benchmarks with the library compiled in (they use
+# its internal API), optimized, without sanitizers.
+$(B)/bench/%: lib/bench/%.c $(LIB_SRCS) $(LIB_HDRS) $(wildcard lib/*.h lib/tools/*.h)
+	@mkdir -p $(@D)
+	@$(if $(Q),echo '  CC      $@')
+	$(Q)$(CC) -O2 -g $(WARN) -D_GNU_SOURCE -Iuapi -Ilib/include $< $(LIB_SRCS) -o $@
+
+bench-native: $(B)/bench/attached_bench
+	$(Q)$(B)/bench/attached_bench
+
+# ---- debug tier ------------------------------------------------------------
+
+# The module built against the debug kernel (scripts/debug-kernel prints its
+# tree), from a copy of the module's sources in build/debug/src: kbuild
+# writes its objects next to the sources, so the normal build's objects and
+# snpu.ko are never touched. The copy keeps the files' times, so kbuild only
+# rebuilds what changed; sources deleted from kmod/ or uapi/ go from it too.
+DEBUG := $(B)/debug
+DEBUG_SRC := $(DEBUG)/src
+DEBUG_KDIR ?=
+
+debug-module:
+ifeq ($(DEBUG_KDIR),)
+	$(Q)scripts/deps build debug
+	$(Q)tree=$$(scripts/debug-kernel) && \
+		$(MAKE) debug-module DEBUG_KDIR="$$(echo "$$tree" | sed -n 1p)"
+else
+	$(Q)mkdir -p $(DEBUG_SRC)
+	$(Q)tar -cf - Kbuild $$(find kmod uapi -name '*.[ch]') | tar -xpf - -C $(DEBUG_SRC)
+	$(Q)cd $(DEBUG_SRC) && find kmod uapi -name '*.[ch]' | while read -r f; do \
+		[ -e "$(CURDIR)/$$f" ] || rm -f "$$f"; done
+	$(Q)$(MAKE) -C $(DEBUG_KDIR) M=$(CURDIR)/$(DEBUG_SRC) modules
+endif
+
+# build/debug/initramfs.cpio.gz: the VM image with that module.
+debug-image: lib tools selftests debug-module
+	$(Q)scripts/deps vm
+	$(call vm-root,$(DEBUG_SRC)/snpu.ko,$(DEBUG))
+
+check-debug:
+	$(Q)scripts/check debug
 
 # ---- install / clean -------------------------------------------------------
 
