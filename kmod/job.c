@@ -212,16 +212,12 @@ static void snpu_job_dispatch(struct snpu_job *job, struct list_head *todo,
 	}
 	switch (job->op) {
 	case SNPU_OP_LAUNCH:
-		/* A kernel that does no work needs no core. */
-		if (job->launch.kernel == SNPU_KERNEL_NOP)
-			break;
-		fallthrough;
 	case SNPU_OP_COPY:
 	case SNPU_OP_MEMSET:
 		snpu_sched_ready(job, handoff);
 		return;
 	}
-	/* EVENT_RECORD, STREAM_WAIT, NOP launches: done once reached. */
+	/* EVENT_RECORD, STREAM_WAIT: done once they are reached. */
 	snpu_job_finish(job, 0, todo);
 }
 
