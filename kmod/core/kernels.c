@@ -172,6 +172,7 @@ int snpu_kernel_check(__u32 kernel, __u32 block_dim,
 		      const struct snpu_kernel_arg *args)
 {
 	const struct snpu_kernel_desc *d;
+	__u64 unused = 0;
 	unsigned int i;
 
 	if (kernel >= SNPU_KERNEL_COUNT)
@@ -179,11 +180,8 @@ int snpu_kernel_check(__u32 kernel, __u32 block_dim,
 	if (block_dim < 1 || block_dim > SNPU_MAX_BLOCK_DIM)
 		return -EINVAL;
 	d = &snpu_kernel_descs[kernel];
-	for (i = 0; i < SNPU_KERNEL_MAX_ARGS; i++) {
-		if (i >= d->nargs) {
-			if (args[i].value || args[i].bytes)
-				return -EINVAL;
-		} else if (d->buffers & (1U << i)) {
+	for (i = 0; i < d->nargs; i++) {
+		if (d->buffers & (1U << i)) {
 			if (!args[i].bytes)
 				return -EINVAL;
 			if (!(d->bytewise & (1U << i)) && args[i].value & 3)
@@ -192,6 +190,11 @@ int snpu_kernel_check(__u32 kernel, __u32 block_dim,
 			return -EINVAL;
 		}
 	}
+	/* The unused ones, without a branch each. */
+	for (; i < SNPU_KERNEL_MAX_ARGS; i++)
+		unused |= args[i].value | args[i].bytes;
+	if (unused)
+		return -EINVAL;
 	return snpu_kernel_check_values(kernel, block_dim, args);
 }
 
@@ -205,9 +208,23 @@ int snpu_kernel_check(__u32 kernel, __u32 block_dim,
  */
 bool snpu_kernel_is_buffer(__u32 kernel, unsigned int arg)
 {
-	if (kernel >= SNPU_KERNEL_COUNT || arg >= SNPU_KERNEL_MAX_ARGS)
+	if (arg >= SNPU_KERNEL_MAX_ARGS)
 		return false;
-	return snpu_kernel_descs[kernel].buffers & (1U << arg);
+	return snpu_kernel_buffers(kernel) & (1U << arg);
+}
+
+/**
+ * snpu_kernel_buffers() - which arguments of a kernel are buffers
+ * @kernel: SNPU_KERNEL_*
+ *
+ * Return: a mask with bit i set when argument i is a buffer; 0 for an
+ * unknown kernel.
+ */
+__u32 snpu_kernel_buffers(__u32 kernel)
+{
+	if (kernel >= SNPU_KERNEL_COUNT)
+		return 0;
+	return snpu_kernel_descs[kernel].buffers;
 }
 
 /**

@@ -785,6 +785,18 @@ TEST(is_buffer)
 	ASSERT_FALSE(snpu_kernel_is_buffer(SNPU_KERNEL_COPY, 0xffffffff));
 }
 
+/* The mask the submit path reads once per launch, from the same table. */
+TEST(buffers_mask)
+{
+	__u32 k;
+
+	for (k = 0; k < SNPU_KERNEL_COUNT; k++)
+		ASSERT_EQ(kinfo[k].buffers, snpu_kernel_buffers(k))
+			TH_LOG("%s", kinfo[k].name);
+	ASSERT_EQ(0U, snpu_kernel_buffers(SNPU_KERNEL_COUNT));
+	ASSERT_EQ(0U, snpu_kernel_buffers(0xffffffff));
+}
+
 TEST(uses_fpu)
 {
 	__u32 k;
