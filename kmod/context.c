@@ -49,10 +49,19 @@ struct snpu_object *snpu_object_get_locked(struct snpu_context *ctx,
 struct snpu_stream *snpu_stream_get_locked(struct snpu_context *ctx,
 					   u32 handle)
 {
-	struct snpu_object *obj = snpu_object_get_locked(ctx, handle,
-							 SNPU_OBJ_STREAM);
+	struct snpu_stream *s = ctx->stream_hint;
+	struct snpu_object *obj;
 
-	return obj ? container_of(obj, struct snpu_stream, obj) : NULL;
+	/* Tasks come in runs on one stream: skip the xarray for those. */
+	lockdep_assert_held(&ctx->lock);
+	if (s && s->obj.handle == handle)
+		return s;
+	obj = snpu_object_get_locked(ctx, handle, SNPU_OBJ_STREAM);
+	if (!obj)
+		return NULL;
+	s = container_of(obj, struct snpu_stream, obj);
+	ctx->stream_hint = s;
+	return s;
 }
 
 /**

@@ -212,12 +212,16 @@ static void snpu_job_dispatch(struct snpu_job *job, struct list_head *todo,
 	}
 	switch (job->op) {
 	case SNPU_OP_LAUNCH:
+		/* A kernel that does nothing needs no core. */
+		if (job->launch.kernel == SNPU_KERNEL_NOP)
+			break;
+		fallthrough;
 	case SNPU_OP_COPY:
 	case SNPU_OP_MEMSET:
 		snpu_sched_ready(job, handoff);
 		return;
 	}
-	/* EVENT_RECORD, STREAM_WAIT: done once they are reached. */
+	/* EVENT_RECORD, STREAM_WAIT, NOP launches: done once reached. */
 	snpu_job_finish(job, 0, todo);
 }
 
@@ -306,24 +310,27 @@ static int snpu_job_prepare_launch(struct snpu_context *ctx,
 				   const struct snpu_task *t)
 {
 	struct snpu_klaunch *l = &job->launch;
+	u32 buffers = snpu_kernel_buffers(t->launch.kernel);
 	unsigned int i;
 	int ret;
 
-	memset(l, 0, sizeof(*l));
 	l->kernel = t->launch.kernel;
 	l->block_dim = t->launch.block_dim;
 	for (i = 0; i < SNPU_KERNEL_MAX_ARGS; i++) {
 		const struct snpu_kernel_arg *a = &t->launch.args[i];
 
-		if (!snpu_kernel_is_buffer(l->kernel, i)) {
+		if (!(buffers & BIT(i))) {
+			l->buf[i] = NULL;
+			l->bytes[i] = 0;
 			l->scalar[i] = a->value;
 			continue;
 		}
+		l->scalar[i] = 0;
+		l->bytes[i] = a->bytes;
 		ret = snpu_mem_resolve_locked(ctx, a->value, a->bytes,
 					      &job->mem[i], &l->buf[i]);
 		if (ret)
 			return ret;
-		l->bytes[i] = a->bytes;
 	}
 	job->nblocks = l->block_dim;
 	return 0;
@@ -391,16 +398,74 @@ int snpu_job_prepare_locked(struct snpu_context *ctx, struct snpu_job *job,
 	}
 }
 
-/* Link a prepared job into its stream and the event graph. */
-static void snpu_job_commit_locked(struct snpu_context *ctx,
-				   struct snpu_job *job,
-				   struct list_head *ready)
+/**
+ * snpu_stream_nop_locked() - complete a NOP launch on an idle stream
+ * @ctx: the context
+ * @s: the launch's stream
+ *
+ * A NOP launch that reaches an idle, healthy stream of a live context is
+ * complete as soon as it is queued: it needs no core, no ready list and no
+ * wake-up. Nothing can wait for it yet, since its sequence number is not
+ * out. Both transports use this: SNPU_IOC_SUBMIT at commit, with the job
+ * it prepared, and the SQ before it takes a job at all.
+ *
+ * Return: the launch's sequence number in @s, or 0 when @s has work in
+ * flight or an error, or @ctx is closing: the launch takes the job path.
+ */
+u64 snpu_stream_nop_locked(struct snpu_context *ctx, struct snpu_stream *s)
+{
+	lockdep_assert_held(&ctx->sched_lock);
+	if (s->tail || s->error || ctx->dying)
+		return 0;
+	s->completed = ++s->submitted;
+	return s->submitted;
+}
+
+/* A prepared NOP launch done at commit: its job goes back at once. */
+static u64 snpu_job_nop_locked(struct snpu_context *ctx,
+			       struct snpu_job *job, u64 *now)
+{
+	u64 seq;
+
+	lockdep_assert_held(&ctx->sched_lock);
+	if (job->op != SNPU_OP_LAUNCH || job->launch.kernel != SNPU_KERNEL_NOP)
+		return 0;
+	seq = snpu_stream_nop_locked(ctx, job->stream);
+	if (!seq)
+		return 0;
+	/* The NOPs of one commit complete together: one clock read. */
+	if (!*now)
+		*now = ktime_get_ns();
+	job->seq = seq;
+	job->error = 0;
+	job->done_ns = *now;
+	job->state = SNPU_JOB_DONE;
+	job->stream = NULL;
+	job->event = NULL;
+	/* A NOP names no memory: nothing to release. */
+	if (job->cqe)
+		snpu_ring_post_locked(ctx, job);
+	snpu_job_put_locked(ctx, job);
+	return seq;
+}
+
+/*
+ * Link a prepared job into its stream and the event graph. Returns its
+ * sequence number in the stream: the job itself may be back in the pool.
+ */
+static u64 snpu_job_commit_locked(struct snpu_context *ctx,
+				  struct snpu_job *job,
+				  struct list_head *ready, u64 *now)
 {
 	struct snpu_stream *s = job->stream;
 	struct snpu_event *e = job->event;
 	struct snpu_job *cap;
+	u64 seq;
 
 	lockdep_assert_held(&ctx->sched_lock);
+	seq = snpu_job_nop_locked(ctx, job, now);
+	if (seq)
+		return seq;
 	job->seq = ++s->submitted;
 	job->pending = 0;
 	job->state = SNPU_JOB_WAITING;
@@ -431,6 +496,7 @@ static void snpu_job_commit_locked(struct snpu_context *ctx,
 	ctx->inflight++;
 	if (!job->pending)
 		snpu_job_ready_locked(ctx, job, ready);
+	return s->submitted;
 }
 
 /**
@@ -460,7 +526,7 @@ void snpu_jobs_unwind(struct snpu_context *ctx, struct list_head *batch)
  * snpu_jobs_reserve() - take jobs from the pool for a submission
  * @ctx: the context
  * @count: number of jobs
- * @batch: the jobs, in order, linked by their @node
+ * @batch: an empty list; gets the jobs, linked by their @node
  *
  * Return: 0, or -ENOSPC when the tasks in flight would exceed the quota or
  * the pool is exhausted (completions parked in a full completion queue
@@ -478,15 +544,22 @@ int snpu_jobs_reserve(struct snpu_context *ctx, u32 count,
 		spin_unlock(&ctx->sched_lock);
 		return -ENOSPC;
 	}
+	/*
+	 * The pool holds the quota, one capture per event and some room for
+	 * jobs that synchronize calls hold for a moment: it may still run
+	 * short. The first @count free jobs move to @batch in one cut.
+	 */
+	job = list_entry(&ctx->free, struct snpu_job, node);
 	for (i = 0; i < count; i++) {
-		/*
-		 * The pool holds the quota, one capture per event and some
-		 * room for jobs that synchronize calls hold for a moment.
-		 */
-		if (list_empty(&ctx->free))
-			break;
-		job = list_first_entry(&ctx->free, struct snpu_job, node);
-		list_move_tail(&job->node, batch);
+		if (list_is_last(&job->node, &ctx->free)) {
+			spin_unlock(&ctx->sched_lock);
+			return -ENOSPC;
+		}
+		job = list_next_entry(job, node);
+	}
+	list_cut_position(batch, &ctx->free, &job->node);
+	/* Under the lock: a stale callback cookie is checked against gen. */
+	list_for_each_entry(job, batch, node) {
 		refcount_set(&job->ref, 1);
 		job->state = SNPU_JOB_WAITING;
 		job->waited = false;
@@ -494,10 +567,6 @@ int snpu_jobs_reserve(struct snpu_context *ctx, u32 count,
 		job->gen++;
 	}
 	spin_unlock(&ctx->sched_lock);
-	if (i < count) {
-		snpu_jobs_unwind(ctx, batch);
-		return -ENOSPC;
-	}
 	return 0;
 }
 
@@ -506,22 +575,27 @@ int snpu_jobs_reserve(struct snpu_context *ctx, u32 count,
  * @ctx: the context
  * @batch: jobs prepared by snpu_job_prepare_locked(); emptied
  *
- * Return: the sequence number of the last job in its stream.
+ * Return: the sequence number of the last job in its stream, 0 for an
+ * empty @batch.
  */
 u64 snpu_jobs_commit(struct snpu_context *ctx, struct list_head *batch)
 {
-	struct snpu_job *job;
+	struct snpu_job *job, *tmp;
 	LIST_HEAD(ready);
-	u64 seq = 0;
+	u64 seq = 0, now = 0;
 
 	lockdep_assert_held(&ctx->lock);
+	if (list_empty(batch))
+		return 0;
 	spin_lock(&ctx->sched_lock);
-	while (!list_empty(batch)) {
-		job = list_first_entry(batch, struct snpu_job, node);
-		list_del_init(&job->node);
-		snpu_job_commit_locked(ctx, job, &ready);
-		seq = job->seq;
-	}
+	/*
+	 * Each job's node goes to a ready list or the free list as it is
+	 * committed; the walk has the next one already, and @batch is reset
+	 * after the last instead of unlinking every job from it.
+	 */
+	list_for_each_entry_safe(job, tmp, batch, node)
+		seq = snpu_job_commit_locked(ctx, job, &ready, &now);
+	INIT_LIST_HEAD(batch);
 	spin_unlock(&ctx->sched_lock);
 
 	snpu_job_run_todo(&ready, NULL);

@@ -60,8 +60,18 @@ static void snpu_cq_write_locked(struct snpu_ring *ring, u64 user_data,
 	cqe->flags = 0;
 	cqe->time_ns = time_ns;
 	cqe->seq = seq;
+	WRITE_ONCE(ring->cq_tail, ring->cq_tail + 1);
 	/* Entries first, then the tail the process reads with acquire. */
-	smp_store_release(ring->cq_tail_user, ++ring->cq_tail);
+	smp_store_release(ring->cq_tail_user, ring->cq_tail);
+}
+
+/* Wake ENTER only once the CQ holds what it waits for. */
+static void snpu_ring_wake_locked(struct snpu_ring *ring)
+{
+	if (ring->cq_waiting && (s32)(ring->cq_tail - ring->cq_wake) >= 0) {
+		ring->cq_waiting = false;
+		wake_up_all(&ring->cq_wq);
+	}
 }
 
 /**
@@ -88,11 +98,7 @@ void snpu_ring_post_locked(struct snpu_context *ctx, struct snpu_job *job)
 		WRITE_ONCE(*ring->cq_flags, SNPU_CQ_OVERFLOW);
 		WRITE_ONCE(*ring->cq_overflow, *ring->cq_overflow + 1);
 	}
-	/* Wake ENTER only once the CQ holds what it waits for. */
-	if (ring->cq_waiting && (s32)(ring->cq_tail - ring->cq_wake) >= 0) {
-		ring->cq_waiting = false;
-		wake_up_all(&ring->cq_wq);
-	}
+	snpu_ring_wake_locked(ring);
 }
 
 /* Move parked completions into the CQ while there is room. */
@@ -101,6 +107,12 @@ static bool snpu_ring_flush(struct snpu_context *ctx, struct snpu_ring *ring)
 	struct snpu_job *job;
 	bool empty;
 
+	/*
+	 * Nothing parked, the common case: no lock. A completion parked just
+	 * after this look is one parked just after the flush.
+	 */
+	if (list_empty(&ring->overflow))
+		return true;
 	spin_lock(&ctx->sched_lock);
 	while (!list_empty(&ring->overflow) &&
 	       snpu_cq_used_locked(ring) < ring->cq_entries) {
@@ -142,6 +154,44 @@ static void snpu_ring_refuse(struct snpu_context *ctx, struct snpu_job *job,
 	spin_unlock(&ctx->sched_lock);
 }
 
+static bool snpu_task_is_nop(const struct snpu_task *t)
+{
+	return t->op == SNPU_OP_LAUNCH && t->launch.kernel == SNPU_KERNEL_NOP;
+}
+
+/*
+ * A NOP launch on an idle stream, with room in the CQ, completes here,
+ * without a job (see snpu_stream_nop_locked()). Returns false when it
+ * must take the job path, which checks it again and reports its error.
+ */
+static bool snpu_ring_nop_locked(struct snpu_context *ctx,
+				 struct snpu_ring *ring,
+				 const struct snpu_task *t, u64 *now)
+{
+	struct snpu_stream *s;
+	u64 seq = 0;
+
+	lockdep_assert_held(&ctx->lock);
+	if (snpu_task_check(t))
+		return false;
+	s = snpu_stream_get_locked(ctx, t->stream);
+	if (!s || s->destroying)
+		return false;
+	spin_lock(&ctx->sched_lock);
+	if (list_empty(&ring->overflow) &&
+	    snpu_cq_used_locked(ring) < ring->cq_entries)
+		seq = snpu_stream_nop_locked(ctx, s);
+	if (seq) {
+		/* The NOPs of one stretch complete together: one clock read. */
+		if (!*now)
+			*now = ktime_get_ns();
+		snpu_cq_write_locked(ring, t->user_data, 0, *now, seq);
+		snpu_ring_wake_locked(ring);
+	}
+	spin_unlock(&ctx->sched_lock);
+	return seq;
+}
+
 /**
  * snpu_ring_consume_locked() - take SQEs from the submission ring
  * @ctx: the context, with rings
@@ -149,7 +199,9 @@ static void snpu_ring_refuse(struct snpu_context *ctx, struct snpu_job *job,
  *
  * Each SQE is copied once from the shared page and checked from the copy,
  * exactly like a task of SNPU_IOC_SUBMIT, but on its own: a bad one gets
- * an error CQE and the next ones go on. Stops early when task slots run
+ * an error CQE and the next ones go on. Jobs are reserved for a stretch
+ * of entries at a time and the prepared ones committed together; a NOP
+ * launch on an idle stream needs none. Stops early when task slots run
  * out; those SQEs stay in the ring.
  *
  * Return: number of SQEs consumed.
@@ -157,11 +209,12 @@ static void snpu_ring_refuse(struct snpu_context *ctx, struct snpu_job *job,
 u32 snpu_ring_consume_locked(struct snpu_context *ctx, u32 max)
 {
 	struct snpu_ring *ring = ctx->ring;
-	struct snpu_job *job, *tmp;
-	u32 tail, avail, n, k;
-	LIST_HEAD(batch);
+	struct snpu_job *job;
+	u32 tail, avail, n;
+	LIST_HEAD(spare);
 	LIST_HEAD(good);
 	struct snpu_task t;
+	u64 now = 0;
 	int ret;
 
 	lockdep_assert_held(&ctx->lock);
@@ -174,30 +227,44 @@ u32 snpu_ring_consume_locked(struct snpu_context *ctx, u32 max)
 	}
 	avail = min(avail, max);
 
-	/* Slots for a stretch of entries at a time: two lock trips for all. */
-	for (n = 0; n < avail; n += k) {
-		k = min_t(u32, avail - n, SNPU_RING_BATCH);
-		if (snpu_jobs_reserve(ctx, k, &batch)) {
-			k = 1;
-			if (snpu_jobs_reserve(ctx, k, &batch))
+	for (n = 0; n < avail; n++) {
+		memcpy(&t, &ring->sqes[ring->sq_head & ring->sq_mask],
+		       sizeof(t));
+		if (snpu_task_is_nop(&t)) {
+			/* Only behind the tasks before it: link them first. */
+			if (!list_empty(&good)) {
+				snpu_jobs_commit(ctx, &good);
+				now = 0;
+			}
+			if (snpu_ring_nop_locked(ctx, ring, &t, &now))
+				goto consumed;
+		}
+		if (list_empty(&spare)) {
+			/* Slots for a stretch: two lock trips for all of it. */
+			snpu_jobs_commit(ctx, &good);
+			now = 0;
+			if (snpu_jobs_reserve(ctx, min_t(u32, avail - n,
+							 SNPU_RING_BATCH),
+					      &spare) &&
+			    snpu_jobs_reserve(ctx, 1, &spare))
 				break;
 		}
-		list_for_each_entry_safe(job, tmp, &batch, node) {
-			memcpy(&t, &ring->sqes[ring->sq_head & ring->sq_mask],
-			       sizeof(t));
-			/* Copied: the process may reuse the entry. */
-			smp_store_release(ring->sq_head_user, ++ring->sq_head);
-			list_del_init(&job->node);
-			ret = snpu_job_prepare_locked(ctx, job, &t);
-			if (ret) {
-				snpu_ring_refuse(ctx, job, t.user_data, ret);
-				continue;
-			}
+		job = list_first_entry(&spare, struct snpu_job, node);
+		ret = snpu_job_prepare_locked(ctx, job, &t);
+		list_del_init(&job->node);
+		if (ret) {
+			snpu_ring_refuse(ctx, job, t.user_data, ret);
+		} else {
 			job->cqe = true;
 			list_add_tail(&job->node, &good);
 		}
-		snpu_jobs_commit(ctx, &good);
+consumed:
+		/* Copied: the process may reuse the entry. */
+		smp_store_release(ring->sq_head_user, ++ring->sq_head);
 	}
+	snpu_jobs_commit(ctx, &good);
+	if (!list_empty(&spare))
+		snpu_jobs_unwind(ctx, &spare);
 	return n;
 }
 
@@ -293,6 +360,9 @@ static bool snpu_cq_ready(struct snpu_context *ctx, struct snpu_ring *ring,
 	u32 at = READ_ONCE(*ring->cq_head) + want;
 	bool ready;
 
+	/* The tail only grows: once far enough, no lock is needed. */
+	if ((s32)(READ_ONCE(ring->cq_tail) - at) >= 0)
+		return true;
 	spin_lock(&ctx->sched_lock);
 	ready = (s32)(ring->cq_tail - at) >= 0;
 	if (!ready && (!ring->cq_waiting || (s32)(at - ring->cq_wake) < 0)) {

@@ -480,6 +480,7 @@ struct snpu_context {
 
 	struct mutex lock;		/* objects, handles, quotas */
 	struct xarray handles;
+	struct snpu_stream *stream_hint;	/* last stream looked up */
 	struct maple_tree va;
 	struct maple_tree host_va;
 	unsigned int va_window;
@@ -564,6 +565,7 @@ int snpu_jobs_reserve(struct snpu_context *ctx, u32 count,
 int snpu_job_prepare_locked(struct snpu_context *ctx, struct snpu_job *job,
 			    const struct snpu_task *t);
 u64 snpu_jobs_commit(struct snpu_context *ctx, struct list_head *batch);
+u64 snpu_stream_nop_locked(struct snpu_context *ctx, struct snpu_stream *s);
 void snpu_jobs_unwind(struct snpu_context *ctx, struct list_head *batch);
 void snpu_cancel_all(struct snpu_context *ctx);
 void snpu_stream_fail_locked(struct snpu_context *ctx, struct snpu_stream *s,

@@ -124,6 +124,8 @@ void snpu_stream_destroy_locked(struct snpu_context *ctx,
 {
 	lockdep_assert_held(&ctx->lock);
 	WARN_ON(s->tail);
+	if (ctx->stream_hint == s)
+		ctx->stream_hint = NULL;
 	list_del(&s->owner_node);
 	xa_erase(&ctx->handles, s->obj.handle);
 	ctx->streams--;

@@ -1050,6 +1050,93 @@ TEST_F(ring, single_nop_cqe)
 	EXPECT_EQ(0, snpu_ring_submit(&self->ring));
 }
 
+/*
+ * NOP launches on an idle stream complete while the SQ is consumed: their
+ * CQEs are there when submit returns, in order, with the stream's
+ * sequence numbers, and the stream shows them complete.
+ */
+TEST_F(ring, nop_on_idle_stream_cqe_at_submit)
+{
+	struct snpu_stream_query q;
+	struct snpu_cqe c[3];
+	unsigned int i;
+
+	ASSERT_EQ(0, snpu_ring_init(self->dev, 8, 0, &self->ring));
+	for (i = 0; i < 3; i++)
+		ASSERT_EQ(0, sqe_nop(&self->ring, self->stream, UD(0, i)));
+	ASSERT_EQ(3, snpu_ring_submit(&self->ring));
+	ASSERT_EQ(3U, snpu_ring_cq_ready(&self->ring));
+	ASSERT_EQ(3U, reap(&self->ring, c, 3));
+	for (i = 0; i < 3; i++) {
+		EXPECT_EQ(UD(0, i), c[i].user_data);
+		EXPECT_EQ(0, c[i].result);
+		EXPECT_EQ(i + 1ULL, c[i].seq);
+	}
+	ASSERT_EQ(0, snpu_stream_query(self->dev, self->stream, &q));
+	EXPECT_EQ(3ULL, q.submitted);
+	EXPECT_EQ(3ULL, q.completed);
+}
+
+/*
+ * A NOP behind a held task of its stream waits for it, while a NOP of
+ * another, idle stream in the same submission completes at once.
+ */
+TEST_F(ring, nop_waits_behind_its_stream_only)
+{
+	struct snpu_callback_info cb;
+	struct snpu_cqe c[2], *cqe;
+	struct snpu_task *t;
+	uint32_t other;
+
+	ASSERT_EQ(0, snpu_stream_create(self->dev, SNPU_PRIO_NORMAL, 0,
+					&other));
+	ASSERT_EQ(0, snpu_ring_init(self->dev, 8, 0, &self->ring));
+	t = GET_SQE(&self->ring);
+	snpu_prep_host_func(t, self->stream, 1);
+	ASSERT_EQ(0, sqe_nop(&self->ring, self->stream, 2));
+	ASSERT_EQ(0, sqe_nop(&self->ring, other, 3));
+	ASSERT_EQ(3, snpu_ring_submit(&self->ring));
+
+	ASSERT_EQ(0, snpu_callback_wait(self->dev, WAIT_NS, &cb));
+	ASSERT_EQ(1U, snpu_ring_cq_ready(&self->ring));
+	ASSERT_EQ(0, snpu_ring_peek_cqe(&self->ring, &cqe));
+	EXPECT_EQ(3ULL, cqe->user_data);
+	EXPECT_EQ(1ULL, cqe->seq);
+	snpu_ring_cqe_seen(&self->ring, cqe);
+
+	ASSERT_EQ(0, snpu_callback_done(self->dev, cb.cookie, 0));
+	ASSERT_EQ(0, reap_n(&self->ring, c, 2));
+	EXPECT_EQ(1ULL, c[0].user_data);
+	EXPECT_EQ(1ULL, c[0].seq);
+	EXPECT_EQ(2ULL, c[1].user_data);
+	EXPECT_EQ(2ULL, c[1].seq);
+	EXPECT_EQ(0, c[1].result);
+}
+
+/*
+ * Work and NOPs of one stream in one submission: each NOP completes after
+ * the work before it, whichever way the race with the core goes.
+ */
+TEST_F(ring, nop_after_work_in_one_submit_keeps_order)
+{
+	struct snpu_cqe c[4];
+	unsigned int i;
+
+	ASSERT_EQ(0, snpu_ring_init(self->dev, 8, 0, &self->ring));
+	ASSERT_EQ(0, sqe_nop(&self->ring, self->stream, 1));
+	ASSERT_EQ(0, sqe_spin(&self->ring, self->stream, 2000000, 2));
+	ASSERT_EQ(0, sqe_nop(&self->ring, self->stream, 3));
+	ASSERT_EQ(0, sqe_nop(&self->ring, self->stream, 4));
+	ASSERT_EQ(4, snpu_ring_submit_and_wait(&self->ring, 4));
+	ASSERT_EQ(4U, reap(&self->ring, c, 4));
+	for (i = 0; i < 4; i++) {
+		EXPECT_EQ(i + 1ULL, c[i].user_data);
+		EXPECT_EQ(0, c[i].result);
+		EXPECT_EQ(i + 1ULL, c[i].seq);
+	}
+	EXPECT_LE(c[1].time_ns, c[2].time_ns);
+}
+
 /* cq_ready counts, cq_advance hands several back at once. */
 TEST_F(ring, cq_ready_and_advance)
 {
@@ -1586,6 +1673,7 @@ TEST_F(ring, host_func_through_ring)
 	EXPECT_EQ(1ULL, c[0].seq);
 	EXPECT_EQ(2ULL, c[1].user_data);
 	EXPECT_EQ(0, c[1].result);
+	EXPECT_EQ(2ULL, c[1].seq);
 
 	t = GET_SQE(&self->ring);
 	snpu_prep_host_func(t, self->stream, 0xbad);

@@ -84,6 +84,42 @@ TEST_F(cb, delivered_with_user_data_and_holds_stream)
 	EXPECT_EQ(2U, q.completed);
 }
 
+/*
+ * A NOP launch on an idle stream is complete when SUBMIT returns; behind
+ * a held stream it waits its turn like any task.
+ */
+TEST_F(cb, nop_done_at_submit_only_on_idle_stream)
+{
+	struct snpu_task nop = snpu_t_launch(self->s, SNPU_KERNEL_NOP, 1);
+	struct snpu_stream_query q;
+	struct snpu_callback cb;
+	uint64_t seq = 0;
+	int32_t err = 1;
+
+	ASSERT_EQ(0, snpu_submit(self->fd, &nop, 1, &seq));
+	EXPECT_EQ(1U, seq);
+	ASSERT_EQ(0, snpu_stream_query(self->fd, self->s, &q));
+	EXPECT_EQ(1U, q.submitted);
+	EXPECT_EQ(1U, q.completed);
+
+	struct snpu_task t[2] = {
+		snpu_t_host_func(self->s, 0x40b),
+		nop,
+	};
+	ASSERT_EQ(0, snpu_submit(self->fd, t, 2, &seq));
+	EXPECT_EQ(3U, seq);
+	ASSERT_EQ(0, snpu_callback_wait(self->fd, LONG_TIMEOUT, &cb));
+	ASSERT_EQ(0, snpu_stream_query(self->fd, self->s, &q));
+	EXPECT_EQ(3U, q.submitted);
+	EXPECT_EQ(1U, q.completed);
+
+	ASSERT_EQ(0, snpu_callback_done(self->fd, cb.cookie, 0));
+	ASSERT_EQ(0, snpu_stream_sync(self->fd, self->s, LONG_TIMEOUT, &err));
+	EXPECT_EQ(0, err);
+	ASSERT_EQ(0, snpu_stream_query(self->fd, self->s, &q));
+	EXPECT_EQ(3U, q.completed);
+}
+
 /* Callbacks of one stream come in stream order, one at a time. */
 TEST_F(cb, stream_order_of_callbacks)
 {

@@ -525,7 +525,8 @@ struct snpu_event_elapsed {
  * Buffers of 32-bit elements must be 4-byte aligned; COPY's buffers and
  * CRC32C's input are bytes. A 32-bit scalar's upper 32 bits must be zero.
  *
- *   NOP          no arguments
+ *   NOP          no arguments; completes when its stream reaches it,
+ *                without a core: on an idle stream, as it is submitted
  *   COPY         (dst, src): bytes of src, dst at least as large
  *   FILL         (dst, scalar u32 pattern): dst filled with the 32-bit
  *                pattern, bytes a multiple of 4
