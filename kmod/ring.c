@@ -154,6 +154,12 @@ static void snpu_ring_refuse(struct snpu_context *ctx, struct snpu_job *job,
 	spin_unlock(&ctx->sched_lock);
 }
 
+/* The entry at the SQ head is copied: give it back to the process. */
+static void snpu_sq_advance(struct snpu_ring *ring)
+{
+	smp_store_release(ring->sq_head_user, ++ring->sq_head);
+}
+
 static bool snpu_task_is_nop(const struct snpu_task *t)
 {
 	return t->op == SNPU_OP_LAUNCH && t->launch.kernel == SNPU_KERNEL_NOP;
@@ -161,8 +167,10 @@ static bool snpu_task_is_nop(const struct snpu_task *t)
 
 /*
  * A NOP launch on an idle stream, with room in the CQ, completes here,
- * without a job (see snpu_stream_nop_locked()). Returns false when it
- * must take the job path, which checks it again and reports its error.
+ * without a job (see snpu_stream_nop_locked()): its entry is given back,
+ * then its CQE written. Returns false, with the entry still at the SQ
+ * head, when it must take the job path, which checks it again and
+ * reports its error.
  */
 static bool snpu_ring_nop_locked(struct snpu_context *ctx,
 				 struct snpu_ring *ring,
@@ -182,6 +190,8 @@ static bool snpu_ring_nop_locked(struct snpu_context *ctx,
 	    snpu_cq_used_locked(ring) < ring->cq_entries)
 		seq = snpu_stream_nop_locked(ctx, s);
 	if (seq) {
+		/* The entry is free before its CQE is seen. */
+		snpu_sq_advance(ring);
 		/* The NOPs of one stretch complete together: one clock read. */
 		if (!*now)
 			*now = ktime_get_ns();
@@ -237,7 +247,7 @@ u32 snpu_ring_consume_locked(struct snpu_context *ctx, u32 max)
 				now = 0;
 			}
 			if (snpu_ring_nop_locked(ctx, ring, &t, &now))
-				goto consumed;
+				continue;
 		}
 		if (list_empty(&spare)) {
 			/* Slots for a stretch: two lock trips for all of it. */
@@ -249,6 +259,7 @@ u32 snpu_ring_consume_locked(struct snpu_context *ctx, u32 max)
 			    snpu_jobs_reserve(ctx, 1, &spare))
 				break;
 		}
+		snpu_sq_advance(ring);
 		job = list_first_entry(&spare, struct snpu_job, node);
 		ret = snpu_job_prepare_locked(ctx, job, &t);
 		list_del_init(&job->node);
@@ -258,9 +269,6 @@ u32 snpu_ring_consume_locked(struct snpu_context *ctx, u32 max)
 			job->cqe = true;
 			list_add_tail(&job->node, &good);
 		}
-consumed:
-		/* Copied: the process may reuse the entry. */
-		smp_store_release(ring->sq_head_user, ++ring->sq_head);
 	}
 	snpu_jobs_commit(ctx, &good);
 	if (!list_empty(&spare))

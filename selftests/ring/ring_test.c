@@ -2581,6 +2581,31 @@ TEST_F(ring, poller_batches)
 }
 
 /*
+ * With a poller, a CQE in the CQ means its SQ entry is free again: the
+ * head passed it before the task could complete. One NOP at a time, so
+ * that the poller races the reader on every round.
+ */
+TEST_F(ring, poller_cqe_implies_sqe_free)
+{
+	struct snpu_cqe *cqe;
+	unsigned int round;
+
+	ASSERT_EQ(0, snpu_ring_init(self->dev, 4, SNPU_RING_SQPOLL,
+				    &self->ring));
+	for (round = 0; round < 2000; round++) {
+		ASSERT_EQ(0, sqe_nop(&self->ring, self->stream, round));
+		ASSERT_LE(0, snpu_ring_submit(&self->ring));
+		ASSERT_EQ(0, snpu_ring_wait_cqe(&self->ring, &cqe));
+		ASSERT_EQ(round, cqe->user_data);
+		ASSERT_EQ(self->ring.sq.sqe_tail,
+			  __atomic_load_n(self->ring.sq.khead,
+					  __ATOMIC_ACQUIRE))
+			TH_LOG("round %u", round);
+		snpu_ring_cqe_seen(&self->ring, cqe);
+	}
+}
+
+/*
  * A poller on a ring whose CQ keeps overflowing: reaping and ENTER (which
  * moves the waiting completions in and gives their slots back) keep it
  * going; every task completes exactly once, in order.
