@@ -69,27 +69,24 @@ static int snpu_snap_call(struct snpu_device *dev, unsigned long cmd,
 	return snpu_ioctl_wait(dev->fd, cmd, s);
 }
 
-static int snpu_snap_devs_ok(struct snpu_device *const *devs,
-			     unsigned int ndev)
+/*
+ * Check the device array, then read the process's state through the
+ * first device: every step starts here.
+ */
+static int snpu_snap_state(struct snpu_device *const *devs, unsigned int ndev,
+			   uint32_t *state)
 {
+	struct snpu_snapshot s;
 	unsigned int i;
+	int ret;
 
 	if (!devs || !ndev)
 		return -EINVAL;
 	for (i = 0; i < ndev; i++)
 		if (!devs[i])
 			return -EINVAL;
-	return 0;
-}
-
-/* The process's state, through @dev. */
-static int snpu_snap_state(struct snpu_device *dev, uint32_t *state)
-{
-	struct snpu_snapshot s;
-	int ret;
-
 	snpu_snap_arg(&s, 0);
-	ret = snpu_ioctl(dev->fd, SNPU_IOC_SNAPSHOT_STATE, &s);
+	ret = snpu_ioctl(devs[0]->fd, SNPU_IOC_SNAPSHOT_STATE, &s);
 	if (!ret)
 		*state = s.state;
 	return ret;
@@ -131,10 +128,7 @@ int snpu_snapshot_lock(struct snpu_device *const *devs, unsigned int ndev,
 	uint32_t state;
 	int ret;
 
-	ret = snpu_snap_devs_ok(devs, ndev);
-	if (ret)
-		return ret;
-	ret = snpu_snap_state(devs[0], &state);
+	ret = snpu_snap_state(devs, ndev, &state);
 	if (ret)
 		return ret;
 	if (state != SNPU_STATE_RUNNING)
@@ -154,10 +148,7 @@ int snpu_snapshot_backup(struct snpu_device *const *devs, unsigned int ndev,
 	uint32_t state;
 	int ret;
 
-	ret = snpu_snap_devs_ok(devs, ndev);
-	if (ret)
-		return ret;
-	ret = snpu_snap_state(devs[0], &state);
+	ret = snpu_snap_state(devs, ndev, &state);
 	if (ret)
 		return ret;
 	if (state != SNPU_STATE_LOCKED && state != SNPU_STATE_BACKED_UP)
@@ -191,10 +182,7 @@ int snpu_snapshot_restore(struct snpu_device *const *devs, unsigned int ndev)
 	uint32_t state;
 	int ret;
 
-	ret = snpu_snap_devs_ok(devs, ndev);
-	if (ret)
-		return ret;
-	ret = snpu_snap_state(devs[0], &state);
+	ret = snpu_snap_state(devs, ndev, &state);
 	if (ret)
 		return ret;
 	if (state != SNPU_STATE_BACKED_UP)
@@ -218,10 +206,7 @@ int snpu_snapshot_unlock(struct snpu_device *const *devs, unsigned int ndev)
 	uint32_t state;
 	int ret;
 
-	ret = snpu_snap_devs_ok(devs, ndev);
-	if (ret)
-		return ret;
-	ret = snpu_snap_state(devs[0], &state);
+	ret = snpu_snap_state(devs, ndev, &state);
 	if (ret)
 		return ret;
 	if (state == SNPU_STATE_RUNNING)
