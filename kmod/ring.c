@@ -157,6 +157,7 @@ static void snpu_ring_refuse(struct snpu_context *ctx, struct snpu_job *job,
 /* The entry at the SQ head is copied: give it back to the process. */
 static void snpu_sq_advance(struct snpu_ring *ring)
 {
+	/* After the copy; pairs with the process's acquire of the head. */
 	smp_store_release(ring->sq_head_user, ++ring->sq_head);
 }
 
