@@ -29,7 +29,7 @@ SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recove
 
 LIB_SRCS := $(wildcard lib/*.c)
 LIB_HDRS := lib/include/snpu.h uapi/linux/snpu.h
-LIB_CFLAGS := $(CFLAGS) $(WARN) -fPIC -D_GNU_SOURCE \
+LIB_CFLAGS := $(CFLAGS) $(WARN) -fPIC -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 \
 	      -Iuapi -Ilib/include
 TOOLS := $(patsubst lib/tools/%.c,$(B)/tools/%,$(wildcard lib/tools/*.c))
 CORE_SRCS := $(wildcard kmod/core/*.c)

@@ -242,15 +242,6 @@ static int snpu_release(struct inode *inode, struct file *file)
 	return 0;
 }
 
-static int snpu_mmap(struct file *file, struct vm_area_struct *vma)
-{
-	if (vma->vm_pgoff == SNPU_RING_MMAP_OFFSET >> PAGE_SHIFT)
-		return snpu_ring_mmap(file->private_data, vma);
-	if (vma->vm_pgoff == SNPU_STATE_MMAP_OFFSET >> PAGE_SHIFT)
-		return snpu_state_mmap(file->private_data, vma);
-	return snpu_host_mmap(file->private_data, vma);
-}
-
 static __poll_t snpu_poll(struct file *file, poll_table *wait)
 {
 	return snpu_callback_poll(file->private_data, file, wait);

@@ -125,7 +125,8 @@ int snpu_ioc_host_alloc(struct snpu_context *ctx, union snpu_ioc_arg *arg)
 		goto err;
 
 	a->handle = host->obj.handle;
-	a->mmap_offset = (u64)host->obj.handle << PAGE_SHIFT;
+	a->mmap_offset = SNPU_HOST_MMAP_OFFSET +
+			 ((u64)host->obj.handle << PAGE_SHIFT);
 	return 0;
 err:
 	/* Never published: release frees and uncharges. */
@@ -248,12 +249,40 @@ int snpu_ioc_host_free(struct snpu_context *ctx, union snpu_ioc_arg *arg)
 	return obj ? 0 : -ENOENT;
 }
 
+/*
+ * Every copy the kernel makes of a mapping (fork after MADV_DOFORK, the
+ * new range of an mremap(), refused or not) holds a reference of its own.
+ */
+static void snpu_host_vm_open(struct vm_area_struct *vma)
+{
+	struct snpu_host *host = vma->vm_private_data;
+
+	kref_get(&host->ref);
+}
+
+/*
+ * Only the mapping that published the range unpublishes it: a copy that
+ * goes away (a child's, or an mremap() target the kernel unmaps again)
+ * leaves the process's own mapping resolving.
+ */
 static void snpu_host_vm_close(struct vm_area_struct *vma)
 {
 	struct snpu_host *host = vma->vm_private_data;
 
-	mtree_erase(&host->ctx->host_va, host->uaddr);
+	if (READ_ONCE(host->vma) == vma) {
+		mtree_erase(&host->ctx->host_va, host->uaddr);
+		WRITE_ONCE(host->vma, NULL);
+	}
 	snpu_host_put(host);
+}
+
+static vm_fault_t snpu_host_vm_fault(struct vm_fault *vmf)
+{
+	struct snpu_host *host = vmf->vma->vm_private_data;
+
+	return snpu_vmalloc_fault(vmf, host->kaddr, host->bytes,
+				  (SNPU_HOST_MMAP_OFFSET >> PAGE_SHIFT) +
+				  host->obj.handle);
 }
 
 /* A mapping is one range for its whole life: no split, no move. */
@@ -268,7 +297,9 @@ static int snpu_host_vm_mremap(struct vm_area_struct *vma)
 }
 
 static const struct vm_operations_struct snpu_host_vm_ops = {
+	.open = snpu_host_vm_open,
 	.close = snpu_host_vm_close,
+	.fault = snpu_host_vm_fault,
 	.may_split = snpu_host_vm_split,
 	.mremap = snpu_host_vm_mremap,
 };
@@ -279,7 +310,8 @@ static const struct vm_operations_struct snpu_host_vm_ops = {
  * @vma: the mapping: offset from SNPU_IOC_HOST_ALLOC, the whole size
  *
  * Runs under mmap_lock, so it takes no context lock: the handle is looked
- * up under RCU.
+ * up under RCU. The mapping holds a reference on the memory; pages are
+ * faulted in (snpu_vmalloc_fault()).
  *
  * Return: 0, -EINVAL for a bad offset or size or a private mapping,
  * -EBUSY when already mapped, -EEXIST when the range overlaps registered
@@ -288,14 +320,15 @@ static const struct vm_operations_struct snpu_host_vm_ops = {
 int snpu_host_mmap(struct snpu_context *ctx, struct vm_area_struct *vma)
 {
 	unsigned long len = vma->vm_end - vma->vm_start;
+	unsigned long pgoff = vma->vm_pgoff - (SNPU_HOST_MMAP_OFFSET >> PAGE_SHIFT);
 	struct snpu_object *obj;
 	struct snpu_host *host = NULL;
 	int ret;
 
-	if (vma->vm_pgoff > U32_MAX)
+	if (pgoff > U32_MAX)
 		return -EINVAL;
 	rcu_read_lock();
-	obj = xa_load(&ctx->handles, vma->vm_pgoff);
+	obj = xa_load(&ctx->handles, pgoff);
 	if (obj && obj->type == SNPU_OBJ_HOST) {
 		host = container_of(obj, struct snpu_host, obj);
 		if (host->pages || !kref_get_unless_zero(&host->ref))
@@ -313,15 +346,13 @@ int snpu_host_mmap(struct snpu_context *ctx, struct vm_area_struct *vma)
 	if (atomic_cmpxchg(&host->mapped, 0, 1))
 		goto err;
 
-	vma->vm_flags |= VM_DONTCOPY | VM_DONTEXPAND | VM_DONTDUMP;
-	ret = remap_vmalloc_range(vma, host->kaddr, 0);
-	if (ret)
-		goto err_unmark;
 	host->uaddr = vma->vm_start;
 	ret = mtree_insert_range(&ctx->host_va, vma->vm_start, vma->vm_end - 1,
 				 host, GFP_KERNEL);
 	if (ret)
 		goto err_unmark;
+	vm_flags_set(vma, VM_DONTCOPY | VM_DONTEXPAND | VM_DONTDUMP);
+	WRITE_ONCE(host->vma, vma);
 	vma->vm_private_data = host;
 	vma->vm_ops = &snpu_host_vm_ops;
 	return 0;

@@ -595,6 +595,22 @@ void snpu_ring_free(struct snpu_context *ctx)
 	kfree(ring);
 }
 
+/*
+ * The rings live as long as the file, and every mapping (and each copy the
+ * kernel makes of one) holds the file: no reference of their own to keep.
+ */
+static vm_fault_t snpu_ring_vm_fault(struct vm_fault *vmf)
+{
+	struct snpu_ring *ring = vmf->vma->vm_private_data;
+
+	return snpu_vmalloc_fault(vmf, ring->mem, ring->bytes,
+				  SNPU_RING_MMAP_OFFSET >> PAGE_SHIFT);
+}
+
+static const struct vm_operations_struct snpu_ring_vm_ops = {
+	.fault = snpu_ring_vm_fault,
+};
+
 /**
  * snpu_ring_mmap() - map the rings
  * @ctx: the context
@@ -612,6 +628,8 @@ int snpu_ring_mmap(struct snpu_context *ctx, struct vm_area_struct *vma)
 	if (vma->vm_end - vma->vm_start > ring->bytes ||
 	    !(vma->vm_flags & VM_SHARED))
 		return -EINVAL;
-	vma->vm_flags |= VM_DONTEXPAND | VM_DONTDUMP;
-	return remap_vmalloc_range(vma, ring->mem, 0);
+	vm_flags_set(vma, VM_DONTEXPAND | VM_DONTDUMP);
+	vma->vm_private_data = ring;
+	vma->vm_ops = &snpu_ring_vm_ops;
+	return 0;
 }

@@ -619,6 +619,22 @@ int snpu_ioc_bg_park(struct snpu_context *ctx, union snpu_ioc_arg *arg)
 	return 0;
 }
 
+/* The page lives as long as the process, which the file's context holds. */
+static vm_fault_t snpu_state_vm_fault(struct vm_fault *vmf)
+{
+	struct snpu_proc *p = vmf->vma->vm_private_data;
+
+	if (vmf->pgoff != SNPU_STATE_MMAP_OFFSET >> PAGE_SHIFT)
+		return VM_FAULT_SIGBUS;
+	get_page(p->state_page);
+	vmf->page = p->state_page;
+	return 0;
+}
+
+static const struct vm_operations_struct snpu_state_vm_ops = {
+	.fault = snpu_state_vm_fault,
+};
+
 /**
  * snpu_state_mmap() - map the process's state page, read-only
  * @ctx: the context
@@ -632,9 +648,11 @@ int snpu_state_mmap(struct snpu_context *ctx, struct vm_area_struct *vma)
 		return -EINVAL;
 	if (vma->vm_flags & VM_WRITE)
 		return -EPERM;
-	vma->vm_flags &= ~VM_MAYWRITE;
-	vma->vm_flags |= VM_DONTEXPAND | VM_DONTDUMP;
-	return vm_insert_page(vma, vma->vm_start, ctx->proc->state_page);
+	vm_flags_clear(vma, VM_MAYWRITE);
+	vm_flags_set(vma, VM_DONTEXPAND | VM_DONTDUMP);
+	vma->vm_private_data = ctx->proc;
+	vma->vm_ops = &snpu_state_vm_ops;
+	return 0;
 }
 
 /**

@@ -31,6 +31,7 @@
 #include <linux/kref.h>
 #include <linux/list.h>
 #include <linux/maple_tree.h>
+#include <linux/mm.h>
 #include <linux/miscdevice.h>
 #include <linux/mutex.h>
 #include <linux/poll.h>
@@ -154,6 +155,8 @@ struct snpu_mem {
  * @bytes: size in bytes (whole pages)
  * @uaddr: user address while mapped or registered
  * @mapped: driver-allocated memory is mapped (only once)
+ * @vma: the mapping that published @uaddr, until it is closed; copies of
+ *       it hold references but never unpublish
  * @pages: registered memory: the pinned pages
  * @npages: number of @pages
  * @mm: registered memory: the mm charged for the pinning
@@ -166,6 +169,7 @@ struct snpu_host {
 	u64 bytes;
 	u64 uaddr;
 	atomic_t mapped;
+	struct vm_area_struct *vma;
 	struct page **pages;
 	unsigned long npages;
 	struct mm_struct *mm;
@@ -323,9 +327,6 @@ struct snpu_job {
 	struct snpu_mem *mem[SNPU_KERNEL_MAX_ARGS];
 	struct snpu_host *host;
 };
-
-/* mmap(2) offset of the rings: above every host memory handle. */
-#define SNPU_RING_MMAP_OFFSET	BIT_ULL(44)
 
 /**
  * struct snpu_ring - the command queues of a context
@@ -576,6 +577,29 @@ void snpu_jobs_run(struct list_head *todo);
 int snpu_cores_start(struct snpu_device *sdev);
 void snpu_cores_stop(struct snpu_device *sdev);
 void snpu_sched_ready(struct snpu_job *job, struct snpu_job **handoff);
+
+/* mmap.c */
+int snpu_mmap(struct file *file, struct vm_area_struct *vma);
+vm_fault_t snpu_vmalloc_fault(struct vm_fault *vmf, void *base, size_t bytes,
+			      unsigned long pgoff);
+
+/*
+ * VMA flags are written through vm_flags_set() and vm_flags_clear() from
+ * 6.3 on; the same calls here on kernels without them (Kbuild looks for
+ * them in the kernel's headers).
+ */
+#ifndef SNPU_HAVE_VM_FLAGS_SET
+static inline void vm_flags_set(struct vm_area_struct *vma, vm_flags_t flags)
+{
+	vma->vm_flags |= flags;
+}
+
+static inline void vm_flags_clear(struct vm_area_struct *vma,
+				  vm_flags_t flags)
+{
+	vma->vm_flags &= ~flags;
+}
+#endif
 
 /* ring.c */
 void snpu_ring_post_locked(struct snpu_context *ctx, struct snpu_job *job);

@@ -540,7 +540,7 @@ static int ring_undo(struct fn *f, uint64_t res)
 static int ring_absent(struct fn *f, uint64_t res0)
 {
 	void *p = mmap(NULL, PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, f->fd2,
-		       (off_t)(1ULL << 44));
+		       (off_t)SNPU_RING_MMAP_OFFSET);
 
 	if (p != MAP_FAILED) {
 		munmap(p, PAGE);

@@ -3,7 +3,9 @@
  * A seeded fuzzer of the whole user interface of /dev/snpu0: every ioctl
  * of uapi/linux/snpu.h (and command numbers that name none), mmap(2) and
  * munmap(2) of host memory, of the command queues and of the snapshot
- * state page, the words of the rings the process may write, poll(2), and
+ * state page, what else a process may do to those mappings (mremap(2),
+ * mprotect(2), MADV_DONTNEED, fork(2) after MADV_DOFORK), the words of
+ * the rings the process may write, poll(2), and
  * closing and reopening the file, from one thread or from several threads
  * sharing the files. Commands of a capability the kernel does not report
  * (GET_INFO caps) must be ENOTTY. The process snapshot is locked only
@@ -71,6 +73,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -111,7 +114,7 @@
 #define GEMM_MAX_MACS		(1ULL << 18)
 #define BLOCKS_MAX		64
 
-#define RING_OFFSET		(1ULL << 44)
+#define RING_OFFSET		SNPU_RING_MMAP_OFFSET
 
 /* A signal whose handler does nothing: it only interrupts a wait. */
 #define SIG_INTR		(SIGRTMIN + 3)
@@ -2219,7 +2222,7 @@ static void op_host_mmap(struct fzt *t, struct rng *r, int c)
 		}
 	}
 	unlock(t, c);
-	off = have ? hs.off : (uint64_t)rn(r, 64) << 12;
+	off = have ? hs.off : SNPU_HOST_MMAP_OFFSET + ((uint64_t)rn(r, 64) << 12);
 	len = have ? hs.bytes : PAGE * (1 + rn(r, 4));
 	switch (rn(r, 20)) {
 	case 0:
@@ -2246,6 +2249,9 @@ static void op_host_mmap(struct fzt *t, struct rng *r, int c)
 		off = boundary64(r, off) & ~(PAGE - 1);
 		if (off > (1ULL << 46))
 			off = 1ULL << 46;
+		/* The state page has an op of its own. */
+		if (off == SNPU_STATE_MMAP_OFFSET)
+			off += PAGE;
 		break;
 	case 6:		/* over the register pool: EEXIST if registered */
 		if (fz->mt)	/* a hole would let other threads map there */
@@ -2301,7 +2307,7 @@ static void op_host_mmap(struct fzt *t, struct rng *r, int c)
 			     MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
 		return;
 	}
-	m->kind = off >= RING_OFFSET ? MAP_RING : MAP_HOST;
+	m->kind = off == RING_OFFSET ? MAP_RING : MAP_HOST;
 	m->ctx = c;
 	m->gen = C(t, c)->gen;
 	m->p = p;
@@ -3538,6 +3544,127 @@ static void op_munmap(struct fzt *t, struct rng *r)
 	}
 }
 
+/* Read (and write back, where writable) a byte of every page of @m. */
+static void map_touch(const struct fz_map *m)
+{
+	volatile char *v = m->p;
+	size_t off;
+
+	for (off = 0; off < m->len; off += PAGE) {
+		char c = v[off];
+
+		if (m->writable && m->kind == MAP_HOST)
+			v[off] = c;
+	}
+}
+
+/*
+ * What a process may do to a mapping besides munmap(2): MADV_DONTNEED,
+ * mprotect(2) of the whole, fork(2) after MADV_DOFORK (the child touches
+ * its copy and exits), mremap(2) moves, shrinks and grows. The kernel
+ * may refuse the call; the mapping must keep working either way (every
+ * page is touched afterwards: a lost page is SIGBUS), and the reference
+ * counts must survive the copies the kernel makes and drops (the debug
+ * kernel reports an underflow; the final checks find a leak).
+ */
+static void op_map_vm(struct fzt *t, struct rng *r)
+{
+	unsigned int i, start = rn(r, NMAPS);
+	struct fz_map *m = NULL;
+	char line[2 * TRACE_LEN];
+	int err = 0, what = rn(r, 6), st;
+	bool refused = false;
+	char *dst;
+	void *q;
+	pid_t pid;
+
+	for (i = 0; i < NMAPS && !m; i++)
+		if (t->maps[(start + i) % NMAPS].kind != MAP_NONE)
+			m = &t->maps[(start + i) % NMAPS];
+	if (!m)
+		return;
+	snprintf(t->cur, sizeof(t->cur), "op %llu mapvm %d %s fd%d %p len %#zx",
+		 (unsigned long long)t->op, what,
+		 m->kind == MAP_HOST ? "host" : "ring", m->ctx, (void *)m->p,
+		 m->len);
+	switch (what) {
+	case 0:
+		err = madvise(m->p, m->len, MADV_DONTNEED) ? errno : 0;
+		break;
+	case 1:
+		err = mprotect(m->p, m->len, PROT_READ) ? errno : 0;
+		if (!err && m->writable)
+			err = mprotect(m->p, m->len, PROT_READ | PROT_WRITE) ?
+				errno : 0;
+		break;
+	case 2:
+		err = madvise(m->p, m->len, MADV_DOFORK) ? errno : 0;
+		if (err)
+			break;
+		pid = fork();
+		if (!pid) {
+			map_touch(m);
+			_exit(0);
+		}
+		if (pid < 0 || waitpid(pid, &st, 0) != pid)
+			err = errno;
+		else if (!WIFEXITED(st) || WEXITSTATUS(st))
+			fz_fail(t, "a child touching its copy of a mapping: status %#x",
+				st);
+		if (m->kind == MAP_HOST)
+			madvise(m->p, m->len, MADV_DONTFORK);
+		break;
+	case 3:		/* a move to the MAP_FIXED reservation */
+		if (t->fz->mt || m->len > FIXED_PAGES / 2 * PAGE ||
+		    (m->p >= t->fixed && m->p < t->fixed + FIXED_PAGES * PAGE))
+			return;
+		dst = t->fixed + PAGE * rn(r, FIXED_PAGES / 2);
+		unmap_overlapping(t, dst, dst + m->len);
+		q = mremap(m->p, m->len, m->len, MREMAP_MAYMOVE | MREMAP_FIXED,
+			   dst);
+		err = q == MAP_FAILED ? errno : 0;
+		refused = err && m->kind == MAP_HOST;
+		if (err) {
+			/* The kernel unmapped the target: fill it again. */
+			refill(t, dst, m->len);
+		} else if (m->kind == MAP_HOST) {
+			fz_fail(t, "mremap moved host memory");
+		} else {
+			refill(t, m->p, m->len);
+			m->p = q;
+		}
+		break;
+	case 4:		/* shrink by a page */
+		if (m->len <= PAGE)
+			return;
+		q = mremap(m->p, m->len, m->len - PAGE, 0);
+		err = q == MAP_FAILED ? errno : 0;
+		refused = err && m->kind == MAP_HOST;
+		if (!err && m->kind == MAP_HOST) {
+			fz_fail(t, "mremap shrank host memory");
+		} else if (!err) {
+			refill(t, m->p + m->len - PAGE, PAGE);
+			m->len -= PAGE;
+		}
+		break;
+	default:	/* grow: never (the size is the object's) */
+		q = mremap(m->p, m->len, m->len + PAGE, MREMAP_MAYMOVE);
+		err = q == MAP_FAILED ? errno : 0;
+		refused = !!err;
+		if (!err) {
+			fz_fail(t, "mremap grew a mapping of the device");
+			m->p = q;
+			m->len += PAGE;
+		}
+		break;
+	}
+	snprintf(line, sizeof(line), "%s -> %s", t->cur, ename(err));
+	trace_add(t, line);
+	if (err && !refused)
+		fz_fail(t, "%s: %s", t->cur, ename(err));
+	map_touch(m);
+}
+
 /* Replace pages of the register pool: registered ranges keep the old ones. */
 static void op_pool_remap(struct fzt *t, struct rng *r)
 {
@@ -3687,7 +3814,7 @@ enum {
 	OP_RING_MAP, OP_RING_PUSH, OP_RING_SCRIBBLE, OP_RING_REAP, OP_ENTER,
 	OP_OWNER_CREATE, OP_OWNER_DESTROY, OP_ATTACHED_GET, OP_MUNMAP,
 	OP_POOL_REMAP, OP_REOPEN, OP_POLL, OP_BIG, OP_BAD_NR, OP_SNAPSHOT,
-	OP_STATE_MAP,
+	OP_STATE_MAP, OP_MAP_VM,
 	OP_COUNT
 };
 
@@ -3710,7 +3837,7 @@ static const uint16_t weights[MODE_COUNT][OP_COUNT] = {
 		[OP_OWNER_CREATE] = 15, [OP_OWNER_DESTROY] = 6,
 		[OP_ATTACHED_GET] = 25, [OP_MUNMAP] = 10, [OP_POOL_REMAP] = 3,
 		[OP_REOPEN] = 3, [OP_POLL] = 4, [OP_BIG] = 1, [OP_BAD_NR] = 8,
-		[OP_SNAPSHOT] = 12, [OP_STATE_MAP] = 3,
+		[OP_SNAPSHOT] = 12, [OP_STATE_MAP] = 3, [OP_MAP_VM] = 6,
 	},
 	[MODE_THREADS] = {
 		[OP_GET_INFO] = 5, [OP_CTX_QUERY] = 10, [OP_MEM_ALLOC] = 50,
@@ -3729,7 +3856,7 @@ static const uint16_t weights[MODE_COUNT][OP_COUNT] = {
 		[OP_OWNER_CREATE] = 15, [OP_OWNER_DESTROY] = 10,
 		[OP_ATTACHED_GET] = 25, [OP_MUNMAP] = 12, [OP_POOL_REMAP] = 3,
 		[OP_REOPEN] = 5, [OP_POLL] = 4, [OP_BIG] = 0, [OP_BAD_NR] = 4,
-		[OP_SNAPSHOT] = 12, [OP_STATE_MAP] = 3,
+		[OP_SNAPSHOT] = 12, [OP_STATE_MAP] = 3, [OP_MAP_VM] = 5,
 	},
 	[MODE_RINGS] = {
 		[OP_GET_INFO] = 2, [OP_CTX_QUERY] = 5, [OP_MEM_ALLOC] = 30,
@@ -3748,7 +3875,7 @@ static const uint16_t weights[MODE_COUNT][OP_COUNT] = {
 		[OP_OWNER_CREATE] = 5, [OP_OWNER_DESTROY] = 3,
 		[OP_ATTACHED_GET] = 10, [OP_MUNMAP] = 35, [OP_POOL_REMAP] = 2,
 		[OP_REOPEN] = 12, [OP_POLL] = 3, [OP_BIG] = 0, [OP_BAD_NR] = 2,
-		[OP_SNAPSHOT] = 8, [OP_STATE_MAP] = 2,
+		[OP_SNAPSHOT] = 8, [OP_STATE_MAP] = 2, [OP_MAP_VM] = 12,
 	},
 };
 
@@ -3910,6 +4037,9 @@ static void run_op(struct fzt *t, struct rng *r)
 		break;
 	case OP_MUNMAP:
 		op_munmap(t, r);
+		break;
+	case OP_MAP_VM:
+		op_map_vm(t, r);
 		break;
 	case OP_POOL_REMAP:
 		op_pool_remap(t, r);

@@ -42,7 +42,7 @@
 #define NS_PER_SEC	1000000000LL
 
 /* mmap(2) offset of the rings that RING_SETUP reports. */
-#define RING_MMAP_OFFSET	(1ULL << 44)
+#define RING_MMAP_OFFSET	SNPU_RING_MMAP_OFFSET
 #define SYSFS_CONTEXTS		"/sys/class/misc/snpu0/contexts"
 
 /* A handle no object of a fresh context has. */

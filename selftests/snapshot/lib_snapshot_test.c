@@ -104,13 +104,17 @@ static int reset_device0(void)
 static int state_mappings(void)
 {
 	FILE *f = fopen("/proc/self/maps", "r");
-	char line[512];
+	char line[512], pat[32];
 	int n = 0;
+
+	/* The offset column of /proc/self/maps: hex, at least 8 digits. */
+	snprintf(pat, sizeof(pat), " %08llx ",
+		 (unsigned long long)SNPU_STATE_MMAP_OFFSET);
 
 	if (!f)
 		return -1;
 	while (fgets(line, sizeof(line), f))
-		if (strstr(line, " 200000000000 ") && strstr(line, "snpu"))
+		if (strstr(line, pat) && strstr(line, "snpu"))
 			n++;
 	fclose(f);
 	return n;

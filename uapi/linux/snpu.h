@@ -74,6 +74,9 @@
  *   0.5  Process snapshot: SNPU_IOC_SNAPSHOT_LOCK, _BACKUP, _RESTORE,
  *        _UNLOCK, _STATE; background threads: SNPU_IOC_BG_REGISTER,
  *        _UNREGISTER, _PARK; the state page (SNPU_STATE_MMAP_OFFSET).
+ *   0.6  A shared device: mmap(2) offsets below 2^32 pages for 32-bit
+ *        processes (SNPU_RING_MMAP_OFFSET, SNPU_STATE_MMAP_OFFSET,
+ *        SNPU_HOST_MMAP_OFFSET; the rings and the state page moved).
  */
 #ifndef _UAPI_LINUX_SNPU_H
 #define _UAPI_LINUX_SNPU_H
@@ -83,7 +86,7 @@
 #include <linux/types.h>
 
 #define SNPU_ABI_MAJOR		0
-#define SNPU_ABI_MINOR		5
+#define SNPU_ABI_MINOR		6
 
 /* Largest argument struct the kernel ever copies. */
 #define SNPU_IOC_MAX_SIZE	4096
@@ -292,6 +295,24 @@ struct snpu_mem_set {
 };
 
 #define SNPU_MEM_SET_SIZE_VER0		48
+
+/*
+ * Mappings of the device file, by mmap(2) offset. All of them are shared
+ * mappings of memory the driver owns; each stays valid, whatever the
+ * process does to it, until it is unmapped.
+ *
+ * SNPU_RING_MMAP_OFFSET   the command queues (also returned by RING_SETUP)
+ * SNPU_STATE_MMAP_OFFSET  the process's snapshot state page
+ * SNPU_HOST_MMAP_OFFSET   and above: driver-allocated host memory, at the
+ *                         offset SNPU_IOC_HOST_ALLOC returns
+ *
+ * Every offset is below 2^32 pages, so that a 32-bit process reaches them
+ * with mmap2(). An offset below SNPU_HOST_MMAP_OFFSET that names none of
+ * these is EINVAL.
+ */
+#define SNPU_RING_MMAP_OFFSET	0x0ULL
+#define SNPU_STATE_MMAP_OFFSET	0x10000000ULL
+#define SNPU_HOST_MMAP_OFFSET	0x20000000ULL
 
 /*
  * Host memory that queued copies may use: allocated by the driver and
@@ -949,9 +970,8 @@ struct snpu_snapshot {
  * The state page: mmap(2) of SNPU_STATE_MMAP_OFFSET, one page, read-only
  * (PROT_WRITE is EPERM). The kernel stores the process's state with
  * release semantics before blocked calls are woken; read it with acquire.
- * @seq counts transitions.
+ * @seq counts transitions. See "Mappings" above for the offsets.
  */
-#define SNPU_STATE_MMAP_OFFSET	_BITULL(45)
 
 struct snpu_state_page {
 	__u32 state;
