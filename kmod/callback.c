@@ -49,25 +49,21 @@ int snpu_ioc_callback_wait(struct snpu_context *ctx, union snpu_ioc_arg *arg)
 		return -EINVAL;
 
 	for (;;) {
+		s64 left = snpu_timeout_left(cb->flags, cb->timeout_ns);
+
 		job = snpu_callback_take(ctx);
 		if (job)
 			break;
-		if (!cb->timeout_ns)
+		if (!left)
 			return -ETIMEDOUT;
-		if (cb->timeout_ns < 0) {
+		if (left < 0)
 			ret = wait_event_interruptible(ctx->wq,
 						       snpu_callback_pending(ctx));
-		} else {
-			ktime_t to = ns_to_ktime(cb->timeout_ns);
-
+		else
 			ret = wait_event_interruptible_hrtimeout(ctx->wq,
 								 snpu_callback_pending(ctx),
-								 to);
-			if (ret == -ETIME)
-				ret = -ETIMEDOUT;
-			else if (ret == -ERESTARTSYS)
-				ret = -EINTR;
-		}
+								 ns_to_ktime(left));
+		ret = snpu_wait_result(cb->flags, cb->timeout_ns, ret);
 		if (ret)
 			return ret;
 	}

@@ -127,7 +127,7 @@ int snpu_ioc_event_sync(struct snpu_context *ctx, union snpu_ioc_arg *arg)
 	if (!cap)
 		return -EINVAL;
 
-	ret = snpu_wait_job(ctx, cap, w->timeout_ns);
+	ret = snpu_wait_job(ctx, cap, w->flags, w->timeout_ns);
 	if (!ret)
 		w->error = cap->error;
 	snpu_job_put(ctx, cap);

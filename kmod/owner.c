@@ -108,7 +108,7 @@ int snpu_ioc_owner_destroy(struct snpu_context *ctx, union snpu_ioc_arg *arg)
 		tail = snpu_stream_tail_get(ctx, s);
 		if (!tail)
 			continue;
-		ret = snpu_wait_job(ctx, tail, -1);
+		ret = snpu_wait_job(ctx, tail, 0, -1);
 		snpu_job_put(ctx, tail);
 		if (ret)
 			break;

@@ -388,6 +388,7 @@ int snpu_ioc_enter(struct snpu_context *ctx, union snpu_ioc_arg *arg)
 	struct snpu_ring *ring = ctx->ring;
 	bool flushed;
 	long ret = 0;
+	s64 left;
 
 	if (!snpu_zero(e->reserved, sizeof(e->reserved)) || e->pad ||
 	    e->submitted || e->timeout_ns < -1)
@@ -419,24 +420,19 @@ int snpu_ioc_enter(struct snpu_context *ctx, union snpu_ioc_arg *arg)
 	if (!(e->flags & SNPU_ENTER_GETEVENTS) || !e->min_complete ||
 	    snpu_cq_ready(ctx, ring, e->min_complete))
 		return 0;
-	if (!e->timeout_ns)
+	left = snpu_timeout_left(e->flags, e->timeout_ns);
+	if (!left)
 		return -ETIMEDOUT;
 
-	if (e->timeout_ns < 0) {
+	if (left < 0)
 		ret = wait_event_interruptible(ring->cq_wq,
 					       snpu_cq_ready(ctx, ring, e->min_complete));
-	} else {
-		ktime_t to = ns_to_ktime(e->timeout_ns);
-
+	else
 		ret = wait_event_interruptible_hrtimeout(ring->cq_wq,
 							 snpu_cq_ready(ctx, ring,
 								       e->min_complete),
-							 to);
-		if (ret == -ETIME)
-			ret = -ETIMEDOUT;
-		else if (ret == -ERESTARTSYS)
-			ret = -EINTR;
-	}
+							 ns_to_ktime(left));
+	ret = snpu_wait_result(e->flags, e->timeout_ns, ret);
 	/* Submitted SQEs are consumed whatever the wait says: report them. */
 	return e->submitted && ret ? 0 : ret;
 }

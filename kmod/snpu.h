@@ -29,6 +29,7 @@
 #include <linux/fs.h>
 #include <linux/idr.h>
 #include <linux/kref.h>
+#include <linux/ktime.h>
 #include <linux/list.h>
 #include <linux/maple_tree.h>
 #include <linux/mm.h>
@@ -549,7 +550,7 @@ struct snpu_job *snpu_stream_tail_get(struct snpu_context *ctx,
 void snpu_owner_destroy_locked(struct snpu_context *ctx,
 			       struct snpu_owner *owner);
 void snpu_event_destroy_locked(struct snpu_context *ctx, struct snpu_event *e);
-int snpu_wait_job(struct snpu_context *ctx, struct snpu_job *job,
+int snpu_wait_job(struct snpu_context *ctx, struct snpu_job *job, u32 flags,
 		  s64 timeout_ns);
 
 /* job.c */
@@ -756,6 +757,42 @@ union snpu_ioc_arg {
 	struct snpu_attached_stream attached;
 	struct snpu_snapshot snapshot;
 };
+
+/**
+ * snpu_timeout_left() - what is left of a wait's timeout
+ * @flags: the argument's flags: SNPU_WAIT_ABSOLUTE
+ * @timeout_ns: relative nanoseconds, or a CLOCK_MONOTONIC deadline with
+ *              SNPU_WAIT_ABSOLUTE; negative for no timeout
+ *
+ * Return: nanoseconds left, 0 to poll, negative to wait forever.
+ */
+static inline s64 snpu_timeout_left(u32 flags, s64 timeout_ns)
+{
+	if (timeout_ns < 0 || !(flags & SNPU_WAIT_ABSOLUTE))
+		return timeout_ns;
+	return max_t(s64, timeout_ns - ktime_get_ns(), 0);
+}
+
+/**
+ * snpu_wait_result() - the errno a wait returns
+ * @flags: the argument's flags: SNPU_WAIT_ABSOLUTE
+ * @timeout_ns: as passed
+ * @ret: what the wait_event macro returned
+ *
+ * A restart repeats the call from its argument: right for no timeout and
+ * for a deadline, wrong for a relative timeout, which would start over.
+ *
+ * Return: 0, -ETIMEDOUT, -ERESTARTSYS or -EINTR.
+ */
+static inline int snpu_wait_result(u32 flags, s64 timeout_ns, long ret)
+{
+	if (ret == -ETIME)
+		return -ETIMEDOUT;
+	if (ret == -ERESTARTSYS && timeout_ns >= 0 &&
+	    !(flags & SNPU_WAIT_ABSOLUTE))
+		return -EINTR;
+	return ret;
+}
 
 static inline bool snpu_zero(const void *p, size_t len)
 {

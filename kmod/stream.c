@@ -16,32 +16,32 @@ static bool snpu_job_done(struct snpu_job *job)
  * snpu_wait_job() - wait until a job is complete
  * @ctx: the job's context
  * @job: a job the caller holds a reference to
- * @timeout_ns: relative timeout, 0 to poll, negative to wait forever
+ * @flags: SNPU_WAIT_ABSOLUTE or 0
+ * @timeout_ns: relative timeout, 0 to poll, negative to wait forever; with
+ *              SNPU_WAIT_ABSOLUTE a CLOCK_MONOTONIC deadline
  *
- * Return: 0, -ETIMEDOUT, or on a signal -ERESTARTSYS (no timeout) or
- * -EINTR (a timed wait is not restarted, its timeout is relative).
+ * Return: 0, -ETIMEDOUT, or on a signal -ERESTARTSYS (no timeout, or a
+ * deadline) or -EINTR (a relative timeout is not restarted).
  */
-int snpu_wait_job(struct snpu_context *ctx, struct snpu_job *job,
+int snpu_wait_job(struct snpu_context *ctx, struct snpu_job *job, u32 flags,
 		  s64 timeout_ns)
 {
+	s64 left = snpu_timeout_left(flags, timeout_ns);
 	long ret;
 
 	if (snpu_job_done(job))
 		return 0;
-	if (!timeout_ns)
+	if (!left)
 		return -ETIMEDOUT;
 	/* Completion wakes the context's waiters only for waited jobs. */
 	spin_lock(&ctx->sched_lock);
 	job->waited = true;
 	spin_unlock(&ctx->sched_lock);
-	if (timeout_ns < 0)
+	if (left < 0)
 		return wait_event_interruptible(ctx->wq, snpu_job_done(job));
 	ret = wait_event_interruptible_hrtimeout(ctx->wq, snpu_job_done(job),
-						 ns_to_ktime(timeout_ns));
-	if (ret == -ETIME)
-		return -ETIMEDOUT;
-	/* A restart would start a relative timeout over: no restart. */
-	return ret == -ERESTARTSYS ? -EINTR : ret;
+						 ns_to_ktime(left));
+	return snpu_wait_result(flags, timeout_ns, ret);
 }
 
 /**
@@ -181,7 +181,7 @@ int snpu_ioc_stream_destroy(struct snpu_context *ctx, union snpu_ioc_arg *arg)
 	mutex_unlock(&ctx->lock);
 
 	if (tail) {
-		ret = snpu_wait_job(ctx, tail, -1);
+		ret = snpu_wait_job(ctx, tail, 0, -1);
 		snpu_job_put(ctx, tail);
 	}
 
@@ -213,7 +213,7 @@ int snpu_ioc_stream_sync(struct snpu_context *ctx, union snpu_ioc_arg *arg)
 		return -ENOENT;
 
 	if (tail) {
-		ret = snpu_wait_job(ctx, tail, w->timeout_ns);
+		ret = snpu_wait_job(ctx, tail, w->flags, w->timeout_ns);
 		snpu_job_put(ctx, tail);
 		if (ret)
 			return ret;

@@ -357,6 +357,7 @@ static const struct cmd_desc cmds[C_COUNT] = {
 	[C_STREAM_SYNC] = {
 		.name = "STREAM_SYNC", .nr = SNPU_IOC_STREAM_SYNC,
 		.ver0 = SNPU_WAIT_SIZE_VER0, .ksize = sizeof(struct snpu_wait),
+		.flags = SNPU_WAIT_ABSOLUTE,
 		.errs = { EINVAL, ENOENT, ETIMEDOUT, EINTR },
 		.zero = { Z(snpu_wait, error), Z(snpu_wait, reserved) },
 	},
@@ -402,6 +403,7 @@ static const struct cmd_desc cmds[C_COUNT] = {
 	},
 	[C_EVENT_SYNC] = {
 		.name = "EVENT_SYNC", .nr = SNPU_IOC_EVENT_SYNC,
+		.flags = SNPU_WAIT_ABSOLUTE,
 		.ver0 = SNPU_WAIT_SIZE_VER0, .ksize = sizeof(struct snpu_wait),
 		.errs = { EINVAL, ENOENT, ETIMEDOUT, EINTR },
 		.zero = { Z(snpu_wait, error), Z(snpu_wait, reserved) },
@@ -421,6 +423,7 @@ static const struct cmd_desc cmds[C_COUNT] = {
 	},
 	[C_CALLBACK_WAIT] = {
 		.name = "CALLBACK_WAIT", .nr = SNPU_IOC_CALLBACK_WAIT,
+		.flags = SNPU_WAIT_ABSOLUTE,
 		.ver0 = SNPU_CALLBACK_SIZE_VER0, .ksize = sizeof(struct snpu_callback),
 		.errs = { EINVAL, ETIMEDOUT, EINTR },
 		.zero = { Z(snpu_callback, user_data), Z(snpu_callback, cookie), Z(snpu_callback, status), Z(snpu_callback, stream), Z(snpu_callback, pad), Z(snpu_callback, reserved) },
@@ -446,7 +449,8 @@ static const struct cmd_desc cmds[C_COUNT] = {
 	[C_ENTER] = {
 		.name = "ENTER", .nr = SNPU_IOC_ENTER,
 		.ver0 = SNPU_ENTER_SIZE_VER0, .ksize = sizeof(struct snpu_enter),
-		.flags = SNPU_ENTER_GETEVENTS | SNPU_ENTER_SQ_WAKEUP,
+		.flags = SNPU_ENTER_GETEVENTS | SNPU_ENTER_SQ_WAKEUP |
+			 SNPU_WAIT_ABSOLUTE,
 		.modifies = true,
 		.errs = { EINVAL, ENXIO, EBUSY, ETIMEDOUT, EINTR },
 		.zero = { Z(snpu_enter, pad), Z(snpu_enter, reserved) },

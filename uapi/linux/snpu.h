@@ -17,8 +17,11 @@
  * - All fields are fixed width; user pointers are __u64; every struct is a
  *   multiple of 8 bytes with no implicit padding.
  * - Objects are named by per-file handles, never by kernel pointers.
- *   Timeouts are __s64 relative nanoseconds, -1 meaning forever; times are
- *   CLOCK_MONOTONIC nanoseconds. Blocking calls are interruptible.
+ *   Timeouts are __s64 relative nanoseconds, -1 meaning forever; with
+ *   SNPU_WAIT_ABSOLUTE in @flags (the waits that take it say so) a
+ *   timeout is a CLOCK_MONOTONIC deadline instead, and the wait restarts
+ *   after a signal. Times are CLOCK_MONOTONIC nanoseconds. Blocking calls
+ *   are interruptible.
  *
  * Errors (negative errno from ioctl(2) via errno):
  *
@@ -58,8 +61,9 @@
  *   ECANCELED  (as a task's result) the task was cancelled: its stream
  *            was aborted or had failed, or its file was closed.
  *   EINTR    a blocking call was interrupted by a signal; a wait without
- *            timeout is restarted when the handler allows it, a timed wait
- *            is not (its timeout is relative).
+ *            timeout, or with an absolute one (SNPU_WAIT_ABSOLUTE), is
+ *            restarted when the handler allows it, a wait with a relative
+ *            timeout is not.
  *
  * ABI changelog (SNPU_ABI_MAJOR.SNPU_ABI_MINOR):
  *
@@ -76,7 +80,9 @@
  *        _UNREGISTER, _PARK; the state page (SNPU_STATE_MMAP_OFFSET).
  *   0.6  A shared device: mmap(2) offsets below 2^32 pages for 32-bit
  *        processes (SNPU_RING_MMAP_OFFSET, SNPU_STATE_MMAP_OFFSET,
- *        SNPU_HOST_MMAP_OFFSET; the rings and the state page moved).
+ *        SNPU_HOST_MMAP_OFFSET; the rings and the state page moved);
+ *        absolute, restartable deadlines (SNPU_WAIT_ABSOLUTE) for
+ *        STREAM_SYNC, EVENT_SYNC, CALLBACK_WAIT and ENTER.
  */
 #ifndef _UAPI_LINUX_SNPU_H
 #define _UAPI_LINUX_SNPU_H
@@ -87,6 +93,14 @@
 
 #define SNPU_ABI_MAJOR		0
 #define SNPU_ABI_MINOR		6
+
+/*
+ * In @flags of STREAM_SYNC, EVENT_SYNC, CALLBACK_WAIT and ENTER: @timeout_ns
+ * is a CLOCK_MONOTONIC deadline, not a relative timeout (-1 still waits
+ * forever; a deadline already past polls). A signal restarts the call
+ * with the same deadline, where a relative timeout would start over.
+ */
+#define SNPU_WAIT_ABSOLUTE	_BITUL(16)
 
 /* Largest argument struct the kernel ever copies. */
 #define SNPU_IOC_MAX_SIZE	4096
@@ -420,11 +434,12 @@ struct snpu_stream_create {
 /**
  * struct snpu_wait - SNPU_IOC_STREAM_SYNC, SNPU_IOC_EVENT_SYNC
  * @size: in: sizeof; out: bytes written
- * @flags: must be zero
+ * @flags: in: SNPU_WAIT_ABSOLUTE or 0
  * @handle: in: stream or event
  * @error: out: 0, or the -errno that put the stream in its error state
  *         (stream), or that the captured work ended with (event)
- * @timeout_ns: in: relative timeout, 0 polls, -1 waits forever
+ * @timeout_ns: in: relative timeout (0 polls) or, with SNPU_WAIT_ABSOLUTE,
+ *              a CLOCK_MONOTONIC deadline; -1 waits forever
  * @reserved: must be zero
  *
  * Waits until every task submitted to the stream before the call (or the
@@ -674,8 +689,9 @@ struct snpu_submit {
 /**
  * struct snpu_callback - SNPU_IOC_CALLBACK_WAIT, SNPU_IOC_CALLBACK_DONE
  * @size: in: sizeof; out: bytes written
- * @flags: must be zero
- * @timeout_ns: in (WAIT): relative timeout, 0 polls, -1 forever
+ * @flags: in (WAIT): SNPU_WAIT_ABSOLUTE or 0; (DONE): must be zero
+ * @timeout_ns: in (WAIT): relative timeout (0 polls) or, with
+ *              SNPU_WAIT_ABSOLUTE, a CLOCK_MONOTONIC deadline; -1 forever
  * @user_data: out (WAIT): the SNPU_OP_HOST_FUNC task's @user_data
  * @cookie: out (WAIT), in (DONE): names the delivered callback
  * @status: in (DONE): 0, or a -errno that fails the task and its stream
@@ -821,7 +837,8 @@ struct snpu_cqe {
  * @flags: in: SNPU_ENTER_*
  * @to_submit: in: consume up to this many SQEs (not with SQPOLL: 0)
  * @min_complete: in: with GETEVENTS, wait until the CQ holds this many
- * @timeout_ns: in: for the wait: 0 polls, -1 forever
+ * @timeout_ns: in: for the wait: relative (0 polls) or, with
+ *              SNPU_WAIT_ABSOLUTE, a CLOCK_MONOTONIC deadline; -1 forever
  * @submitted: out: SQEs consumed
  * @pad: must be zero
  * @reserved: must be zero
