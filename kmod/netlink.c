@@ -41,12 +41,34 @@ enum snpu_nl_dump_phase {
 #define SNPU_NL_TRANSITION_SIZE	(SNPU_NL_COMMON_SIZE + \
 				 6 * nla_total_size(sizeof(u32)))
 
+/* Every attribute the kernel sends and no request may carry. */
+#define SNPU_NL_OUTPUT_ONLY { .type = NLA_REJECT, \
+			      .reject_message = "attribute sent by the kernel only" }
+
 /*
- * Requests carry SNPU_ATTR_DEV_INDEX only; every other attribute has no
- * type here, which the strict validation of a new family refuses.
+ * Requests carry SNPU_ATTR_DEV_INDEX only, below the most devices the
+ * module creates (ERANGE above it). Every other attribute is rejected
+ * (EINVAL), as are types above SNPU_ATTR_MAX: the family is validated
+ * strictly from its first command on (resv_start_op).
  */
 static const struct nla_policy snpu_nl_policy[SNPU_ATTR_MAX + 1] = {
-	[SNPU_ATTR_DEV_INDEX] = { .type = NLA_U32 },
+	[SNPU_ATTR_VERSION] = SNPU_NL_OUTPUT_ONLY,
+	[SNPU_ATTR_KIND] = SNPU_NL_OUTPUT_ONLY,
+	[SNPU_ATTR_PAD] = SNPU_NL_OUTPUT_ONLY,
+	[SNPU_ATTR_DEV_INDEX] = NLA_POLICY_MAX(NLA_U32, SNPU_MAX_DEVICES - 1),
+	[SNPU_ATTR_DEV_CORES] = SNPU_NL_OUTPUT_ONLY,
+	[SNPU_ATTR_DEV_MEM_TOTAL] = SNPU_NL_OUTPUT_ONLY,
+	[SNPU_ATTR_DEV_MEM_USED] = SNPU_NL_OUTPUT_ONLY,
+	[SNPU_ATTR_DEV_CONTEXTS] = SNPU_NL_OUTPUT_ONLY,
+	[SNPU_ATTR_PID] = SNPU_NL_OUTPUT_ONLY,
+	[SNPU_ATTR_STATE] = SNPU_NL_OUTPUT_ONLY,
+	[SNPU_ATTR_OLD_STATE] = SNPU_NL_OUTPUT_ONLY,
+	[SNPU_ATTR_NEW_STATE] = SNPU_NL_OUTPUT_ONLY,
+	[SNPU_ATTR_RESULT] = SNPU_NL_OUTPUT_ONLY,
+	[SNPU_ATTR_SEQ] = SNPU_NL_OUTPUT_ONLY,
+	[SNPU_ATTR_BG_THREADS] = SNPU_NL_OUTPUT_ONLY,
+	[SNPU_ATTR_CONTEXTS] = SNPU_NL_OUTPUT_ONLY,
+	[SNPU_ATTR_IMAGE_BYTES] = SNPU_NL_OUTPUT_ONLY,
 };
 
 static const struct genl_multicast_group snpu_nl_mcgrps[] = {
@@ -158,6 +180,16 @@ static int snpu_nl_get_doit(struct sk_buff *skb, struct genl_info *info)
 	return genlmsg_reply(msg, info);
 }
 
+/* Start of a dump: it takes no attribute (no extack is available here). */
+static int snpu_nl_get_start(struct netlink_callback *cb)
+{
+	const struct genl_dumpit_info *info = genl_dumpit_info(cb);
+
+	if (info->attrs && info->attrs[SNPU_ATTR_DEV_INDEX])
+		return -EINVAL;
+	return 0;
+}
+
 /*
  * SNPU_CMD_GET with NLM_F_DUMP: every device by index, then every process
  * in registry order. Each call fills @skb until it is full; the next call resumes
@@ -206,10 +238,11 @@ full:
 	return skb->len ? skb->len : ret;
 }
 
-static const struct genl_small_ops snpu_nl_ops[] = {
+static const struct genl_ops snpu_nl_ops[] = {
 	{
 		.cmd = SNPU_CMD_GET,
 		.doit = snpu_nl_get_doit,
+		.start = snpu_nl_get_start,
 		.dumpit = snpu_nl_get_dumpit,
 	},
 };
@@ -228,8 +261,8 @@ static struct genl_family snpu_nl_family __ro_after_init = {
 	.netnsok = false,
 	.parallel_ops = true,
 	.module = THIS_MODULE,
-	.small_ops = snpu_nl_ops,
-	.n_small_ops = ARRAY_SIZE(snpu_nl_ops),
+	.ops = snpu_nl_ops,
+	.n_ops = ARRAY_SIZE(snpu_nl_ops),
 	.resv_start_op = SNPU_CMD_GET,
 	.mcgrps = snpu_nl_mcgrps,
 	.n_mcgrps = ARRAY_SIZE(snpu_nl_mcgrps),

@@ -551,14 +551,11 @@ TEST_F(nl, get_errors)
 {
 	struct nlmsghdr *req;
 	__u32 v;
+	int type;
 
-	/* No device 15 (devices=1), nor 1000. */
+	/* No device 15 (devices=1): in the policy's range, but absent. */
 	req = msg_init(self->req, self->f.id, NLM_F_ACK, SNPU_CMD_GET, 1);
 	v = 15;
-	msg_put(req, SNPU_ATTR_DEV_INDEX, &v, sizeof(v));
-	EXPECT_EQ(-ENODEV, nl_transact(self->fd, req, &self->m));
-	req = msg_init(self->req, self->f.id, NLM_F_ACK, SNPU_CMD_GET, 1);
-	v = 1000;
 	msg_put(req, SNPU_ATTR_DEV_INDEX, &v, sizeof(v));
 	EXPECT_EQ(-ENODEV, nl_transact(self->fd, req, &self->m));
 
@@ -566,11 +563,22 @@ TEST_F(nl, get_errors)
 	req = msg_init(self->req, self->f.id, NLM_F_ACK, SNPU_CMD_GET, 1);
 	EXPECT_EQ(-EINVAL, nl_transact(self->fd, req, &self->m));
 
-	/* An attribute a request does not carry. */
+	/* An attribute a request does not carry: any but the index. */
+	for (type = SNPU_ATTR_UNSPEC; type <= SNPU_ATTR_MAX + 1; type++) {
+		if (type == SNPU_ATTR_DEV_INDEX)
+			continue;
+		req = msg_init(self->req, self->f.id, NLM_F_ACK, SNPU_CMD_GET,
+			       1);
+		v = 0;
+		msg_put(req, SNPU_ATTR_DEV_INDEX, &v, sizeof(v));
+		msg_put(req, type, &v, sizeof(v));
+		EXPECT_EQ(-EINVAL, nl_transact(self->fd, req, &self->m))
+			TH_LOG("attribute %d in a request", type);
+	}
+
+	/* The index with the wrong size. */
 	req = msg_init(self->req, self->f.id, NLM_F_ACK, SNPU_CMD_GET, 1);
-	v = 0;
-	msg_put(req, SNPU_ATTR_DEV_INDEX, &v, sizeof(v));
-	msg_put(req, SNPU_ATTR_PID, &v, sizeof(v));
+	msg_put(req, SNPU_ATTR_DEV_INDEX, &v, sizeof(__u16));
 	EXPECT_EQ(-EINVAL, nl_transact(self->fd, req, &self->m));
 
 	/* The reserved header field. */
@@ -592,6 +600,39 @@ static int dump(int fd, const struct family *f, char *req,
 {
 	return nl_transact(fd, msg_init(req, f->id, NLM_F_DUMP, SNPU_CMD_GET,
 					SNPU_GENL_VERSION), m);
+}
+
+/*
+ * The most devices the module creates (its "devices" parameter's limit):
+ * SNPU_ATTR_DEV_INDEX of a request is below it.
+ */
+#define MAX_DEVICES	16
+
+/* An index no device can have is outside the policy's range: ERANGE. */
+TEST_F(nl, get_out_of_range)
+{
+	static const __u32 bad[] = { MAX_DEVICES, 1000, UINT32_MAX };
+	struct nlmsghdr *req;
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(bad); i++) {
+		req = msg_init(self->req, self->f.id, NLM_F_ACK, SNPU_CMD_GET,
+			       SNPU_GENL_VERSION);
+		msg_put(req, SNPU_ATTR_DEV_INDEX, &bad[i], sizeof(bad[i]));
+		EXPECT_EQ(-ERANGE, nl_transact(self->fd, req, &self->m))
+			TH_LOG("index %u", bad[i]);
+	}
+}
+
+/* A dump takes no attribute, not even the index: EINVAL. */
+TEST_F(nl, dump_takes_no_attribute)
+{
+	struct nlmsghdr *req = msg_init(self->req, self->f.id, NLM_F_DUMP,
+					SNPU_CMD_GET, SNPU_GENL_VERSION);
+	__u32 index = 0;
+
+	msg_put(req, SNPU_ATTR_DEV_INDEX, &index, sizeof(index));
+	EXPECT_EQ(-EINVAL, nl_transact(self->fd, req, &self->m));
 }
 
 /*

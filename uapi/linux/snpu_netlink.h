@@ -38,10 +38,12 @@
  * @SNPU_CMD_UNSPEC: not a command
  * @SNPU_CMD_GET: request. With SNPU_ATTR_DEV_INDEX and no NLM_F_DUMP: one
  *	SNPU_KIND_DEVICE reply for that device (ENODEV when it does not
- *	exist, EINVAL without the attribute).
- *	With NLM_F_DUMP and no attribute: one SNPU_KIND_DEVICE message per
- *	device by index, then one SNPU_KIND_PROCESS message per process
- *	with an open snpu file, by pid. Replies have this command too.
+ *	exist, ERANGE for an index of 16 or more, EINVAL without the
+ *	attribute).
+ *	With NLM_F_DUMP and no attribute (EINVAL with one): one
+ *	SNPU_KIND_DEVICE message per device by index, then one
+ *	SNPU_KIND_PROCESS message per process with an open snpu file, by
+ *	pid. Replies have this command too.
  * @SNPU_CMD_EVENT: multicast to SNPU_GENL_MCGRP_EVENTS, never a request
  *	(EOPNOTSUPP): one SNPU_KIND_TRANSITION per attempted snapshot
  *	transition, including the refused ones
@@ -81,9 +83,9 @@ enum snpu_genl_kind {
  * @SNPU_ATTR_KIND: in every message: enum snpu_genl_kind
  * @SNPU_ATTR_PAD: padding before a __u64 attribute, to be skipped
  * @SNPU_ATTR_DEV_INDEX: N of /dev/snpuN; the only attribute a request
- *	(SNPU_CMD_GET without NLM_F_DUMP) carries. A transition names the
- *	device of the file the call was made through; the snapshot state
- *	itself covers every file of the process
+ *	(SNPU_CMD_GET without NLM_F_DUMP) carries, 0 to 15. A transition
+ *	names the device of the file the call was made through; the snapshot
+ *	state itself covers every file of the process
  * @SNPU_ATTR_DEV_CORES: compute cores of the device
  * @SNPU_ATTR_DEV_MEM_TOTAL: __u64: device memory in bytes
  * @SNPU_ATTR_DEV_MEM_USED: __u64: device memory allocated by all its
