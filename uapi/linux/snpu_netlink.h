@@ -5,9 +5,15 @@
  *
  * The family reports the devices and the processes that use them, and
  * multicasts every process snapshot transition to the group "events". It
- * exists in the initial network namespace only; process ids in it are
- * thread group ids in the initial pid namespace. No command or group needs
- * a capability.
+ * exists in the initial network namespace only.
+ *
+ * Who sees what: anyone may query the devices. A dump lists every process
+ * to a caller with CAP_SYS_ADMIN, and to any other caller only the
+ * processes that opened their first snpu file with real and effective uid
+ * both the caller's effective uid; in both cases only the processes that
+ * have a pid in the caller's pid namespace, by that pid. Joining "events"
+ * needs CAP_SYS_ADMIN (EPERM otherwise); its process ids are thread group
+ * ids in the initial pid namespace.
  *
  * Every message carries SNPU_ATTR_VERSION and SNPU_ATTR_KIND, and
  * describes one object, with flat attributes (no nesting):
@@ -42,11 +48,13 @@
  *	attribute).
  *	With NLM_F_DUMP and no attribute (EINVAL with one): one
  *	SNPU_KIND_DEVICE message per device by index, then one
- *	SNPU_KIND_PROCESS message per process with an open snpu file, by
- *	pid. Replies have this command too.
+ *	SNPU_KIND_PROCESS message per process with an open snpu file that
+ *	the caller may see, in registry order. Replies have this command
+ *	too.
  * @SNPU_CMD_EVENT: multicast to SNPU_GENL_MCGRP_EVENTS, never a request
  *	(EOPNOTSUPP): one SNPU_KIND_TRANSITION per attempted snapshot
- *	transition, including the refused ones
+ *	transition, including the refused ones. Joining the group needs
+ *	CAP_SYS_ADMIN (EPERM)
  * @__SNPU_CMD_MAX: one past the last command
  * @SNPU_CMD_MAX: the last command
  */
@@ -91,7 +99,8 @@ enum snpu_genl_kind {
  * @SNPU_ATTR_DEV_MEM_USED: __u64: device memory allocated by all its
  *	contexts, in bytes (sysfs mem_used)
  * @SNPU_ATTR_DEV_CONTEXTS: open contexts of the device (sysfs contexts)
- * @SNPU_ATTR_PID: thread group id, initial pid namespace
+ * @SNPU_ATTR_PID: thread group id: in a dump, in the pid namespace of the
+ *	caller; in an event, in the initial pid namespace
  * @SNPU_ATTR_STATE: SNPU_STATE_* (linux/snpu.h) of the process
  * @SNPU_ATTR_OLD_STATE: SNPU_STATE_* before the transition
  * @SNPU_ATTR_NEW_STATE: SNPU_STATE_* after it; equal to
