@@ -116,8 +116,11 @@ static const struct nla_policy snpu_nl_policy[SNPU_ATTR_MAX + 1] = {
 
 /*
  * An event names a process of any user, by its pid in the initial pid
- * namespace: only CAP_SYS_ADMIN (in the initial user namespace, the only
- * one whose network namespace has the family) may join.
+ * namespace: only CAP_SYS_ADMIN may join. genetlink checks it in the user
+ * namespace of the joining socket's network namespace; events go to the
+ * sockets of the initial one only (the family is not netnsok), whose user
+ * namespace is the initial one, or to a NETLINK_LISTEN_ALL_NSID socket
+ * whose opener has CAP_NET_BROADCAST there.
  */
 static const struct genl_multicast_group snpu_nl_mcgrps[] = {
 	[SNPU_NL_GRP_EVENTS] = {
