@@ -236,10 +236,11 @@ static int snpu_nl_get_doit(struct sk_buff *skb, struct genl_info *info)
 
 /*
  * Start of a dump, in the context of the process that sent the request:
- * who it is, and in which pid namespace. Like netlink_capable(), the
- * privilege and the uid must hold for both the sender and the opener of
- * the socket, so that a socket passed to a more privileged process (as its
- * output, say) learns nothing more than its opener may.
+ * who it is, and in which pid namespace. netlink_capable() wants the
+ * privilege of the sender and, unless the request named its destination,
+ * of the socket's opener; the own-process rule wants the opener's euid to
+ * be the sender's. So a socket passed to a more privileged process that
+ * writes a request into it learns nothing more than its opener may.
  */
 static int snpu_nl_get_start(struct netlink_callback *cb)
 {

@@ -28,6 +28,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -68,6 +69,12 @@ struct nlmsgs {
 static size_t nl_recv_len = NL_BUF;
 /* The reads nl_transact() made. */
 static int nl_reads;
+/*
+ * nl_transact() writes its request with send(), naming no destination,
+ * as a program writing into a socket it was handed would: the kernel then
+ * checks the socket opener's capabilities too (netlink_capable()).
+ */
+static int nl_send_unaddressed;
 
 /* Return: a generic netlink socket with a receive timeout, or -1. */
 static int nl_open(void)
@@ -198,8 +205,12 @@ static int nl_transact(int fd, struct nlmsghdr *req, struct nlmsgs *out)
 
 	out->len = 0;
 	out->count = 0;
-	if (sendto(fd, req, req->nlmsg_len, 0, (struct sockaddr *)&to,
-		   sizeof(to)) != (ssize_t)req->nlmsg_len)
+	if (nl_send_unaddressed)
+		n = send(fd, req, req->nlmsg_len, 0);
+	else
+		n = sendto(fd, req, req->nlmsg_len, 0, (struct sockaddr *)&to,
+			   sizeof(to));
+	if (n != (ssize_t)req->nlmsg_len)
 		return -errno;
 	for (;;) {
 		struct nlmsghdr *nlh;
@@ -930,6 +941,134 @@ TEST_F(nl, dump_unprivileged_own_only)
 	EXPECT_EQ(0, status) TH_LOG("nobody's side failed at step %d",
 				    WEXITSTATUS(status));
 	close(ready[0]);
+	close(fd);
+}
+
+/*
+ * A process belongs to the user it was when it opened its first file: one
+ * that opened it as root and then became nobody is not listed to nobody,
+ * not even to itself.
+ */
+TEST_F(nl, dump_credentials_at_open)
+{
+	pid_t kid = fork();
+	int status;
+
+	ASSERT_LE(0, kid);
+	if (!kid) {
+		long long pids[DUMP_CHILDREN];
+		struct family f;
+		int dev, nl, n;
+
+		dev = open(DEV0, O_RDWR);
+		CHILD_REQUIRE(dev >= 0, 70, "open " DEV0 ": %m");
+		CHILD_REQUIRE(!drop_to_nobody(), 71, "drop to nobody: %m");
+		nl = nl_open();
+		CHILD_REQUIRE(nl >= 0, 72, "netlink socket: %m");
+		CHILD_REQUIRE(!resolve(nl, &f), 73, "resolve \"snpu\"");
+		n = dump_pids(nl, &f, pids, DUMP_CHILDREN);
+		CHILD_REQUIRE(n >= 0, 74, "dump: %s", strerror(-n));
+		CHILD_REQUIRE(n == 0, 75, "nobody sees %d processes (pid %lld)",
+			      n, pids[0]);
+		_exit(0);
+	}
+	ASSERT_EQ(kid, waitpid(kid, &status, 0));
+	EXPECT_EQ(0, status) TH_LOG("the child failed at step %d",
+				    WEXITSTATUS(status));
+}
+
+/* Return: 0 or -errno; send @fd over the unix socket @sock. */
+static int send_fd(int sock, int fd)
+{
+	char data = 'F', cbuf[CMSG_SPACE(sizeof(int))] = { 0 };
+	struct iovec iov = { .iov_base = &data, .iov_len = 1 };
+	struct msghdr msg = {
+		.msg_iov = &iov, .msg_iovlen = 1,
+		.msg_control = cbuf, .msg_controllen = sizeof(cbuf),
+	};
+	struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(c), &fd, sizeof(int));
+	return sendmsg(sock, &msg, 0) == 1 ? 0 : -errno;
+}
+
+/* Return: the fd received over the unix socket @sock, or -1. */
+static int recv_fd(int sock)
+{
+	char data, cbuf[CMSG_SPACE(sizeof(int))];
+	struct iovec iov = { .iov_base = &data, .iov_len = 1 };
+	struct msghdr msg = {
+		.msg_iov = &iov, .msg_iovlen = 1,
+		.msg_control = cbuf, .msg_controllen = sizeof(cbuf),
+	};
+	struct cmsghdr *c;
+	int fd;
+
+	if (recvmsg(sock, &msg, 0) != 1)
+		return -1;
+	c = CMSG_FIRSTHDR(&msg);
+	if (!c || c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+		return -1;
+	memcpy(&fd, CMSG_DATA(c), sizeof(int));
+	return fd;
+}
+
+/*
+ * The socket's opener counts as well as the sender: root writing a dump
+ * request into a socket that nobody opened (as a privileged program that
+ * was handed the socket would) lists no process, neither root's nor
+ * nobody's; through its own socket root lists both.
+ */
+TEST_F(nl, dump_socket_of_another_user)
+{
+	long long pids[DUMP_CHILDREN];
+	int sp[2], nl, n, status;
+	int fd = open(DEV0, O_RDWR);
+	pid_t kid;
+	char c;
+
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, socketpair(AF_UNIX, SOCK_STREAM, 0, sp));
+	kid = fork();
+	ASSERT_LE(0, kid);
+	if (!kid) {
+		int dev, ret;
+
+		close(sp[0]);
+		close(fd);
+		CHILD_REQUIRE(!drop_to_nobody(), 80, "drop to nobody: %m");
+		dev = open(DEV0, O_RDWR);
+		CHILD_REQUIRE(dev >= 0, 81, "nobody opens " DEV0 ": %m");
+		nl = nl_open();
+		CHILD_REQUIRE(nl >= 0, 82, "netlink socket: %m");
+		ret = send_fd(sp[1], nl);
+		CHILD_REQUIRE(!ret, 83, "send the socket: %s", strerror(-ret));
+		/* Hold the file until the test closes its end. */
+		CHILD_REQUIRE(read(sp[1], &c, 1) == 0, 84, "read");
+		_exit(0);
+	}
+	close(sp[1]);
+	nl = recv_fd(sp[0]);
+	if (nl >= 0) {
+		nl_send_unaddressed = 1;
+		n = dump_pids(nl, &self->f, pids, DUMP_CHILDREN);
+		nl_send_unaddressed = 0;
+		EXPECT_EQ(0, n) TH_LOG("root lists %d processes through nobody's socket",
+				       n);
+		n = dump_pids(self->fd, &self->f, pids, DUMP_CHILDREN);
+		ASSERT_LE(0, n);
+		EXPECT_EQ(1, count_pid(pids, n, DUMP_CHILDREN, getpid()));
+		EXPECT_EQ(1, count_pid(pids, n, DUMP_CHILDREN, kid));
+		close(nl);
+	}
+	close(sp[0]);
+	ASSERT_EQ(kid, waitpid(kid, &status, 0));
+	EXPECT_EQ(0, status) TH_LOG("nobody's side failed at step %d",
+				    WEXITSTATUS(status));
+	EXPECT_LE(0, nl) TH_LOG("no socket came from nobody");
 	close(fd);
 }
 
