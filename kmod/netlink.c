@@ -4,30 +4,73 @@
  * processes that use them, and the multicast of every snapshot transition
  * to the group "events". The messages are described in
  * uapi/linux/snpu_netlink.h and Documentation/netlink.rst.
+ *
+ * Who sees what: anyone may query the devices. A dump lists the processes
+ * the caller may see (snpu_nl_visible()), by their pid in the caller's pid
+ * namespace. Joining "events", whose messages name any user's processes,
+ * needs CAP_SYS_ADMIN (GENL_MCAST_CAP_SYS_ADMIN, checked by genetlink).
  */
 #include <linux/atomic.h>
+#include <linux/build_bug.h>
+#include <linux/capability.h>
+#include <linux/cred.h>
 #include <linux/errno.h>
+#include <linux/fs.h>
+#include <linux/netlink.h>
+#include <linux/pid_namespace.h>
 #include <linux/skbuff.h>
+#include <linux/uidgid.h>
 #include <net/genetlink.h>
 #include <net/net_namespace.h>
+#include <net/sock.h>
 #include <linux/snpu_netlink.h>
 
 #include "snpu.h"
+
+/*
+ * Without the per-group flag (Linux 6.7, and the stable kernels it was
+ * backported to), genetlink would let anyone join "events".
+ */
+#ifndef GENL_MCAST_CAP_SYS_ADMIN
+#error "snpu needs GENL_MCAST_CAP_SYS_ADMIN to restrict the group \"events\""
+#endif
 
 /* Offsets in snpu_nl_mcgrps. */
 enum snpu_nl_group {
 	SNPU_NL_GRP_EVENTS,
 };
 
-/*
- * Where a dump is: cb->args[0]; cb->args[1] is the next device index or
- * the registry cursor of the next process.
- */
+/* Where a dump is: snpu_nl_dump.phase. */
 enum snpu_nl_dump_phase {
 	SNPU_NL_DUMP_DEVICES,
 	SNPU_NL_DUMP_PROCESSES,
 	SNPU_NL_DUMP_DONE,
 };
+
+/**
+ * struct snpu_nl_dump - a dump in progress, in netlink_callback.ctx
+ * @phase: enum snpu_nl_dump_phase
+ * @next: the next device index, or the registry cursor of the next process
+ * @ns: pid namespace of the caller, referenced from start to done
+ * @euid: effective uid of the caller
+ * @all: the caller may see every process of @ns
+ * @own: the caller may see its own processes
+ *
+ * Who the caller is, is decided once, at the start, in the context of the
+ * process that sent the request: later parts of the dump are filled in the
+ * context of whichever process reads the socket.
+ */
+struct snpu_nl_dump {
+	unsigned long phase;
+	unsigned long next;
+	struct pid_namespace *ns;
+	kuid_t euid;
+	bool all;
+	bool own;
+};
+
+static_assert(sizeof(struct snpu_nl_dump) <=
+	      sizeof_field(struct netlink_callback, ctx));
 
 /* Attributes every message starts with: version and kind. */
 #define SNPU_NL_COMMON_SIZE	(2 * nla_total_size(sizeof(u32)))
@@ -41,16 +84,49 @@ enum snpu_nl_dump_phase {
 #define SNPU_NL_TRANSITION_SIZE	(SNPU_NL_COMMON_SIZE + \
 				 6 * nla_total_size(sizeof(u32)))
 
+/* Every attribute the kernel sends and no request may carry. */
+#define SNPU_NL_OUTPUT_ONLY { .type = NLA_REJECT, \
+			      .reject_message = "attribute sent by the kernel only" }
+
 /*
- * Requests carry SNPU_ATTR_DEV_INDEX only; every other attribute has no
- * type here, which the strict validation of a new family refuses.
+ * Requests carry SNPU_ATTR_DEV_INDEX only, below the most devices the
+ * module creates (ERANGE above it). Every other attribute is rejected
+ * (EINVAL), as are types above SNPU_ATTR_MAX: the family is validated
+ * strictly from its first command on (resv_start_op).
  */
 static const struct nla_policy snpu_nl_policy[SNPU_ATTR_MAX + 1] = {
-	[SNPU_ATTR_DEV_INDEX] = { .type = NLA_U32 },
+	[SNPU_ATTR_VERSION] = SNPU_NL_OUTPUT_ONLY,
+	[SNPU_ATTR_KIND] = SNPU_NL_OUTPUT_ONLY,
+	[SNPU_ATTR_PAD] = SNPU_NL_OUTPUT_ONLY,
+	[SNPU_ATTR_DEV_INDEX] = NLA_POLICY_MAX(NLA_U32, SNPU_MAX_DEVICES - 1),
+	[SNPU_ATTR_DEV_CORES] = SNPU_NL_OUTPUT_ONLY,
+	[SNPU_ATTR_DEV_MEM_TOTAL] = SNPU_NL_OUTPUT_ONLY,
+	[SNPU_ATTR_DEV_MEM_USED] = SNPU_NL_OUTPUT_ONLY,
+	[SNPU_ATTR_DEV_CONTEXTS] = SNPU_NL_OUTPUT_ONLY,
+	[SNPU_ATTR_PID] = SNPU_NL_OUTPUT_ONLY,
+	[SNPU_ATTR_STATE] = SNPU_NL_OUTPUT_ONLY,
+	[SNPU_ATTR_OLD_STATE] = SNPU_NL_OUTPUT_ONLY,
+	[SNPU_ATTR_NEW_STATE] = SNPU_NL_OUTPUT_ONLY,
+	[SNPU_ATTR_RESULT] = SNPU_NL_OUTPUT_ONLY,
+	[SNPU_ATTR_SEQ] = SNPU_NL_OUTPUT_ONLY,
+	[SNPU_ATTR_BG_THREADS] = SNPU_NL_OUTPUT_ONLY,
+	[SNPU_ATTR_CONTEXTS] = SNPU_NL_OUTPUT_ONLY,
+	[SNPU_ATTR_IMAGE_BYTES] = SNPU_NL_OUTPUT_ONLY,
 };
 
+/*
+ * An event names a process of any user, by its pid in the initial pid
+ * namespace: only CAP_SYS_ADMIN may join. genetlink checks it in the user
+ * namespace of the joining socket's network namespace; events go to the
+ * sockets of the initial one only (the family is not netnsok), whose user
+ * namespace is the initial one, or to a NETLINK_LISTEN_ALL_NSID socket
+ * whose opener has CAP_NET_BROADCAST there.
+ */
 static const struct genl_multicast_group snpu_nl_mcgrps[] = {
-	[SNPU_NL_GRP_EVENTS] = { .name = SNPU_GENL_MCGRP_EVENTS },
+	[SNPU_NL_GRP_EVENTS] = {
+		.name = SNPU_GENL_MCGRP_EVENTS,
+		.flags = GENL_MCAST_CAP_SYS_ADMIN,
+	},
 };
 
 static struct genl_family snpu_nl_family;
@@ -159,20 +235,73 @@ static int snpu_nl_get_doit(struct sk_buff *skb, struct genl_info *info)
 }
 
 /*
+ * Start of a dump, in the context of the process that sent the request:
+ * who it is, and in which pid namespace. netlink_capable() wants the
+ * privilege of the sender and, unless the request named its destination,
+ * of the socket's opener; the own-process rule wants the opener's euid to
+ * be the sender's. So a socket passed to a more privileged process that
+ * writes a request into it learns nothing more than its opener may.
+ */
+static int snpu_nl_get_start(struct netlink_callback *cb)
+{
+	const struct genl_dumpit_info *info = genl_dumpit_info(cb);
+	struct snpu_nl_dump *d = (struct snpu_nl_dump *)cb->ctx;
+	struct socket *sock = NETLINK_CB(cb->skb).sk->sk_socket;
+
+	/* A dump takes no attribute (extack is not available here). */
+	if (info->attrs && info->attrs[SNPU_ATTR_DEV_INDEX])
+		return -EINVAL;
+
+	d->euid = current_euid();
+	d->all = netlink_capable(cb->skb, CAP_SYS_ADMIN);
+	/* A socket without a file (a kernel one) is no user's. */
+	d->own = sock && sock->file &&
+		 uid_eq(d->euid, sock->file->f_cred->euid);
+	d->ns = get_pid_ns(task_active_pid_ns(current));
+	return 0;
+}
+
+/* End of a dump, complete or not (the socket closed): drop the start's. */
+static int snpu_nl_get_done(struct netlink_callback *cb)
+{
+	struct snpu_nl_dump *d = (struct snpu_nl_dump *)cb->ctx;
+
+	put_pid_ns(d->ns);
+	return 0;
+}
+
+/*
+ * Whether the caller of dump @d may see process @pi: the process has a pid
+ * in the caller's namespace, and the caller has CAP_SYS_ADMIN or is the
+ * user the process was when it opened its first snpu file (real and
+ * effective uid both the caller's effective uid).
+ */
+static bool snpu_nl_visible(const struct snpu_nl_dump *d,
+			    const struct snpu_proc_info *pi)
+{
+	if (!pi->nr)
+		return false;
+	if (d->all)
+		return true;
+	return d->own && uid_eq(pi->uid, d->euid) && uid_eq(pi->euid, d->euid);
+}
+
+/*
  * SNPU_CMD_GET with NLM_F_DUMP: every device by index, then every process
- * in registry order. Each call fills @skb until it is full; the next call resumes
- * at the object that did not fit.
+ * the caller may see, in registry order. Each call fills @skb until it is
+ * full; the next call resumes at the object that did not fit.
  */
 static int snpu_nl_get_dumpit(struct sk_buff *skb, struct netlink_callback *cb)
 {
+	struct snpu_nl_dump *d = (struct snpu_nl_dump *)cb->ctx;
 	u32 portid = NETLINK_CB(cb->skb).portid;
 	u32 seq = cb->nlh->nlmsg_seq;
 	struct snpu_proc_info pi;
 	int ret = 0;
 
-	if (cb->args[0] == SNPU_NL_DUMP_DEVICES) {
-		for (; cb->args[1] < SNPU_MAX_DEVICES; cb->args[1]++) {
-			struct snpu_device *sdev = snpu_nl_device(cb->args[1]);
+	if (d->phase == SNPU_NL_DUMP_DEVICES) {
+		for (; d->next < SNPU_MAX_DEVICES; d->next++) {
+			struct snpu_device *sdev = snpu_nl_device(d->next);
 
 			if (!sdev)
 				continue;
@@ -181,23 +310,25 @@ static int snpu_nl_get_dumpit(struct sk_buff *skb, struct netlink_callback *cb)
 			if (ret)
 				goto full;
 		}
-		cb->args[0] = SNPU_NL_DUMP_PROCESSES;
-		cb->args[1] = 0;
+		d->phase = SNPU_NL_DUMP_PROCESSES;
+		d->next = 0;
 	}
 
-	if (cb->args[0] == SNPU_NL_DUMP_PROCESSES) {
+	if (d->phase == SNPU_NL_DUMP_PROCESSES) {
 		for (;;) {
-			unsigned long next = cb->args[1];
+			unsigned long next = d->next;
 
-			if (snpu_proc_info_next(&next, &pi))
+			if (snpu_proc_info_next(&next, d->ns, &pi))
 				break;
-			ret = snpu_nl_fill_process(skb, &pi, portid, seq,
-						   NLM_F_MULTI);
-			if (ret)
-				goto full;
-			cb->args[1] = next;
+			if (snpu_nl_visible(d, &pi)) {
+				ret = snpu_nl_fill_process(skb, &pi, portid,
+							   seq, NLM_F_MULTI);
+				if (ret)
+					goto full;
+			}
+			d->next = next;
 		}
-		cb->args[0] = SNPU_NL_DUMP_DONE;
+		d->phase = SNPU_NL_DUMP_DONE;
 	}
 	return skb->len;
 
@@ -206,11 +337,13 @@ full:
 	return skb->len ? skb->len : ret;
 }
 
-static const struct genl_small_ops snpu_nl_ops[] = {
+static const struct genl_ops snpu_nl_ops[] = {
 	{
 		.cmd = SNPU_CMD_GET,
 		.doit = snpu_nl_get_doit,
+		.start = snpu_nl_get_start,
 		.dumpit = snpu_nl_get_dumpit,
+		.done = snpu_nl_get_done,
 	},
 };
 
@@ -228,8 +361,8 @@ static struct genl_family snpu_nl_family __ro_after_init = {
 	.netnsok = false,
 	.parallel_ops = true,
 	.module = THIS_MODULE,
-	.small_ops = snpu_nl_ops,
-	.n_small_ops = ARRAY_SIZE(snpu_nl_ops),
+	.ops = snpu_nl_ops,
+	.n_ops = ARRAY_SIZE(snpu_nl_ops),
 	.resv_start_op = SNPU_CMD_GET,
 	.mcgrps = snpu_nl_mcgrps,
 	.n_mcgrps = ARRAY_SIZE(snpu_nl_mcgrps),
@@ -238,7 +371,8 @@ static struct genl_family snpu_nl_family __ro_after_init = {
 /**
  * snpu_nl_transition() - multicast a snapshot transition to "events"
  * @dev: index of the device the call was made through
- * @pid: the process, thread group id in the initial pid namespace
+ * @pid: the process, thread group id in the initial pid namespace (every
+ *	listener has CAP_SYS_ADMIN: multicast cannot translate per receiver)
  * @seq: the process's transitions so far, after this one
  * @old_state: SNPU_STATE_* before the call
  * @new_state: SNPU_STATE_* after it (@old_state when it failed)

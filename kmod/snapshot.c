@@ -7,6 +7,7 @@
  * A process is found by its thread group id in a registry shared by every
  * device; its state lives as long as one of its contexts.
  */
+#include <linux/cred.h>
 #include <linux/file.h>
 #include <linux/highmem.h>
 #include <linux/mm.h>
@@ -78,6 +79,8 @@ static struct snpu_proc *snpu_proc_new(void)
 	kref_init(&p->ref);
 	p->tgid = get_pid(task_tgid(current));
 	p->nr = current->tgid;
+	p->uid = current_uid();
+	p->euid = current_euid();
 	mutex_init(&p->op_lock);
 	mutex_init(&p->list_lock);
 	INIT_LIST_HEAD(&p->contexts);
@@ -658,13 +661,15 @@ int snpu_state_mmap(struct snpu_context *ctx, struct vm_area_struct *vma)
 /**
  * snpu_proc_info_next() - describe the next process of the registry
  * @cursor: where to look from, 0 to start; advanced past the process
+ * @ns: the pid namespace to give the process's id in
  * @info: filled in
  *
  * Never waits for a snapshot transition in progress.
  *
  * Return: 0, or -ENOENT when no process with an open context is left.
  */
-int snpu_proc_info_next(unsigned long *cursor, struct snpu_proc_info *info)
+int snpu_proc_info_next(unsigned long *cursor, struct pid_namespace *ns,
+			struct snpu_proc_info *info)
 {
 	struct snpu_proc *p;
 
@@ -672,7 +677,9 @@ int snpu_proc_info_next(unsigned long *cursor, struct snpu_proc_info *info)
 	p = xa_find(&snpu_procs, cursor, ULONG_MAX, XA_PRESENT);
 	if (p) {
 		memset(info, 0, sizeof(*info));
-		info->nr = p->nr;
+		info->nr = pid_nr_ns(p->tgid, ns);
+		info->uid = p->uid;
+		info->euid = p->euid;
 		info->image_bytes = READ_ONCE(p->image_bytes);
 		spin_lock(&p->lock);
 		info->state = p->state;

@@ -396,6 +396,8 @@ struct snpu_ring {
  * @ref: one per context of the process, and per transient user
  * @tgid: the process
  * @nr: its thread group id in the initial namespace
+ * @uid: real uid of the thread that opened the process's first context
+ * @euid: its effective uid; with @uid, who may see the process in queries
  * @id: key in the registry (a thread group id may be reused while an
  *      exited process's files live on in another process)
  * @op_lock: serializes snapshot transitions; protects @image,
@@ -423,6 +425,8 @@ struct snpu_proc {
 	struct kref ref;
 	struct pid *tgid;
 	pid_t nr;
+	kuid_t uid;
+	kuid_t euid;
 	u32 id;
 
 	struct mutex op_lock;		/* transitions, @image */
@@ -629,7 +633,10 @@ int snpu_state_mmap(struct snpu_context *ctx, struct vm_area_struct *vma);
 
 /**
  * struct snpu_proc_info - what queries report of a process
- * @nr: thread group id in the initial namespace
+ * @nr: thread group id in the namespace of the query, 0 when the process
+ *      is not visible there
+ * @uid: snpu_proc.uid
+ * @euid: snpu_proc.euid
  * @state: SNPU_STATE_*
  * @seq: transitions so far
  * @bg_threads: registered background threads
@@ -638,6 +645,8 @@ int snpu_state_mmap(struct snpu_context *ctx, struct vm_area_struct *vma);
  */
 struct snpu_proc_info {
 	pid_t nr;
+	kuid_t uid;
+	kuid_t euid;
 	u32 state;
 	u32 seq;
 	u32 bg_threads;
@@ -645,7 +654,9 @@ struct snpu_proc_info {
 	u64 image_bytes;
 };
 
-int snpu_proc_info_next(unsigned long *cursor, struct snpu_proc_info *info);
+struct pid_namespace;
+int snpu_proc_info_next(unsigned long *cursor, struct pid_namespace *ns,
+			struct snpu_proc_info *info);
 
 /* image.c: under the process's op_lock */
 int snpu_image_backup(struct snpu_proc *p, struct file *reuse,

@@ -6,10 +6,12 @@
  *   snpu-smi -d N     device N only
  *   snpu-smi status [-d N]
  *                     devices and processes, from the generic netlink
- *                     family "snpu" (one device with -d)
+ *                     family "snpu" (one device with -d); without
+ *                     CAP_SYS_ADMIN, only the caller's own processes
  *   snpu-smi events [-n COUNT] [-t SECS]
  *                     one line per snapshot transition, from the
- *                     family's multicast group "events"
+ *                     family's multicast group "events" (needs
+ *                     CAP_SYS_ADMIN)
  *
  * The netlink subcommands use libnl-genl (Documentation/netlink.rst).
  */
@@ -376,6 +378,13 @@ static int cmd_events(int argc, char **argv)
 	nl_socket_disable_seq_check(s.sk);
 	nl_socket_modify_cb(s.sk, NL_CB_VALID, NL_CB_CUSTOM, on_event, &s);
 	ret = nl_socket_add_membership(s.sk, grp);
+	if (ret == -NLE_PERM) {
+		/* Events name every user's processes: privileged only. */
+		fprintf(stderr,
+			"snpu-smi: listening for snpu events needs CAP_SYS_ADMIN (run it as root)\n");
+		nl_socket_free(s.sk);
+		return 1;
+	}
 	if (ret < 0)
 		return smi_fail(&s, "join group", ret);
 	ret = nl_socket_set_nonblocking(s.sk);

@@ -14,16 +14,21 @@
  *
  * Runs as root in the test VM with the module loaded with its default
  * parameters (devices=1, cores=4, mem_mb=256); every test runs in its own
- * process, which is the process the transitions are about.
+ * process, which is the process the transitions are about. The tests of
+ * who sees what drop a child to the user nobody (65534), or put it in a
+ * new pid namespace.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
+#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -64,6 +69,12 @@ struct nlmsgs {
 static size_t nl_recv_len = NL_BUF;
 /* The reads nl_transact() made. */
 static int nl_reads;
+/*
+ * nl_transact() writes its request with send(), naming no destination,
+ * as a program writing into a socket it was handed would: the kernel then
+ * checks the socket opener's capabilities too (netlink_capable()).
+ */
+static int nl_send_unaddressed;
 
 /* Return: a generic netlink socket with a receive timeout, or -1. */
 static int nl_open(void)
@@ -194,8 +205,12 @@ static int nl_transact(int fd, struct nlmsghdr *req, struct nlmsgs *out)
 
 	out->len = 0;
 	out->count = 0;
-	if (sendto(fd, req, req->nlmsg_len, 0, (struct sockaddr *)&to,
-		   sizeof(to)) != (ssize_t)req->nlmsg_len)
+	if (nl_send_unaddressed)
+		n = send(fd, req, req->nlmsg_len, 0);
+	else
+		n = sendto(fd, req, req->nlmsg_len, 0, (struct sockaddr *)&to,
+			   sizeof(to));
+	if (n != (ssize_t)req->nlmsg_len)
 		return -errno;
 	for (;;) {
 		struct nlmsghdr *nlh;
@@ -551,14 +566,11 @@ TEST_F(nl, get_errors)
 {
 	struct nlmsghdr *req;
 	__u32 v;
+	int type;
 
-	/* No device 15 (devices=1), nor 1000. */
+	/* No device 15 (devices=1): in the policy's range, but absent. */
 	req = msg_init(self->req, self->f.id, NLM_F_ACK, SNPU_CMD_GET, 1);
 	v = 15;
-	msg_put(req, SNPU_ATTR_DEV_INDEX, &v, sizeof(v));
-	EXPECT_EQ(-ENODEV, nl_transact(self->fd, req, &self->m));
-	req = msg_init(self->req, self->f.id, NLM_F_ACK, SNPU_CMD_GET, 1);
-	v = 1000;
 	msg_put(req, SNPU_ATTR_DEV_INDEX, &v, sizeof(v));
 	EXPECT_EQ(-ENODEV, nl_transact(self->fd, req, &self->m));
 
@@ -566,11 +578,22 @@ TEST_F(nl, get_errors)
 	req = msg_init(self->req, self->f.id, NLM_F_ACK, SNPU_CMD_GET, 1);
 	EXPECT_EQ(-EINVAL, nl_transact(self->fd, req, &self->m));
 
-	/* An attribute a request does not carry. */
+	/* An attribute a request does not carry: any but the index. */
+	for (type = SNPU_ATTR_UNSPEC; type <= SNPU_ATTR_MAX + 1; type++) {
+		if (type == SNPU_ATTR_DEV_INDEX)
+			continue;
+		req = msg_init(self->req, self->f.id, NLM_F_ACK, SNPU_CMD_GET,
+			       1);
+		v = 0;
+		msg_put(req, SNPU_ATTR_DEV_INDEX, &v, sizeof(v));
+		msg_put(req, type, &v, sizeof(v));
+		EXPECT_EQ(-EINVAL, nl_transact(self->fd, req, &self->m))
+			TH_LOG("attribute %d in a request", type);
+	}
+
+	/* The index with the wrong size. */
 	req = msg_init(self->req, self->f.id, NLM_F_ACK, SNPU_CMD_GET, 1);
-	v = 0;
-	msg_put(req, SNPU_ATTR_DEV_INDEX, &v, sizeof(v));
-	msg_put(req, SNPU_ATTR_PID, &v, sizeof(v));
+	msg_put(req, SNPU_ATTR_DEV_INDEX, &v, sizeof(__u16));
 	EXPECT_EQ(-EINVAL, nl_transact(self->fd, req, &self->m));
 
 	/* The reserved header field. */
@@ -592,6 +615,39 @@ static int dump(int fd, const struct family *f, char *req,
 {
 	return nl_transact(fd, msg_init(req, f->id, NLM_F_DUMP, SNPU_CMD_GET,
 					SNPU_GENL_VERSION), m);
+}
+
+/*
+ * The most devices the module creates (its "devices" parameter's limit):
+ * SNPU_ATTR_DEV_INDEX of a request is below it.
+ */
+#define MAX_DEVICES	16
+
+/* An index no device can have is outside the policy's range: ERANGE. */
+TEST_F(nl, get_out_of_range)
+{
+	static const __u32 bad[] = { MAX_DEVICES, 1000, UINT32_MAX };
+	struct nlmsghdr *req;
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(bad); i++) {
+		req = msg_init(self->req, self->f.id, NLM_F_ACK, SNPU_CMD_GET,
+			       SNPU_GENL_VERSION);
+		msg_put(req, SNPU_ATTR_DEV_INDEX, &bad[i], sizeof(bad[i]));
+		EXPECT_EQ(-ERANGE, nl_transact(self->fd, req, &self->m))
+			TH_LOG("index %u", bad[i]);
+	}
+}
+
+/* A dump takes no attribute, not even the index: EINVAL. */
+TEST_F(nl, dump_takes_no_attribute)
+{
+	struct nlmsghdr *req = msg_init(self->req, self->f.id, NLM_F_DUMP,
+					SNPU_CMD_GET, SNPU_GENL_VERSION);
+	__u32 index = 0;
+
+	msg_put(req, SNPU_ATTR_DEV_INDEX, &index, sizeof(index));
+	EXPECT_EQ(-EINVAL, nl_transact(self->fd, req, &self->m));
 }
 
 /*
@@ -759,6 +815,390 @@ TEST_F(nl, dump_resumes)
 		ASSERT_EQ(kids[i], waitpid(kids[i], &status, 0));
 		EXPECT_EQ(0, status);
 	}
+}
+
+/* ---- who sees what ------------------------------------------------------ */
+
+/* The unprivileged user the permission tests run as. */
+#define NOBODY		65534
+
+/* In a forked child: unless @cond, say why and exit with status @step. */
+#define CHILD_REQUIRE(cond, step, ...) do {				\
+	int _step = (step);						\
+									\
+	if (!(cond)) {							\
+		fprintf(stderr, "# child step %d: ", _step);		\
+		fprintf(stderr, __VA_ARGS__);				\
+		fputc('\n', stderr);					\
+		_exit(_step);						\
+	}								\
+} while (0)
+
+/*
+ * Become NOBODY with no supplementary group: no capability is left.
+ * Return: 0 or -errno.
+ */
+static int drop_to_nobody(void)
+{
+	if (setgroups(0, NULL) || setgid(NOBODY) || setuid(NOBODY))
+		return -errno;
+	return 0;
+}
+
+/*
+ * The pids of the processes a dump lists, in @pids (at most @max).
+ * Return: the number of processes listed, or -errno.
+ */
+static int dump_pids(int fd, const struct family *f, long long *pids,
+		     int max)
+{
+	const struct nlattr *tb[SNPU_ATTR_MAX + 1];
+	static struct nlmsgs m;
+	char req[256];
+	int i, n = 0, ret;
+
+	ret = dump(fd, f, req, &m);
+	if (ret)
+		return ret;
+	for (i = 0; i < m.count; i++) {
+		parse_genl(nth(&m, i), tb, SNPU_ATTR_MAX);
+		if (attr_u32(tb[SNPU_ATTR_KIND]) != SNPU_KIND_PROCESS)
+			continue;
+		if (n < max)
+			pids[n] = attr_u32(tb[SNPU_ATTR_PID]);
+		n++;
+	}
+	return n;
+}
+
+/* Return: how many of the first @n of @pids (at most @max) are @pid. */
+static int count_pid(const long long *pids, int n, int max, pid_t pid)
+{
+	int i, found = 0;
+
+	for (i = 0; i < n && i < max; i++)
+		found += pids[i] == pid;
+	return found;
+}
+
+/*
+ * Without CAP_SYS_ADMIN a dump lists the caller's own processes only:
+ * nobody's lists nobody's process and not the test's (root's), which
+ * holds a file meanwhile; root's lists both.
+ */
+TEST_F(nl, dump_unprivileged_own_only)
+{
+	int ready[2], go[2], status, n;
+	int fd = open(DEV0, O_RDWR);
+	long long pids[DUMP_CHILDREN];
+	pid_t kid;
+	char c;
+
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, pipe(ready));
+	ASSERT_EQ(0, pipe(go));
+	kid = fork();
+	ASSERT_LE(0, kid);
+	if (!kid) {
+		struct family f;
+		int nl, dev;
+
+		close(go[1]);
+		close(ready[0]);
+		close(fd);
+		CHILD_REQUIRE(!drop_to_nobody(), 10, "drop to nobody: %m");
+		/* The VM's "/" must be searchable by everyone (mode 0755). */
+		dev = open(DEV0, O_RDWR);
+		CHILD_REQUIRE(dev >= 0, 11, "nobody opens " DEV0 ": %m");
+		nl = nl_open();
+		CHILD_REQUIRE(nl >= 0, 12, "netlink socket: %m");
+		CHILD_REQUIRE(!resolve(nl, &f), 13, "resolve \"snpu\"");
+		n = dump_pids(nl, &f, pids, DUMP_CHILDREN);
+		CHILD_REQUIRE(n >= 0, 14, "dump: %s", strerror(-n));
+		CHILD_REQUIRE(!count_pid(pids, n, DUMP_CHILDREN, getppid()),
+			      15, "nobody sees root's process %d", getppid());
+		CHILD_REQUIRE(count_pid(pids, n, DUMP_CHILDREN, getpid()) == 1,
+			      16, "nobody does not see its own process");
+		CHILD_REQUIRE(n == 1, 17, "nobody sees %d processes, not 1", n);
+		/* Hold the file until root has looked. */
+		c = 'R';
+		if (write(ready[1], &c, 1) != 1 || read(go[0], &c, 1))
+			_exit(18);
+		_exit(0);
+	}
+	close(go[0]);
+	close(ready[1]);
+	/* Nothing to read: the child failed, its status says where. */
+	if (read(ready[0], &c, 1) == 1) {
+		n = dump_pids(self->fd, &self->f, pids, DUMP_CHILDREN);
+		ASSERT_LE(0, n);
+		EXPECT_EQ(1, count_pid(pids, n, DUMP_CHILDREN, getpid()));
+		EXPECT_EQ(1, count_pid(pids, n, DUMP_CHILDREN, kid))
+			TH_LOG("root does not see nobody's process");
+	}
+	close(go[1]);
+	ASSERT_EQ(kid, waitpid(kid, &status, 0));
+	EXPECT_EQ(0, status) TH_LOG("nobody's side failed at step %d",
+				    WEXITSTATUS(status));
+	close(ready[0]);
+	close(fd);
+}
+
+/*
+ * A process belongs to the user it was when it opened its first file: one
+ * that opened it as root and then became nobody is not listed to nobody,
+ * not even to itself.
+ */
+TEST_F(nl, dump_credentials_at_open)
+{
+	pid_t kid = fork();
+	int status;
+
+	ASSERT_LE(0, kid);
+	if (!kid) {
+		long long pids[DUMP_CHILDREN];
+		struct family f;
+		int dev, nl, n;
+
+		dev = open(DEV0, O_RDWR);
+		CHILD_REQUIRE(dev >= 0, 70, "open " DEV0 ": %m");
+		CHILD_REQUIRE(!drop_to_nobody(), 71, "drop to nobody: %m");
+		nl = nl_open();
+		CHILD_REQUIRE(nl >= 0, 72, "netlink socket: %m");
+		CHILD_REQUIRE(!resolve(nl, &f), 73, "resolve \"snpu\"");
+		n = dump_pids(nl, &f, pids, DUMP_CHILDREN);
+		CHILD_REQUIRE(n >= 0, 74, "dump: %s", strerror(-n));
+		CHILD_REQUIRE(n == 0, 75, "nobody sees %d processes (pid %lld)",
+			      n, pids[0]);
+		_exit(0);
+	}
+	ASSERT_EQ(kid, waitpid(kid, &status, 0));
+	EXPECT_EQ(0, status) TH_LOG("the child failed at step %d",
+				    WEXITSTATUS(status));
+}
+
+/* Return: 0 or -errno; send @fd over the unix socket @sock. */
+static int send_fd(int sock, int fd)
+{
+	char data = 'F', cbuf[CMSG_SPACE(sizeof(int))] = { 0 };
+	struct iovec iov = { .iov_base = &data, .iov_len = 1 };
+	struct msghdr msg = {
+		.msg_iov = &iov, .msg_iovlen = 1,
+		.msg_control = cbuf, .msg_controllen = sizeof(cbuf),
+	};
+	struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(c), &fd, sizeof(int));
+	return sendmsg(sock, &msg, 0) == 1 ? 0 : -errno;
+}
+
+/* Return: the fd received over the unix socket @sock, or -1. */
+static int recv_fd(int sock)
+{
+	char data, cbuf[CMSG_SPACE(sizeof(int))];
+	struct iovec iov = { .iov_base = &data, .iov_len = 1 };
+	struct msghdr msg = {
+		.msg_iov = &iov, .msg_iovlen = 1,
+		.msg_control = cbuf, .msg_controllen = sizeof(cbuf),
+	};
+	struct cmsghdr *c;
+	int fd;
+
+	if (recvmsg(sock, &msg, 0) != 1)
+		return -1;
+	c = CMSG_FIRSTHDR(&msg);
+	if (!c || c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+		return -1;
+	memcpy(&fd, CMSG_DATA(c), sizeof(int));
+	return fd;
+}
+
+/*
+ * The socket's opener counts as well as the sender: root writing a dump
+ * request into a socket that nobody opened (as a privileged program that
+ * was handed the socket would) lists no process, neither root's nor
+ * nobody's; through its own socket root lists both.
+ */
+TEST_F(nl, dump_socket_of_another_user)
+{
+	long long pids[DUMP_CHILDREN];
+	int sp[2], nl, n, status;
+	int fd = open(DEV0, O_RDWR);
+	pid_t kid;
+	char c;
+
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, socketpair(AF_UNIX, SOCK_STREAM, 0, sp));
+	kid = fork();
+	ASSERT_LE(0, kid);
+	if (!kid) {
+		int dev, ret;
+
+		close(sp[0]);
+		close(fd);
+		CHILD_REQUIRE(!drop_to_nobody(), 80, "drop to nobody: %m");
+		dev = open(DEV0, O_RDWR);
+		CHILD_REQUIRE(dev >= 0, 81, "nobody opens " DEV0 ": %m");
+		nl = nl_open();
+		CHILD_REQUIRE(nl >= 0, 82, "netlink socket: %m");
+		ret = send_fd(sp[1], nl);
+		CHILD_REQUIRE(!ret, 83, "send the socket: %s", strerror(-ret));
+		/* Hold the file until the test closes its end. */
+		CHILD_REQUIRE(read(sp[1], &c, 1) == 0, 84, "read");
+		_exit(0);
+	}
+	close(sp[1]);
+	nl = recv_fd(sp[0]);
+	if (nl >= 0) {
+		nl_send_unaddressed = 1;
+		n = dump_pids(nl, &self->f, pids, DUMP_CHILDREN);
+		nl_send_unaddressed = 0;
+		EXPECT_EQ(0, n) TH_LOG("root lists %d processes through nobody's socket",
+				       n);
+		n = dump_pids(self->fd, &self->f, pids, DUMP_CHILDREN);
+		ASSERT_LE(0, n);
+		EXPECT_EQ(1, count_pid(pids, n, DUMP_CHILDREN, getpid()));
+		EXPECT_EQ(1, count_pid(pids, n, DUMP_CHILDREN, kid));
+		close(nl);
+	}
+	close(sp[0]);
+	ASSERT_EQ(kid, waitpid(kid, &status, 0));
+	EXPECT_EQ(0, status) TH_LOG("nobody's side failed at step %d",
+				    WEXITSTATUS(status));
+	EXPECT_LE(0, nl) TH_LOG("no socket came from nobody");
+	close(fd);
+}
+
+/*
+ * Pids are those of the caller's pid namespace. The init of a new pid
+ * namespace (root: it could see every process) lists itself as pid 1,
+ * and nothing from outside its namespace, not the test that holds a file
+ * meanwhile; the test lists it by its pid in the initial namespace.
+ */
+TEST_F(nl, dump_pid_namespace)
+{
+	int ready[2], go[2], pidp[2], status, n;
+	int fd = open(DEV0, O_RDWR);
+	long long pids[DUMP_CHILDREN];
+	pid_t kid, inner = 0;
+	char c;
+
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, pipe(ready));
+	ASSERT_EQ(0, pipe(go));
+	ASSERT_EQ(0, pipe(pidp));
+	kid = fork();
+	ASSERT_LE(0, kid);
+	if (!kid) {
+		pid_t init;
+
+		close(go[1]);
+		close(ready[0]);
+		close(pidp[0]);
+		close(fd);
+		CHILD_REQUIRE(!unshare(CLONE_NEWPID), 20,
+			      "unshare(CLONE_NEWPID): %m");
+		init = fork();
+		CHILD_REQUIRE(init >= 0, 21, "fork: %m");
+		if (!init) {
+			struct family f;
+			int nl, dev;
+
+			CHILD_REQUIRE(getpid() == 1, 22,
+				      "pid %d in the new namespace", getpid());
+			dev = open(DEV0, O_RDWR);
+			CHILD_REQUIRE(dev >= 0, 23, "open " DEV0 ": %m");
+			nl = nl_open();
+			CHILD_REQUIRE(nl >= 0, 24, "netlink socket: %m");
+			CHILD_REQUIRE(!resolve(nl, &f), 25,
+				      "resolve \"snpu\"");
+			n = dump_pids(nl, &f, pids, DUMP_CHILDREN);
+			CHILD_REQUIRE(n >= 0, 26, "dump: %s", strerror(-n));
+			CHILD_REQUIRE(count_pid(pids, n, DUMP_CHILDREN, 1) == 1,
+				      27, "pid 1 not listed (as %lld?)",
+				      n ? pids[0] : -1LL);
+			CHILD_REQUIRE(n == 1, 28,
+				      "the namespace's init sees %d processes, not 1",
+				      n);
+			c = 'R';
+			if (write(ready[1], &c, 1) != 1 || read(go[0], &c, 1))
+				_exit(29);
+			_exit(0);
+		}
+		/* The init's pid in the initial namespace, for the test. */
+		CHILD_REQUIRE(write(pidp[1], &init, sizeof(init)) ==
+			      sizeof(init), 30, "write: %m");
+		close(pidp[1]);
+		close(ready[1]);
+		close(go[0]);
+		CHILD_REQUIRE(waitpid(init, &status, 0) == init, 31,
+			      "waitpid: %m");
+		_exit(WIFEXITED(status) ? WEXITSTATUS(status) : 32);
+	}
+	close(go[0]);
+	close(ready[1]);
+	close(pidp[1]);
+	ASSERT_EQ((ssize_t)sizeof(inner), read(pidp[0], &inner, sizeof(inner)));
+	if (read(ready[0], &c, 1) == 1) {
+		n = dump_pids(self->fd, &self->f, pids, DUMP_CHILDREN);
+		ASSERT_LE(0, n);
+		EXPECT_EQ(1, count_pid(pids, n, DUMP_CHILDREN, inner))
+			TH_LOG("pid %d (1 in its namespace) not listed", inner);
+		EXPECT_EQ(1, count_pid(pids, n, DUMP_CHILDREN, getpid()));
+	}
+	close(go[1]);
+	ASSERT_EQ(kid, waitpid(kid, &status, 0));
+	EXPECT_EQ(0, status) TH_LOG("the namespace's side failed at step %d",
+				    WEXITSTATUS(status));
+	close(pidp[0]);
+	close(ready[0]);
+	close(fd);
+}
+
+/*
+ * Joining "events" needs CAP_SYS_ADMIN: nobody's join fails with EPERM,
+ * with setsockopt() and with bind().
+ */
+TEST_F(nl, events_join_unprivileged)
+{
+	pid_t kid;
+	int status;
+
+	ASSERT_NE(0, self->f.events);
+	kid = fork();
+	ASSERT_LE(0, kid);
+	if (!kid) {
+		struct sockaddr_nl sa = { .nl_family = AF_NETLINK };
+		int nl, ret;
+
+		CHILD_REQUIRE(!drop_to_nobody(), 40, "drop to nobody: %m");
+		nl = nl_open();
+		CHILD_REQUIRE(nl >= 0, 41, "netlink socket: %m");
+		ret = setsockopt(nl, SOL_NETLINK, NETLINK_ADD_MEMBERSHIP,
+				 &self->f.events, sizeof(self->f.events));
+		CHILD_REQUIRE(ret == -1 && errno == EPERM, 42,
+			      "nobody joins \"events\": %s",
+			      ret ? strerror(errno) : "joined");
+		close(nl);
+		/* bind() names the groups below 33 in a mask. */
+		if (self->f.events <= 32) {
+			nl = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC,
+				    NETLINK_GENERIC);
+			CHILD_REQUIRE(nl >= 0, 43, "netlink socket: %m");
+			sa.nl_groups = 1U << (self->f.events - 1);
+			ret = bind(nl, (struct sockaddr *)&sa, sizeof(sa));
+			CHILD_REQUIRE(ret == -1 && errno == EPERM, 44,
+				      "nobody binds to \"events\": %s",
+				      ret ? strerror(errno) : "bound");
+		}
+		_exit(0);
+	}
+	ASSERT_EQ(kid, waitpid(kid, &status, 0));
+	EXPECT_EQ(0, status) TH_LOG("nobody's side failed at step %d",
+				    WEXITSTATUS(status));
 }
 
 /* ---- events ------------------------------------------------------------ */
@@ -949,6 +1389,85 @@ TEST(smi_status)
 	EXPECT_EQ(0, strcmp(line, "snpu-smi: get: No such device\n"))
 		TH_LOG("%s", line);
 	EXPECT_EQ(1, WEXITSTATUS(pclose(p)));
+	close(fd);
+}
+
+/* What snpu-smi events says to a user who may not join "events". */
+#define SMI_EVENTS_EPERM \
+	"snpu-smi: listening for snpu events needs CAP_SYS_ADMIN (run it as root)\n"
+
+/*
+ * snpu-smi events as nobody: one clear line that it needs the privilege
+ * (not a silent wait), and status 1 at once.
+ */
+TEST(smi_events_unprivileged)
+{
+	pid_t kid = fork();
+	int status;
+
+	ASSERT_LE(0, kid);
+	if (!kid) {
+		char line[256];
+		FILE *p;
+
+		CHILD_REQUIRE(!drop_to_nobody(), 50, "drop to nobody: %m");
+		p = popen("snpu-smi events -n 1 -t 20 2>&1", "r");
+		CHILD_REQUIRE(p, 51, "popen: %m");
+		CHILD_REQUIRE(fgets(line, sizeof(line), p), 52,
+			      "snpu-smi said nothing");
+		CHILD_REQUIRE(!strcmp(line, SMI_EVENTS_EPERM), 53,
+			      "snpu-smi: %s", line);
+		CHILD_REQUIRE(!fgets(line, sizeof(line), p), 54,
+			      "snpu-smi went on: %s", line);
+		status = pclose(p);
+		CHILD_REQUIRE(WIFEXITED(status) && WEXITSTATUS(status) == 1, 55,
+			      "snpu-smi exit status 0x%x", status);
+		_exit(0);
+	}
+	ASSERT_EQ(kid, waitpid(kid, &status, 0));
+	EXPECT_EQ(0, status) TH_LOG("nobody's side failed at step %d",
+				    WEXITSTATUS(status));
+}
+
+/*
+ * snpu-smi status as nobody: the device, and of the processes only
+ * nobody's own, not the test's (root's), which holds a file meanwhile.
+ */
+TEST(smi_status_unprivileged)
+{
+	int fd = open(DEV0, O_RDWR), status;
+	pid_t kid;
+
+	ASSERT_LE(0, fd);
+	kid = fork();
+	ASSERT_LE(0, kid);
+	if (!kid) {
+		char line[256], me[64];
+		int dev, devs = 0, procs = 0, mine = 0;
+		FILE *p;
+
+		close(fd);
+		CHILD_REQUIRE(!drop_to_nobody(), 60, "drop to nobody: %m");
+		dev = open(DEV0, O_RDWR);
+		CHILD_REQUIRE(dev >= 0, 61, "nobody opens " DEV0 ": %m");
+		snprintf(me, sizeof(me), "pid %d RUNNING ", getpid());
+		p = popen("snpu-smi status 2>&1", "r");
+		CHILD_REQUIRE(p, 62, "popen: %m");
+		while (fgets(line, sizeof(line), p)) {
+			devs += !strncmp(line, "snpu0 ", 6);
+			procs += !strncmp(line, "pid ", 4);
+			mine += !strncmp(line, me, strlen(me));
+		}
+		CHILD_REQUIRE(!pclose(p), 63, "snpu-smi status failed");
+		CHILD_REQUIRE(devs == 1, 64, "%d lines of snpu0", devs);
+		CHILD_REQUIRE(mine == 1, 65, "no line '%s...'", me);
+		CHILD_REQUIRE(procs == 1, 66, "%d processes listed, not 1",
+			      procs);
+		_exit(0);
+	}
+	ASSERT_EQ(kid, waitpid(kid, &status, 0));
+	EXPECT_EQ(0, status) TH_LOG("nobody's side failed at step %d",
+				    WEXITSTATUS(status));
 	close(fd);
 }
 

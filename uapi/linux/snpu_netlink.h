@@ -5,9 +5,15 @@
  *
  * The family reports the devices and the processes that use them, and
  * multicasts every process snapshot transition to the group "events". It
- * exists in the initial network namespace only; process ids in it are
- * thread group ids in the initial pid namespace. No command or group needs
- * a capability.
+ * exists in the initial network namespace only.
+ *
+ * Who sees what: anyone may query the devices. A dump lists every process
+ * to a caller with CAP_SYS_ADMIN, and to any other caller only the
+ * processes that opened their first snpu file with real and effective uid
+ * both the caller's effective uid; in both cases only the processes that
+ * have a pid in the caller's pid namespace, by that pid. Joining "events"
+ * needs CAP_SYS_ADMIN (EPERM otherwise); its process ids are thread group
+ * ids in the initial pid namespace.
  *
  * Every message carries SNPU_ATTR_VERSION and SNPU_ATTR_KIND, and
  * describes one object, with flat attributes (no nesting):
@@ -38,13 +44,17 @@
  * @SNPU_CMD_UNSPEC: not a command
  * @SNPU_CMD_GET: request. With SNPU_ATTR_DEV_INDEX and no NLM_F_DUMP: one
  *	SNPU_KIND_DEVICE reply for that device (ENODEV when it does not
- *	exist, EINVAL without the attribute).
- *	With NLM_F_DUMP and no attribute: one SNPU_KIND_DEVICE message per
- *	device by index, then one SNPU_KIND_PROCESS message per process
- *	with an open snpu file, by pid. Replies have this command too.
+ *	exist, ERANGE for an index of 16 or more, EINVAL without the
+ *	attribute).
+ *	With NLM_F_DUMP and no attribute (EINVAL with one): one
+ *	SNPU_KIND_DEVICE message per device by index, then one
+ *	SNPU_KIND_PROCESS message per process with an open snpu file that
+ *	the caller may see, in registry order. Replies have this command
+ *	too.
  * @SNPU_CMD_EVENT: multicast to SNPU_GENL_MCGRP_EVENTS, never a request
  *	(EOPNOTSUPP): one SNPU_KIND_TRANSITION per attempted snapshot
- *	transition, including the refused ones
+ *	transition, including the refused ones. Joining the group needs
+ *	CAP_SYS_ADMIN (EPERM)
  * @__SNPU_CMD_MAX: one past the last command
  * @SNPU_CMD_MAX: the last command
  */
@@ -81,15 +91,16 @@ enum snpu_genl_kind {
  * @SNPU_ATTR_KIND: in every message: enum snpu_genl_kind
  * @SNPU_ATTR_PAD: padding before a __u64 attribute, to be skipped
  * @SNPU_ATTR_DEV_INDEX: N of /dev/snpuN; the only attribute a request
- *	(SNPU_CMD_GET without NLM_F_DUMP) carries. A transition names the
- *	device of the file the call was made through; the snapshot state
- *	itself covers every file of the process
+ *	(SNPU_CMD_GET without NLM_F_DUMP) carries, 0 to 15. A transition
+ *	names the device of the file the call was made through; the snapshot
+ *	state itself covers every file of the process
  * @SNPU_ATTR_DEV_CORES: compute cores of the device
  * @SNPU_ATTR_DEV_MEM_TOTAL: __u64: device memory in bytes
  * @SNPU_ATTR_DEV_MEM_USED: __u64: device memory allocated by all its
  *	contexts, in bytes (sysfs mem_used)
  * @SNPU_ATTR_DEV_CONTEXTS: open contexts of the device (sysfs contexts)
- * @SNPU_ATTR_PID: thread group id, initial pid namespace
+ * @SNPU_ATTR_PID: thread group id: in a dump, in the pid namespace of the
+ *	caller; in an event, in the initial pid namespace
  * @SNPU_ATTR_STATE: SNPU_STATE_* (linux/snpu.h) of the process
  * @SNPU_ATTR_OLD_STATE: SNPU_STATE_* before the transition
  * @SNPU_ATTR_NEW_STATE: SNPU_STATE_* after it; equal to
