@@ -442,6 +442,18 @@ static int snpu_snapshot_restore(struct snpu_proc *p)
 	return 0;
 }
 
+/*
+ * Snapshot transitions and background threads act on the process that
+ * opened the file: only its own threads may make them. A forked child or
+ * a process that received the file over a socket gets EPERM; queries
+ * (SNAPSHOT_STATE) stay open to every holder of the file, as the state
+ * page does.
+ */
+static bool snpu_proc_is_caller(const struct snpu_proc *p)
+{
+	return p->tgid == task_tgid(current);
+}
+
 static void snpu_snapshot_fill(struct snpu_proc *p, struct snpu_snapshot *s)
 {
 	spin_lock(&p->lock);
@@ -469,6 +481,8 @@ static int snpu_ioc_snapshot(struct snpu_context *ctx, union snpu_ioc_arg *arg,
 	u32 old;
 	int ret;
 
+	if (!snpu_proc_is_caller(p))
+		return -EPERM;
 	/* A transition may wait long (LOCK, BACKUP): waiting for it too. */
 	if (mutex_lock_interruptible(&p->op_lock))
 		return -EINTR;
@@ -556,6 +570,8 @@ int snpu_ioc_bg_register(struct snpu_context *ctx, union snpu_ioc_arg *arg)
 
 	if (!snpu_snapshot_args_ok(s, false))
 		return -EINVAL;
+	if (!snpu_proc_is_caller(p))
+		return -EPERM;
 	bg = kzalloc(sizeof(*bg), GFP_KERNEL);
 	if (!bg)
 		return -ENOMEM;
@@ -582,6 +598,8 @@ int snpu_ioc_bg_unregister(struct snpu_context *ctx, union snpu_ioc_arg *arg)
 
 	if (!snpu_snapshot_args_ok(s, false))
 		return -EINVAL;
+	if (!snpu_proc_is_caller(p))
+		return -EPERM;
 	spin_lock(&p->lock);
 	bg = snpu_bg_find_locked(p, task_pid(current));
 	if (bg) {
@@ -607,6 +625,8 @@ int snpu_ioc_bg_park(struct snpu_context *ctx, union snpu_ioc_arg *arg)
 
 	if (!snpu_snapshot_args_ok(s, false))
 		return -EINVAL;
+	if (!snpu_proc_is_caller(p))
+		return -EPERM;
 	spin_lock(&p->lock);
 	if (!snpu_bg_find_locked(p, task_pid(current)))
 		ret = -ENOENT;

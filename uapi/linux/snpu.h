@@ -49,7 +49,9 @@
  *            an ENTER that could consume nothing while completions wait).
  *   ENXIO    ENTER or mmap of the rings before RING_SETUP.
  *   EPERM    STREAM_DESTROY of an attached stream: its owner destroys it;
- *            a writable mapping of the state page.
+ *            a writable mapping of the state page; a snapshot or
+ *            background-thread call (all but SNAPSHOT_STATE) from a
+ *            process other than the one that opened the file.
  *   EBADFD   a snapshot transition the process's state does not allow.
  *   ESTALE   RESTORE: an allocation or object of the image is gone.
  *   EDEADLK  a resource-modifying call from the thread that locked the
@@ -74,6 +76,8 @@
  *   0.5  Process snapshot: SNPU_IOC_SNAPSHOT_LOCK, _BACKUP, _RESTORE,
  *        _UNLOCK, _STATE; background threads: SNPU_IOC_BG_REGISTER,
  *        _UNREGISTER, _PARK; the state page (SNPU_STATE_MMAP_OFFSET).
+ *   0.6  Snapshot and background-thread calls only from the process
+ *        that opened the file (EPERM).
  */
 #ifndef _UAPI_LINUX_SNPU_H
 #define _UAPI_LINUX_SNPU_H
@@ -873,7 +877,10 @@ struct snpu_attached_stream {
 /*
  * Process snapshot. The snapshot state belongs to the process (thread
  * group) that opened the file and covers every snpu file it opened, on
- * every device; any of its files may make the calls.
+ * every device; any of its files may make the calls, from any of its
+ * threads. Another process holding the file (a child that inherited it by
+ * fork(2), a receiver of SCM_RIGHTS) gets EPERM for every snapshot and
+ * background-thread call but SNAPSHOT_STATE, a query, which it may make.
  *
  *   RUNNING --LOCK--> LOCKED --BACKUP--> BACKED_UP --RESTORE--> LOCKED
  *   LOCKED, BACKED_UP --UNLOCK--> RUNNING
