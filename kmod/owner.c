@@ -24,9 +24,11 @@ int snpu_ioc_owner_create(struct snpu_context *ctx, union snpu_ioc_arg *arg)
 	struct snpu_owner *owner;
 	int ret;
 
-	if (!snpu_zero(c->reserved, sizeof(c->reserved)) || c->handle ||
-	    c->priority < SNPU_PRIO_LOW || c->priority > SNPU_PRIO_HIGH)
+	if (!snpu_zero(c->reserved, sizeof(c->reserved)) || c->handle)
 		return -EINVAL;
+	ret = snpu_priority_check(c->priority);
+	if (ret)
+		return ret;
 
 	owner = kzalloc(sizeof(*owner), GFP_KERNEL_ACCOUNT);
 	if (!owner)

@@ -539,6 +539,7 @@ void snpu_host_destroy_locked(struct snpu_context *ctx, struct snpu_host *host);
 int snpu_host_mmap(struct snpu_context *ctx, struct vm_area_struct *vma);
 
 /* stream.c, event.c */
+int snpu_priority_check(s32 priority);
 struct snpu_stream *snpu_stream_new_locked(struct snpu_context *ctx,
 					   int priority);
 void snpu_stream_destroy_locked(struct snpu_context *ctx,

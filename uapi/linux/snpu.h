@@ -52,6 +52,8 @@
  *            a writable mapping of the state page; a snapshot or
  *            background-thread call (all but SNAPSHOT_STATE) from a
  *            process other than the one that opened the file.
+ *   EACCES   SNPU_PRIO_HIGH without CAP_SYS_NICE (STREAM_CREATE,
+ *            OWNER_CREATE).
  *   EBADFD   a snapshot transition the process's state does not allow.
  *   ESTALE   RESTORE: an allocation or object of the image is gone.
  *   EDEADLK  a resource-modifying call from the thread that locked the
@@ -77,7 +79,8 @@
  *        _UNLOCK, _STATE; background threads: SNPU_IOC_BG_REGISTER,
  *        _UNREGISTER, _PARK; the state page (SNPU_STATE_MMAP_OFFSET).
  *   0.6  Snapshot and background-thread calls only from the process
- *        that opened the file (EPERM).
+ *        that opened the file (EPERM); SNPU_PRIO_HIGH needs CAP_SYS_NICE
+ *        (EACCES).
  */
 #ifndef _UAPI_LINUX_SNPU_H
 #define _UAPI_LINUX_SNPU_H
@@ -377,7 +380,11 @@ struct snpu_handle_op {
 
 #define SNPU_STREAM_DESTROY_FORCE	_BITUL(0)
 
-/* Stream priorities: a higher one is served first by the cores. */
+/*
+ * Stream priorities: a higher one is served first by the cores.
+ * SNPU_PRIO_HIGH takes CAP_SYS_NICE (EACCES without it), checked when the
+ * stream or owner is created.
+ */
 #define SNPU_PRIO_LOW		-1
 #define SNPU_PRIO_NORMAL	0
 #define SNPU_PRIO_HIGH		1
@@ -389,6 +396,8 @@ struct snpu_handle_op {
  * @priority: in: SNPU_PRIO_* (streams); must be zero for events
  * @handle: out: the new handle
  * @reserved: must be zero
+ *
+ * EACCES for SNPU_PRIO_HIGH without CAP_SYS_NICE; nothing is created.
  */
 struct snpu_stream_create {
 	__u32 size;
