@@ -460,14 +460,16 @@ static void snpu_snapshot_fill(struct snpu_proc *p, struct snpu_snapshot *s)
 	s->state = p->state;
 	s->bg_threads = p->nbg;
 	spin_unlock(&p->lock);
+	/* Without op_lock for queries and background-thread calls. */
+	s->image_bytes = READ_ONCE(p->image_bytes);
 	s->pid = pid_vnr(p->tgid);
 }
 
 static bool snpu_snapshot_args_ok(const struct snpu_snapshot *s,
 				  bool timeout)
 {
+	/* @state, @bg_threads, @image_bytes and @pid are outputs. */
 	return snpu_zero(s->reserved, sizeof(s->reserved)) && !s->pad &&
-	       !s->state && !s->bg_threads && !s->image_bytes && !s->pid &&
 	       (timeout ? s->timeout_ns >= -1 : !s->timeout_ns);
 }
 
@@ -489,7 +491,6 @@ static int snpu_ioc_snapshot(struct snpu_context *ctx, union snpu_ioc_arg *arg,
 	old = p->state;
 	ret = op(p, s);
 	snpu_snapshot_fill(p, s);
-	s->image_bytes = p->image_bytes;
 	/* Every attempted transition is an event, in order: failures too. */
 	snpu_nl_transition(ctx->sdev->index, p->nr, p->seq, old, s->state, ret);
 	mutex_unlock(&p->op_lock);
@@ -555,9 +556,8 @@ int snpu_ioc_snapshot_state(struct snpu_context *ctx, union snpu_ioc_arg *arg)
 
 	if (!snpu_snapshot_args_ok(s, false))
 		return -EINVAL;
-	snpu_snapshot_fill(p, s);
 	/* Not under op_lock: a query never waits for a transition. */
-	s->image_bytes = READ_ONCE(p->image_bytes);
+	snpu_snapshot_fill(p, s);
 	return 0;
 }
 

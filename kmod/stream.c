@@ -226,8 +226,7 @@ int snpu_ioc_stream_sync(struct snpu_context *ctx, union snpu_ioc_arg *arg)
 	struct snpu_job *tail;
 	int ret = 0;
 
-	if (!snpu_zero(w->reserved, sizeof(w->reserved)) || w->error ||
-	    w->timeout_ns < -1)
+	if (!snpu_zero(w->reserved, sizeof(w->reserved)) || w->timeout_ns < -1)
 		return -EINVAL;
 
 	mutex_lock(&ctx->lock);
@@ -257,8 +256,7 @@ int snpu_ioc_stream_query(struct snpu_context *ctx, union snpu_ioc_arg *arg)
 	struct snpu_stream_query *q = &arg->stream_query;
 	struct snpu_stream *s;
 
-	if (!snpu_zero(q->reserved, sizeof(q->reserved)) || q->error ||
-	    q->pad)
+	if (!snpu_zero(q->reserved, sizeof(q->reserved)) || q->pad)
 		return -EINVAL;
 
 	mutex_lock(&ctx->lock);

@@ -14,6 +14,9 @@
  *   @size is. A command is matched on its type, number and direction.
  * - @flags bits that the command does not define, and every reserved
  *   field, must be zero.
+ * - Fields documented "out:" only are output: any value is accepted on
+ *   input and overwritten on success, so a struct may be passed again as
+ *   it came back.
  * - All fields are fixed width; user pointers are __u64; every struct is a
  *   multiple of 8 bytes with no implicit padding.
  * - Objects are named by per-file handles, never by kernel pointers.
@@ -80,7 +83,8 @@
  *        _UNREGISTER, _PARK; the state page (SNPU_STATE_MMAP_OFFSET).
  *   0.6  Snapshot and background-thread calls only from the process
  *        that opened the file (EPERM); SNPU_PRIO_HIGH needs CAP_SYS_NICE
- *        (EACCES).
+ *        (EACCES); output-only fields accept any value on input (they
+ *        had to be zero in some structs).
  */
 #ifndef _UAPI_LINUX_SNPU_H
 #define _UAPI_LINUX_SNPU_H
@@ -677,7 +681,9 @@ struct snpu_submit {
  *
  * A host-function task that becomes ready is delivered to one WAIT (the
  * device file also polls readable while one is pending); the stream does
- * not go past it until DONE names its cookie.
+ * not go past it until DONE names its cookie. Each command ignores the
+ * fields only the other uses (DONE: @timeout_ns, @user_data, @stream;
+ * WAIT: @status), so one struct serves a WAIT/DONE loop.
  */
 struct snpu_callback {
 	__u32 size;
@@ -839,7 +845,7 @@ struct snpu_enter {
  * Owners and attached streams. An owner (an executor instance) names extra
  * streams by key: SNPU_IOC_OWNER_CREATE takes a struct snpu_stream_create
  * whose @priority becomes the priority of the owner's attached streams
- * (its @handle must be zero on input);
+ * and whose @handle returns the owner;
  * SNPU_IOC_OWNER_DESTROY (struct snpu_handle_op, no flags) waits for the
  * work of every attached stream of the owner, then destroys them and the
  * owner (EINTR on a signal: nothing is destroyed). A context has at most
@@ -856,9 +862,8 @@ struct snpu_enter {
  * @size: in: sizeof; out: bytes written
  * @flags: must be zero
  * @owner: in: an owner handle
- * @handle: out: the attached stream; must be zero on input
- * @created: out: 1 when this call created the stream, else 0; must be
- *           zero on input
+ * @handle: out: the attached stream
+ * @created: out: 1 when this call created the stream, else 0
  * @pad: must be zero
  * @key: in: 1 to SNPU_ATTACHED_KEY_MAX - 1 bytes and a NUL; the bytes
  *       after the NUL must be zero
