@@ -65,6 +65,13 @@ struct snpu_quota {
 
 extern struct snpu_quota snpu_quota;
 
+/*
+ * Module parameter test_hooks, read-only after load: the kernels SPIN and
+ * FAIL and SNPU_IOC_NOP exist for tests and are refused (EOPNOTSUPP)
+ * unless it is set.
+ */
+extern bool snpu_test_hooks;
+
 /**
  * struct snpu_device - one virtual accelerator, /dev/snpuN
  * @misc: the character device; its name is @name

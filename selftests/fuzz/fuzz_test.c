@@ -55,7 +55,10 @@
  *
  * On a failure the test prints the seed, the test, the thread, the
  * operation index and the last operations of that thread, and how to
- * replay it. Runs as root in the test VM, module loaded with defaults.
+ * replay it. Runs as root in the test VM, module loaded with defaults,
+ * with or without the test hooks (test_hooks=1, SNPU_CAP_TEST_HOOKS):
+ * without them SNPU_IOC_NOP must be EOPNOTSUPP, and most SPIN and FAIL
+ * launches become NOPs, the others must be refused with EOPNOTSUPP.
  */
 #include <errno.h>
 #include <execinfo.h>
@@ -344,7 +347,7 @@ static const struct cmd_desc cmds[C_COUNT] = {
 		.name = "STREAM_CREATE", .nr = SNPU_IOC_STREAM_CREATE,
 		.ver0 = SNPU_STREAM_CREATE_SIZE_VER0, .ksize = sizeof(struct snpu_stream_create),
 		.modifies = true,
-		.errs = { EINVAL, ENOSPC, ENOMEM },
+		.errs = { EINVAL, ENOSPC, ENOMEM, EACCES },
 		.zero = { Z(snpu_stream_create, reserved) },
 	},
 	/* waits for ever for the stream's work: always interrupted */
@@ -419,7 +422,7 @@ static const struct cmd_desc cmds[C_COUNT] = {
 		.name = "SUBMIT", .nr = SNPU_IOC_SUBMIT,
 		.ver0 = SNPU_SUBMIT_SIZE_VER0, .ksize = sizeof(struct snpu_submit),
 		.modifies = true,
-		.errs = { EINVAL, ENOSPC, EFAULT, E2BIG, ENOENT, EIO },
+		.errs = { EINVAL, ENOSPC, EFAULT, E2BIG, ENOENT, EIO, EOPNOTSUPP },
 		.zero = { Z(snpu_submit, reserved) },
 	},
 	[C_CALLBACK_WAIT] = {
@@ -460,7 +463,7 @@ static const struct cmd_desc cmds[C_COUNT] = {
 		.ver0 = SNPU_STREAM_CREATE_SIZE_VER0, .ksize = sizeof(struct snpu_stream_create),
 		.cap = SNPU_CAP_ATTACHED,
 		.modifies = true,
-		.errs = { EINVAL, ENOMEM },
+		.errs = { EINVAL, ENOMEM, EACCES },
 		.zero = { Z(snpu_stream_create, reserved) },
 	},
 	/* waits for the attached streams' work: always interrupted */
@@ -487,7 +490,7 @@ static const struct cmd_desc cmds[C_COUNT] = {
 		.name = "SNAPSHOT_LOCK", .nr = SNPU_IOC_SNAPSHOT_LOCK,
 		.ver0 = SNPU_SNAPSHOT_SIZE_VER0, .ksize = sizeof(struct snpu_snapshot),
 		.cap = SNPU_CAP_SNAPSHOT,
-		.errs = { EINVAL, EBADFD, ETIMEDOUT, EINTR },
+		.errs = { EINVAL, EBADFD, ETIMEDOUT, EINTR, EPERM },
 		.zero = { Z(snpu_snapshot, pad), Z(snpu_snapshot, reserved) },
 	},
 	/* waits until no task is queued or running */
@@ -496,21 +499,21 @@ static const struct cmd_desc cmds[C_COUNT] = {
 		.ver0 = SNPU_SNAPSHOT_SIZE_VER0, .ksize = sizeof(struct snpu_snapshot),
 		.cap = SNPU_CAP_SNAPSHOT,
 		.always_intr = true,
-		.errs = { EINVAL, EBADFD, EINTR, ENOMEM },
+		.errs = { EINVAL, EBADFD, EINTR, ENOMEM, EPERM },
 		.zero = { Z(snpu_snapshot, timeout_ns), Z(snpu_snapshot, pad), Z(snpu_snapshot, reserved) },
 	},
 	[C_SNAP_RESTORE] = {
 		.name = "SNAPSHOT_RESTORE", .nr = SNPU_IOC_SNAPSHOT_RESTORE,
 		.ver0 = SNPU_SNAPSHOT_SIZE_VER0, .ksize = sizeof(struct snpu_snapshot),
 		.cap = SNPU_CAP_SNAPSHOT,
-		.errs = { EINVAL, EBADFD, ESTALE, EIO, EINTR },
+		.errs = { EINVAL, EBADFD, ESTALE, EIO, EINTR, EPERM },
 		.zero = { Z(snpu_snapshot, timeout_ns), Z(snpu_snapshot, pad), Z(snpu_snapshot, reserved) },
 	},
 	[C_SNAP_UNLOCK] = {
 		.name = "SNAPSHOT_UNLOCK", .nr = SNPU_IOC_SNAPSHOT_UNLOCK,
 		.ver0 = SNPU_SNAPSHOT_SIZE_VER0, .ksize = sizeof(struct snpu_snapshot),
 		.cap = SNPU_CAP_SNAPSHOT,
-		.errs = { EINVAL, EBADFD, EINTR },
+		.errs = { EINVAL, EBADFD, EINTR, EPERM },
 		.zero = { Z(snpu_snapshot, timeout_ns), Z(snpu_snapshot, pad), Z(snpu_snapshot, reserved) },
 	},
 	[C_SNAP_STATE] = {
@@ -524,14 +527,14 @@ static const struct cmd_desc cmds[C_COUNT] = {
 		.name = "BG_REGISTER", .nr = SNPU_IOC_BG_REGISTER,
 		.ver0 = SNPU_SNAPSHOT_SIZE_VER0, .ksize = sizeof(struct snpu_snapshot),
 		.cap = SNPU_CAP_SNAPSHOT,
-		.errs = { EINVAL, EEXIST, ENOMEM },
+		.errs = { EINVAL, EEXIST, ENOMEM, EPERM },
 		.zero = { Z(snpu_snapshot, timeout_ns), Z(snpu_snapshot, pad), Z(snpu_snapshot, reserved) },
 	},
 	[C_BG_UNREGISTER] = {
 		.name = "BG_UNREGISTER", .nr = SNPU_IOC_BG_UNREGISTER,
 		.ver0 = SNPU_SNAPSHOT_SIZE_VER0, .ksize = sizeof(struct snpu_snapshot),
 		.cap = SNPU_CAP_SNAPSHOT,
-		.errs = { EINVAL, ENOENT },
+		.errs = { EINVAL, ENOENT, EPERM },
 		.zero = { Z(snpu_snapshot, timeout_ns), Z(snpu_snapshot, pad), Z(snpu_snapshot, reserved) },
 	},
 	/* parks until RUNNING: always interrupted */
@@ -540,7 +543,7 @@ static const struct cmd_desc cmds[C_COUNT] = {
 		.ver0 = SNPU_SNAPSHOT_SIZE_VER0, .ksize = sizeof(struct snpu_snapshot),
 		.cap = SNPU_CAP_SNAPSHOT,
 		.always_intr = true,
-		.errs = { EINVAL, EINTR, ENOENT },
+		.errs = { EINVAL, EINTR, ENOENT, EPERM },
 		.zero = { Z(snpu_snapshot, timeout_ns), Z(snpu_snapshot, pad), Z(snpu_snapshot, reserved) },
 	},
 };
@@ -1537,7 +1540,8 @@ static int fz_ioctl(struct fzt *t, struct rng *r, int c, int cmd,
 	if (k.bad_nr || (d->cap && !(fz->caps & d->cap))) {
 		exact = ENOTTY;
 	} else if (!d->ksize) {
-		exact = 0;
+		/* SNPU_IOC_NOP, a test hook: refused without them. */
+		exact = fz->caps & SNPU_CAP_TEST_HOOKS ? 0 : EOPNOTSUPP;
 	} else if (R < 4) {
 		exact = EFAULT;
 	} else if (k.usize < d->ver0) {
@@ -1694,6 +1698,25 @@ static void task_cap(struct snpu_task *tk)
 		tk->launch.block_dim = 1 + tk->launch.block_dim % BLOCKS_MAX;
 	if (tk->launch.kernel == SNPU_KERNEL_SPIN && tk->launch.block_dim > 4)
 		tk->launch.block_dim = 4;
+}
+
+/*
+ * Without the test hooks (SNPU_CAP_TEST_HOOKS clear), a SPIN or FAIL
+ * launch is refused with EOPNOTSUPP and would fail its whole batch: make
+ * most of them NOPs, keep one in eight (never in clean mode) to be
+ * refused. Decided by bits already drawn: the choices that follow stay
+ * the same.
+ */
+static void task_hooks(struct fzt *t, struct snpu_task *tk)
+{
+	if (tk->op != SNPU_OP_LAUNCH || t->fz->caps & SNPU_CAP_TEST_HOOKS ||
+	    (tk->launch.kernel != SNPU_KERNEL_SPIN &&
+	     tk->launch.kernel != SNPU_KERNEL_FAIL))
+		return;
+	if (t->clean || tk->user_data % 8) {
+		tk->launch.kernel = SNPU_KERNEL_NOP;
+		memset(tk->launch.args, 0, sizeof(tk->launch.args));
+	}
 }
 
 static __u64 min64(__u64 a, __u64 b)
@@ -1933,6 +1956,7 @@ static void gen_task(struct fzt *t, struct rng *r, int c,
 	if (!t->clean && pct(r, 25))
 		task_mutate(t, r, c, tk);
 	task_cap(tk);
+	task_hooks(t, tk);
 }
 
 /* After a successful SUBMIT: the events it records count as recorded. */
@@ -3120,7 +3144,8 @@ static bool cqe_ok(const struct snpu_cqe *e)
 	/* Refused at submit: the errors SUBMIT documents for a task. */
 	if (!e->seq)
 		return e->result == -EINVAL || e->result == -ENOENT ||
-			e->result == -EIO || e->result == -EFAULT;
+			e->result == -EIO || e->result == -EFAULT ||
+			e->result == -EOPNOTSUPP;
 	return true;
 }
 
@@ -4370,7 +4395,9 @@ static void run_fuzz(struct __test_metadata *_metadata, struct fz *fz,
 	ASSERT_EQ(0, snpu_get_info(fd, &fz->info));
 	close(fd);
 	fz->caps = fz->info.caps;
-	if ((fz->caps & SNPU_CAPS_KNOWN) != SNPU_CAPS_KNOWN)
+	/* The test hooks are a module parameter, not a feature. */
+	if ((fz->caps & SNPU_CAPS_KNOWN & ~SNPU_CAP_TEST_HOOKS) !=
+	    (SNPU_CAPS_KNOWN & ~SNPU_CAP_TEST_HOOKS))
 		printf("# %s: the kernel has ABI %u.%u caps %#llx: the commands of the missing capabilities must return ENOTTY\n",
 		       mode_names[mode], fz->info.abi_major,
 		       fz->info.abi_minor,

@@ -1991,7 +1991,7 @@ TEST_F_TIMEOUT(snap, reused_pid_gets_fresh_state, 60)
 
 static const char *const mod_params[] = {
 	"devices", "cores", "mem_mb", "ctx_mem_mb", "ctx_host_mb",
-	"ctx_streams", "ctx_events", "ctx_tasks",
+	"ctx_streams", "ctx_events", "ctx_tasks", "test_hooks",
 };
 
 /* The loaded module's parameters as "name=value ..." (all of them). */

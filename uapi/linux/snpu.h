@@ -57,6 +57,10 @@
  *            process other than the one that opened the file.
  *   EACCES   SNPU_PRIO_HIGH without CAP_SYS_NICE (STREAM_CREATE,
  *            OWNER_CREATE).
+ *   EOPNOTSUPP  a test hook (a launch of SNPU_KERNEL_SPIN or
+ *            SNPU_KERNEL_FAIL, SNPU_IOC_NOP) while the module parameter
+ *            test_hooks is off (SNPU_CAP_TEST_HOOKS clear); nothing is
+ *            queued.
  *   EBADFD   a snapshot transition the process's state does not allow.
  *   ESTALE   RESTORE: an allocation or object of the image is gone.
  *   EDEADLK  a resource-modifying call from the thread that locked the
@@ -84,7 +88,9 @@
  *   0.6  Snapshot and background-thread calls only from the process
  *        that opened the file (EPERM); SNPU_PRIO_HIGH needs CAP_SYS_NICE
  *        (EACCES); output-only fields accept any value on input (they
- *        had to be zero in some structs).
+ *        had to be zero in some structs); the test hooks (SPIN, FAIL,
+ *        SNPU_IOC_NOP) need the module parameter test_hooks
+ *        (SNPU_CAP_TEST_HOOKS, else EOPNOTSUPP).
  */
 #ifndef _UAPI_LINUX_SNPU_H
 #define _UAPI_LINUX_SNPU_H
@@ -111,9 +117,16 @@
 #define SNPU_CAP_RING		_BITULL(3)	/* command queues */
 #define SNPU_CAP_ATTACHED	_BITULL(4)	/* owners, attached streams */
 #define SNPU_CAP_SNAPSHOT	_BITULL(5)	/* process snapshot */
+/*
+ * Not a feature but how the module was loaded: the test hooks (kernels
+ * SNPU_KERNEL_SPIN and SNPU_KERNEL_FAIL, SNPU_IOC_NOP) are enabled, by the
+ * module parameter test_hooks. Without it they fail with EOPNOTSUPP.
+ */
+#define SNPU_CAP_TEST_HOOKS	_BITULL(6)
 #define SNPU_CAPS_KNOWN		(SNPU_CAP_MEMORY | SNPU_CAP_STREAMS | \
 				 SNPU_CAP_CALLBACKS | SNPU_CAP_RING | \
-				 SNPU_CAP_ATTACHED | SNPU_CAP_SNAPSHOT)
+				 SNPU_CAP_ATTACHED | SNPU_CAP_SNAPSHOT | \
+				 SNPU_CAP_TEST_HOOKS)
 
 /**
  * struct snpu_info - device description, returned by SNPU_IOC_GET_INFO
@@ -560,6 +573,9 @@ struct snpu_event_elapsed {
  *                xor ~0) of block b's slice of in's bytes
  *   SPIN         (scalar ns): every block busy-waits ns, at most 10 s
  *   FAIL         (scalar errno): the task fails with -errno, 1..4095
+ *
+ * SPIN and FAIL are test hooks: a launch of either is EOPNOTSUPP unless
+ * the module was loaded with test_hooks=1 (SNPU_CAP_TEST_HOOKS).
  */
 #define SNPU_KERNEL_NOP			0
 #define SNPU_KERNEL_COPY		1
