@@ -43,8 +43,8 @@ int snpu_ioc_callback_wait(struct snpu_context *ctx, union snpu_ioc_arg *arg)
 	struct snpu_job *job;
 	long ret;
 
+	/* Outputs, and DONE's @status, are ignored: a WAIT/DONE loop. */
 	if (!snpu_zero(cb->reserved, sizeof(cb->reserved)) || cb->pad ||
-	    cb->status || cb->cookie || cb->user_data || cb->stream ||
 	    cb->timeout_ns < -1)
 		return -EINVAL;
 
@@ -80,8 +80,8 @@ int snpu_ioc_callback_done(struct snpu_context *ctx, union snpu_ioc_arg *arg)
 	u32 index = cb->cookie & SNPU_COOKIE_MASK;
 	struct snpu_job *job;
 
+	/* WAIT's fields (@timeout_ns and its outputs) are ignored. */
 	if (!snpu_zero(cb->reserved, sizeof(cb->reserved)) || cb->pad ||
-	    cb->timeout_ns || cb->user_data || cb->stream ||
 	    cb->status > 0 || cb->status < -MAX_ERRNO)
 		return -EINVAL;
 	if (index >= ctx->pool_size)

@@ -75,8 +75,7 @@ int snpu_ioc_event_query(struct snpu_context *ctx, union snpu_ioc_arg *arg)
 	struct snpu_event *e;
 	struct snpu_job *cap;
 
-	if (!snpu_zero(q->reserved, sizeof(q->reserved)) || q->state ||
-	    q->stream || q->error)
+	if (!snpu_zero(q->reserved, sizeof(q->reserved)))
 		return -EINVAL;
 
 	mutex_lock(&ctx->lock);
@@ -84,7 +83,10 @@ int snpu_ioc_event_query(struct snpu_context *ctx, union snpu_ioc_arg *arg)
 	if (e) {
 		spin_lock(&ctx->sched_lock);
 		cap = e->capture;
+		/* Every output is written: the input may hold anything. */
 		q->state = SNPU_EVENT_NEVER_RECORDED;
+		q->stream = 0;
+		q->error = 0;
 		q->seq = 0;
 		q->time_ns = 0;
 		if (cap) {
@@ -111,8 +113,7 @@ int snpu_ioc_event_sync(struct snpu_context *ctx, union snpu_ioc_arg *arg)
 	struct snpu_job *cap = NULL;
 	int ret;
 
-	if (!snpu_zero(w->reserved, sizeof(w->reserved)) || w->error ||
-	    w->timeout_ns < -1)
+	if (!snpu_zero(w->reserved, sizeof(w->reserved)) || w->timeout_ns < -1)
 		return -EINVAL;
 
 	mutex_lock(&ctx->lock);

@@ -41,6 +41,8 @@ static int snpu_ioc_get_info(struct snpu_context *ctx, union snpu_ioc_arg *arg)
 	info->abi_major = SNPU_ABI_MAJOR;
 	info->abi_minor = SNPU_ABI_MINOR;
 	info->caps = SNPU_CAPS_KNOWN;
+	if (!snpu_test_hooks)
+		info->caps &= ~SNPU_CAP_TEST_HOOKS;
 	info->dev_index = sdev->index;
 	info->cores = sdev->cores;
 	info->mem_total = sdev->mem_total;
@@ -50,9 +52,10 @@ static int snpu_ioc_get_info(struct snpu_context *ctx, union snpu_ioc_arg *arg)
 	return 0;
 }
 
+/* A test hook: the syscall floor for benchmarks and tests. */
 static int snpu_ioc_nop(struct snpu_context *ctx, union snpu_ioc_arg *arg)
 {
-	return 0;
+	return snpu_test_hooks ? 0 : -EOPNOTSUPP;
 }
 
 /* Indexed by command number: finding a command costs one load. */

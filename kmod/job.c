@@ -356,6 +356,11 @@ int snpu_job_prepare_locked(struct snpu_context *ctx, struct snpu_job *job,
 	ret = snpu_task_check(t);
 	if (ret)
 		return ret;
+	/* The test kernels are test hooks: off unless the module says so. */
+	if (t->op == SNPU_OP_LAUNCH && !snpu_test_hooks &&
+	    (t->launch.kernel == SNPU_KERNEL_SPIN ||
+	     t->launch.kernel == SNPU_KERNEL_FAIL))
+		return -EOPNOTSUPP;
 
 	s = snpu_stream_get_locked(ctx, t->stream);
 	if (!s || s->destroying)

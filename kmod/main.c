@@ -43,6 +43,10 @@ static unsigned int ctx_tasks = 4096;
 module_param(ctx_tasks, uint, 0444);
 MODULE_PARM_DESC(ctx_tasks, "tasks in flight per context, 1..32768 (default 4096)");
 
+bool snpu_test_hooks;
+module_param_named(test_hooks, snpu_test_hooks, bool, 0444);
+MODULE_PARM_DESC(test_hooks, "enable the test hooks: kernels SPIN and FAIL, SNPU_IOC_NOP (default off: EOPNOTSUPP)");
+
 struct snpu_quota snpu_quota;
 
 /* Set at load, cleared at unload: read without a lock in between. */

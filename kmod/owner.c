@@ -24,9 +24,11 @@ int snpu_ioc_owner_create(struct snpu_context *ctx, union snpu_ioc_arg *arg)
 	struct snpu_owner *owner;
 	int ret;
 
-	if (!snpu_zero(c->reserved, sizeof(c->reserved)) || c->handle ||
-	    c->priority < SNPU_PRIO_LOW || c->priority > SNPU_PRIO_HIGH)
+	if (!snpu_zero(c->reserved, sizeof(c->reserved)))
 		return -EINVAL;
+	ret = snpu_priority_check(c->priority);
+	if (ret)
+		return ret;
 
 	owner = kzalloc(sizeof(*owner), GFP_KERNEL_ACCOUNT);
 	if (!owner)
@@ -143,12 +145,12 @@ int snpu_ioc_attached_stream_get(struct snpu_context *ctx,
 	struct snpu_stream *s;
 	int ret = 0;
 
-	if (!snpu_zero(a->reserved, sizeof(a->reserved)) || a->pad ||
-	    a->handle || a->created)
+	if (!snpu_zero(a->reserved, sizeof(a->reserved)) || a->pad)
 		return -EINVAL;
 	ret = snpu_key_check(a->key, sizeof(a->key));
 	if (ret < 0)
 		return ret;
+	a->created = 0;
 
 	mutex_lock(&ctx->lock);
 	owner = snpu_owner_get_locked(ctx, a->owner);

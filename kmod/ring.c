@@ -391,8 +391,10 @@ int snpu_ioc_enter(struct snpu_context *ctx, union snpu_ioc_arg *arg)
 	s64 left;
 
 	if (!snpu_zero(e->reserved, sizeof(e->reserved)) || e->pad ||
-	    e->submitted || e->timeout_ns < -1)
+	    e->timeout_ns < -1)
 		return -EINVAL;
+	/* An output: what the caller left in it must not pass for SQEs. */
+	e->submitted = 0;
 	if (!ring)
 		return -ENXIO;
 	if (ring->poller && e->to_submit)

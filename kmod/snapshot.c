@@ -445,20 +445,34 @@ static int snpu_snapshot_restore(struct snpu_proc *p)
 	return 0;
 }
 
+/*
+ * Snapshot transitions and background threads act on the process that
+ * opened the file: only its own threads may make them. A forked child or
+ * a process that received the file over a socket gets EPERM; queries
+ * (SNAPSHOT_STATE) stay open to every holder of the file, as the state
+ * page does.
+ */
+static bool snpu_proc_is_caller(const struct snpu_proc *p)
+{
+	return p->tgid == task_tgid(current);
+}
+
 static void snpu_snapshot_fill(struct snpu_proc *p, struct snpu_snapshot *s)
 {
 	spin_lock(&p->lock);
 	s->state = p->state;
 	s->bg_threads = p->nbg;
 	spin_unlock(&p->lock);
+	/* Without op_lock for queries and background-thread calls. */
+	s->image_bytes = READ_ONCE(p->image_bytes);
 	s->pid = pid_vnr(p->tgid);
 }
 
 static bool snpu_snapshot_args_ok(const struct snpu_snapshot *s,
 				  bool timeout)
 {
+	/* @state, @bg_threads, @image_bytes and @pid are outputs. */
 	return snpu_zero(s->reserved, sizeof(s->reserved)) && !s->pad &&
-	       !s->state && !s->bg_threads && !s->image_bytes && !s->pid &&
 	       (timeout ? s->timeout_ns >= -1 : !s->timeout_ns);
 }
 
@@ -472,13 +486,14 @@ static int snpu_ioc_snapshot(struct snpu_context *ctx, union snpu_ioc_arg *arg,
 	u32 old;
 	int ret;
 
+	if (!snpu_proc_is_caller(p))
+		return -EPERM;
 	/* A transition may wait long (LOCK, BACKUP): waiting for it too. */
 	if (mutex_lock_interruptible(&p->op_lock))
 		return -EINTR;
 	old = p->state;
 	ret = op(p, s);
 	snpu_snapshot_fill(p, s);
-	s->image_bytes = p->image_bytes;
 	/* Every attempted transition is an event, in order: failures too. */
 	snpu_nl_transition(ctx->sdev->index, p->nr, p->seq, old, s->state, ret);
 	mutex_unlock(&p->op_lock);
@@ -544,9 +559,8 @@ int snpu_ioc_snapshot_state(struct snpu_context *ctx, union snpu_ioc_arg *arg)
 
 	if (!snpu_snapshot_args_ok(s, false))
 		return -EINVAL;
-	snpu_snapshot_fill(p, s);
 	/* Not under op_lock: a query never waits for a transition. */
-	s->image_bytes = READ_ONCE(p->image_bytes);
+	snpu_snapshot_fill(p, s);
 	return 0;
 }
 
@@ -559,6 +573,8 @@ int snpu_ioc_bg_register(struct snpu_context *ctx, union snpu_ioc_arg *arg)
 
 	if (!snpu_snapshot_args_ok(s, false))
 		return -EINVAL;
+	if (!snpu_proc_is_caller(p))
+		return -EPERM;
 	bg = kzalloc(sizeof(*bg), GFP_KERNEL);
 	if (!bg)
 		return -ENOMEM;
@@ -585,6 +601,8 @@ int snpu_ioc_bg_unregister(struct snpu_context *ctx, union snpu_ioc_arg *arg)
 
 	if (!snpu_snapshot_args_ok(s, false))
 		return -EINVAL;
+	if (!snpu_proc_is_caller(p))
+		return -EPERM;
 	spin_lock(&p->lock);
 	bg = snpu_bg_find_locked(p, task_pid(current));
 	if (bg) {
@@ -610,6 +628,8 @@ int snpu_ioc_bg_park(struct snpu_context *ctx, union snpu_ioc_arg *arg)
 
 	if (!snpu_snapshot_args_ok(s, false))
 		return -EINVAL;
+	if (!snpu_proc_is_caller(p))
+		return -EPERM;
 	spin_lock(&p->lock);
 	if (!snpu_bg_find_locked(p, task_pid(current)))
 		ret = -ENOENT;

@@ -67,6 +67,13 @@ struct snpu_quota {
 
 extern struct snpu_quota snpu_quota;
 
+/*
+ * Module parameter test_hooks, read-only after load: the kernels SPIN and
+ * FAIL and SNPU_IOC_NOP exist for tests and are refused (EOPNOTSUPP)
+ * unless it is set.
+ */
+extern bool snpu_test_hooks;
+
 /**
  * struct snpu_device - one virtual accelerator, /dev/snpuN
  * @misc: the character device; its name is @name
@@ -545,6 +552,7 @@ void snpu_host_destroy_locked(struct snpu_context *ctx, struct snpu_host *host);
 int snpu_host_mmap(struct snpu_context *ctx, struct vm_area_struct *vma);
 
 /* stream.c, event.c */
+int snpu_priority_check(s32 priority);
 struct snpu_stream *snpu_stream_new_locked(struct snpu_context *ctx,
 					   int priority);
 void snpu_stream_destroy_locked(struct snpu_context *ctx,

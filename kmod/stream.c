@@ -2,6 +2,7 @@
 /*
  * snpu streams: in-order queues with a 64-bit timeline and a sticky error.
  */
+#include <linux/capability.h>
 #include <linux/err.h>
 #include <linux/slab.h>
 
@@ -97,14 +98,38 @@ struct snpu_stream *snpu_stream_new_locked(struct snpu_context *ctx,
 	return s;
 }
 
+/**
+ * snpu_priority_check() - may the caller create work of this priority
+ * @priority: SNPU_PRIO_* from the caller
+ *
+ * The high priority is served before everyone else's work on the device,
+ * so, as DRM drivers do for a high context priority, it takes
+ * CAP_SYS_NICE. It is checked when a stream or owner is created: what was
+ * created keeps its priority (a restored image never sets one).
+ *
+ * Return: 0, -EINVAL for a value out of range, -EACCES for SNPU_PRIO_HIGH
+ * without CAP_SYS_NICE.
+ */
+int snpu_priority_check(s32 priority)
+{
+	if (priority < SNPU_PRIO_LOW || priority > SNPU_PRIO_HIGH)
+		return -EINVAL;
+	if (priority == SNPU_PRIO_HIGH && !capable(CAP_SYS_NICE))
+		return -EACCES;
+	return 0;
+}
+
 int snpu_ioc_stream_create(struct snpu_context *ctx, union snpu_ioc_arg *arg)
 {
 	struct snpu_stream_create *c = &arg->create;
 	struct snpu_stream *s;
+	int ret;
 
-	if (!snpu_zero(c->reserved, sizeof(c->reserved)) ||
-	    c->priority < SNPU_PRIO_LOW || c->priority > SNPU_PRIO_HIGH)
+	if (!snpu_zero(c->reserved, sizeof(c->reserved)))
 		return -EINVAL;
+	ret = snpu_priority_check(c->priority);
+	if (ret)
+		return ret;
 
 	mutex_lock(&ctx->lock);
 	s = snpu_stream_new_locked(ctx, c->priority);
@@ -201,8 +226,7 @@ int snpu_ioc_stream_sync(struct snpu_context *ctx, union snpu_ioc_arg *arg)
 	struct snpu_job *tail;
 	int ret = 0;
 
-	if (!snpu_zero(w->reserved, sizeof(w->reserved)) || w->error ||
-	    w->timeout_ns < -1)
+	if (!snpu_zero(w->reserved, sizeof(w->reserved)) || w->timeout_ns < -1)
 		return -EINVAL;
 
 	mutex_lock(&ctx->lock);
@@ -232,8 +256,7 @@ int snpu_ioc_stream_query(struct snpu_context *ctx, union snpu_ioc_arg *arg)
 	struct snpu_stream_query *q = &arg->stream_query;
 	struct snpu_stream *s;
 
-	if (!snpu_zero(q->reserved, sizeof(q->reserved)) || q->error ||
-	    q->pad)
+	if (!snpu_zero(q->reserved, sizeof(q->reserved)) || q->pad)
 		return -EINVAL;
 
 	mutex_lock(&ctx->lock);

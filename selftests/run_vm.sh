@@ -2,8 +2,10 @@
 # SPDX-License-Identifier: GPL-2.0
 # Run every kselftest suite inside the VM (installed there as
 # snpu-selftests). Suites in UNLOADED run first with the module unloaded
-# (they load it themselves); then the module is loaded with its defaults,
-# the other suites run, and the module must unload cleanly. Suites in
+# (they load it themselves); then the module is loaded with its defaults
+# and its test hooks on (test_hooks=1: the SPIN and FAIL kernels and
+# SNPU_IOC_NOP, which the suites use), the other suites run, and the
+# module must unload cleanly. Suites in
 # DEBUG_ONLY need the debug kernel (fault injection): they run only when
 # the environment has SNPU_TIER=debug, and are left out silently (not
 # reported as skipped) otherwise.
@@ -42,7 +44,7 @@ for s in $UNLOADED; do
 	run_suite "$s"
 done
 
-if insmod "$ko"; then
+if insmod "$ko" test_hooks=1; then
 	echo "ok 1 vm.insmod_defaults"
 else
 	echo "not ok 1 vm.insmod_defaults"

@@ -513,6 +513,8 @@ TEST(modinfo_fields)
 	EXPECT_MODINFO("parmtype=devices:uint", true);
 	EXPECT_MODINFO("parmtype=cores:uint", true);
 	EXPECT_MODINFO("parmtype=mem_mb:uint", true);
+	EXPECT_MODINFO("parm=test_hooks:", false);
+	EXPECT_MODINFO("parmtype=test_hooks:bool", true);
 	/* The description says something beyond the key. */
 	EXPECT_FALSE(strings_have(modinfo, sh->sh_size, "description=", true));
 

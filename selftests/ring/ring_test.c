@@ -855,20 +855,21 @@ TEST_F(ring, enter_pad_einval)
 	EXPECT_EQ(-EINVAL, rioc(self->fd, SNPU_IOC_ENTER, &e));
 }
 
-/* @submitted is output only: an input value is refused. */
-TEST_F(ring, enter_submitted_einval)
+/* @submitted is output only: an input value is ignored, then replaced. */
+TEST_F(ring, enter_submitted_ignored)
 {
 	struct snpu_enter e;
 
 	ASSERT_EQ(0, snpu_ring_init(self->dev, 8, 0, &self->ring));
 	ASSERT_EQ(0, sqe_nop(&self->ring, self->stream, 1));
-	/* Publish without ENTER, then a refused ENTER consumes nothing. */
+	/* Publish without ENTER, then ENTER consumes the one SQE. */
 	__atomic_store_n(self->ring.sq.ktail, self->ring.sq.sqe_tail,
 			 __ATOMIC_RELEASE);
 	enter_args(&e, 1, 0, 0, 0);
-	e.submitted = 1;
-	EXPECT_EQ(-EINVAL, rioc(self->fd, SNPU_IOC_ENTER, &e));
-	EXPECT_EQ(0U, __atomic_load_n(self->ring.sq.khead, __ATOMIC_ACQUIRE));
+	e.submitted = 77;
+	EXPECT_EQ(0, rioc(self->fd, SNPU_IOC_ENTER, &e));
+	EXPECT_EQ(1U, e.submitted);
+	EXPECT_EQ(1U, __atomic_load_n(self->ring.sq.khead, __ATOMIC_ACQUIRE));
 }
 
 TEST_F(ring, enter_unknown_flags_einval)

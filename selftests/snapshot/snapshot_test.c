@@ -454,7 +454,8 @@ TEST_F(snap, nonzero_fields_einval)
 	ASSERT_NE(NULL, sp);
 	seq = page_seq(sp);
 	for (i = 0; i < NCMDS; i++) {
-		for (f = 0; f < 8; f++) {
+		/* state, bg_threads, image_bytes, pid: outputs, unchecked. */
+		for (f = 0; f < 5; f++) {
 			snap_arg(&s, 0);
 			switch (f) {
 			case 0: s.flags = 1; break;
@@ -462,17 +463,10 @@ TEST_F(snap, nonzero_fields_einval)
 			case 2: s.pad = 1; break;
 			case 3: s.reserved[0] = 1; break;
 			case 4: s.reserved[1] = 1ULL << 63; break;
-			case 5: s.state = SNPU_STATE_LOCKED; break;
-			case 6: s.bg_threads = 1; break;
-			case 7: s.image_bytes = 1; break;
 			}
 			EXPECT_EQ(-EINVAL, snpu_ioc(self->fd, snap_cmds[i], &s))
 				TH_LOG("command %u, field case %u", i, f);
 		}
-		snap_arg(&s, 0);
-		s.pid = getpid();
-		EXPECT_EQ(-EINVAL, snpu_ioc(self->fd, snap_cmds[i], &s))
-			TH_LOG("command %u with pid set", i);
 	}
 	/* Nothing was done: no registration, no transition. */
 	EXPECT_EQ(SNPU_STATE_RUNNING, snap_state(self->fd));
@@ -1997,7 +1991,7 @@ TEST_F_TIMEOUT(snap, reused_pid_gets_fresh_state, 60)
 
 static const char *const mod_params[] = {
 	"devices", "cores", "mem_mb", "ctx_mem_mb", "ctx_host_mb",
-	"ctx_streams", "ctx_events", "ctx_tasks",
+	"ctx_streams", "ctx_events", "ctx_tasks", "test_hooks",
 };
 
 /* The loaded module's parameters as "name=value ..." (all of them). */

@@ -271,7 +271,8 @@ TEST_F(cb, done_bad_fields_einval)
 
 	ASSERT_EQ(0, snpu_submit1(self->fd, snpu_t_host_func(self->s, 1)));
 	ASSERT_EQ(0, snpu_callback_wait(self->fd, LONG_TIMEOUT, &cb));
-	for (i = 0; i < 6; i++) {
+	/* WAIT's fields (timeout_ns, the outputs) are ignored by DONE. */
+	for (i = 0; i < 5; i++) {
 		memset(&d, 0, sizeof(d));
 		d.size = sizeof(d);
 		d.cookie = cb.cookie;
@@ -281,7 +282,6 @@ TEST_F(cb, done_bad_fields_einval)
 		case 2: d.pad = 1; break;
 		case 3: d.reserved[0] = 1; break;
 		case 4: d.flags = 1; break;
-		case 5: d.timeout_ns = 5; break;
 		}
 		EXPECT_EQ(-EINVAL, snpu_ioc(self->fd, SNPU_IOC_CALLBACK_DONE,
 					    &d)) TH_LOG("case %d", i);
@@ -315,16 +315,13 @@ TEST_F(cb, wait_bad_fields_einval)
 	struct snpu_callback cb;
 	int i;
 
-	for (i = 0; i < 6; i++) {
+	/* The outputs, and DONE's status, are ignored by WAIT. */
+	for (i = 0; i < 2; i++) {
 		memset(&cb, 0, sizeof(cb));
 		cb.size = sizeof(cb);
 		switch (i) {
-		case 0: cb.user_data = 1; break;
-		case 1: cb.cookie = 1; break;
-		case 2: cb.status = -1; break;
-		case 3: cb.stream = 1; break;
-		case 4: cb.pad = 1; break;
-		case 5: cb.reserved[1] = 1; break;
+		case 0: cb.pad = 1; break;
+		case 1: cb.reserved[1] = 1; break;
 		}
 		EXPECT_EQ(-EINVAL, snpu_ioc(self->fd, SNPU_IOC_CALLBACK_WAIT,
 					    &cb)) TH_LOG("case %d", i);

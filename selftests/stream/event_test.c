@@ -76,9 +76,7 @@ TEST_F(event, query_bad_fields_einval)
 	memset(&q, 0, sizeof(q));
 	q.size = sizeof(q);
 	q.handle = self->e;
-	q.state = 1;
-	EXPECT_EQ(-EINVAL, snpu_ioc(self->fd, SNPU_IOC_EVENT_QUERY, &q));
-	q.state = 0;
+	/* The outputs (state, stream, error, ...) are not checked. */
 	q.reserved[1] = 1;
 	EXPECT_EQ(-EINVAL, snpu_ioc(self->fd, SNPU_IOC_EVENT_QUERY, &q));
 }

@@ -14,6 +14,9 @@
  *   @size is. A command is matched on its type, number and direction.
  * - @flags bits that the command does not define, and every reserved
  *   field, must be zero.
+ * - Fields documented "out:" only are output: any value is accepted on
+ *   input and overwritten on success, so a struct may be passed again as
+ *   it came back.
  * - All fields are fixed width; user pointers are __u64; every struct is a
  *   multiple of 8 bytes with no implicit padding.
  * - Objects are named by per-file handles, never by kernel pointers.
@@ -52,7 +55,15 @@
  *            an ENTER that could consume nothing while completions wait).
  *   ENXIO    ENTER or mmap of the rings before RING_SETUP.
  *   EPERM    STREAM_DESTROY of an attached stream: its owner destroys it;
- *            a writable mapping of the state page.
+ *            a writable mapping of the state page; a snapshot or
+ *            background-thread call (all but SNAPSHOT_STATE) from a
+ *            process other than the one that opened the file.
+ *   EACCES   SNPU_PRIO_HIGH without CAP_SYS_NICE (STREAM_CREATE,
+ *            OWNER_CREATE).
+ *   EOPNOTSUPP  a test hook (a launch of SNPU_KERNEL_SPIN or
+ *            SNPU_KERNEL_FAIL, SNPU_IOC_NOP) while the module parameter
+ *            test_hooks is off (SNPU_CAP_TEST_HOOKS clear); nothing is
+ *            queued.
  *   EBADFD   a snapshot transition the process's state does not allow.
  *   ESTALE   RESTORE: an allocation or object of the image is gone.
  *   EDEADLK  a resource-modifying call from the thread that locked the
@@ -82,7 +93,13 @@
  *        processes (SNPU_RING_MMAP_OFFSET, SNPU_STATE_MMAP_OFFSET,
  *        SNPU_HOST_MMAP_OFFSET; the rings and the state page moved);
  *        absolute, restartable deadlines (SNPU_WAIT_ABSOLUTE) for
- *        STREAM_SYNC, EVENT_SYNC, CALLBACK_WAIT and ENTER.
+ *        STREAM_SYNC, EVENT_SYNC, CALLBACK_WAIT and ENTER;
+ *        snapshot and background-thread calls only from the process
+ *        that opened the file (EPERM); SNPU_PRIO_HIGH needs CAP_SYS_NICE
+ *        (EACCES); output-only fields accept any value on input (they
+ *        had to be zero in some structs); the test hooks (SPIN, FAIL,
+ *        SNPU_IOC_NOP) need the module parameter test_hooks
+ *        (SNPU_CAP_TEST_HOOKS, else EOPNOTSUPP).
  */
 #ifndef _UAPI_LINUX_SNPU_H
 #define _UAPI_LINUX_SNPU_H
@@ -117,9 +134,16 @@
 #define SNPU_CAP_RING		_BITULL(3)	/* command queues */
 #define SNPU_CAP_ATTACHED	_BITULL(4)	/* owners, attached streams */
 #define SNPU_CAP_SNAPSHOT	_BITULL(5)	/* process snapshot */
+/*
+ * Not a feature but how the module was loaded: the test hooks (kernels
+ * SNPU_KERNEL_SPIN and SNPU_KERNEL_FAIL, SNPU_IOC_NOP) are enabled, by the
+ * module parameter test_hooks. Without it they fail with EOPNOTSUPP.
+ */
+#define SNPU_CAP_TEST_HOOKS	_BITULL(6)
 #define SNPU_CAPS_KNOWN		(SNPU_CAP_MEMORY | SNPU_CAP_STREAMS | \
 				 SNPU_CAP_CALLBACKS | SNPU_CAP_RING | \
-				 SNPU_CAP_ATTACHED | SNPU_CAP_SNAPSHOT)
+				 SNPU_CAP_ATTACHED | SNPU_CAP_SNAPSHOT | \
+				 SNPU_CAP_TEST_HOOKS)
 
 /**
  * struct snpu_info - device description, returned by SNPU_IOC_GET_INFO
@@ -408,7 +432,11 @@ struct snpu_handle_op {
 
 #define SNPU_STREAM_DESTROY_FORCE	_BITUL(0)
 
-/* Stream priorities: a higher one is served first by the cores. */
+/*
+ * Stream priorities: a higher one is served first by the cores.
+ * SNPU_PRIO_HIGH takes CAP_SYS_NICE (EACCES without it), checked when the
+ * stream or owner is created.
+ */
 #define SNPU_PRIO_LOW		-1
 #define SNPU_PRIO_NORMAL	0
 #define SNPU_PRIO_HIGH		1
@@ -420,6 +448,8 @@ struct snpu_handle_op {
  * @priority: in: SNPU_PRIO_* (streams); must be zero for events
  * @handle: out: the new handle
  * @reserved: must be zero
+ *
+ * EACCES for SNPU_PRIO_HIGH without CAP_SYS_NICE; nothing is created.
  */
 struct snpu_stream_create {
 	__u32 size;
@@ -579,6 +609,9 @@ struct snpu_event_elapsed {
  *                xor ~0) of block b's slice of in's bytes
  *   SPIN         (scalar ns): every block busy-waits ns, at most 10 s
  *   FAIL         (scalar errno): the task fails with -errno, 1..4095
+ *
+ * SPIN and FAIL are test hooks: a launch of either is EOPNOTSUPP unless
+ * the module was loaded with test_hooks=1 (SNPU_CAP_TEST_HOOKS).
  */
 #define SNPU_KERNEL_NOP			0
 #define SNPU_KERNEL_COPY		1
@@ -701,7 +734,9 @@ struct snpu_submit {
  *
  * A host-function task that becomes ready is delivered to one WAIT (the
  * device file also polls readable while one is pending); the stream does
- * not go past it until DONE names its cookie.
+ * not go past it until DONE names its cookie. Each command ignores the
+ * fields only the other uses (DONE: @timeout_ns, @user_data, @stream;
+ * WAIT: @status), so one struct serves a WAIT/DONE loop.
  */
 struct snpu_callback {
 	__u32 size;
@@ -864,7 +899,7 @@ struct snpu_enter {
  * Owners and attached streams. An owner (an executor instance) names extra
  * streams by key: SNPU_IOC_OWNER_CREATE takes a struct snpu_stream_create
  * whose @priority becomes the priority of the owner's attached streams
- * (its @handle must be zero on input);
+ * and whose @handle returns the owner;
  * SNPU_IOC_OWNER_DESTROY (struct snpu_handle_op, no flags) waits for the
  * work of every attached stream of the owner, then destroys them and the
  * owner (EINTR on a signal: nothing is destroyed). A context has at most
@@ -881,9 +916,8 @@ struct snpu_enter {
  * @size: in: sizeof; out: bytes written
  * @flags: must be zero
  * @owner: in: an owner handle
- * @handle: out: the attached stream; must be zero on input
- * @created: out: 1 when this call created the stream, else 0; must be
- *           zero on input
+ * @handle: out: the attached stream
+ * @created: out: 1 when this call created the stream, else 0
  * @pad: must be zero
  * @key: in: 1 to SNPU_ATTACHED_KEY_MAX - 1 bytes and a NUL; the bytes
  *       after the NUL must be zero
@@ -911,7 +945,10 @@ struct snpu_attached_stream {
 /*
  * Process snapshot. The snapshot state belongs to the process (thread
  * group) that opened the file and covers every snpu file it opened, on
- * every device; any of its files may make the calls.
+ * every device; any of its files may make the calls, from any of its
+ * threads. Another process holding the file (a child that inherited it by
+ * fork(2), a receiver of SCM_RIGHTS) gets EPERM for every snapshot and
+ * background-thread call but SNAPSHOT_STATE, a query, which it may make.
  *
  *   RUNNING --LOCK--> LOCKED --BACKUP--> BACKED_UP --RESTORE--> LOCKED
  *   LOCKED, BACKED_UP --UNLOCK--> RUNNING
