@@ -18,6 +18,13 @@
 /* Pool slots for jobs held by synchronize calls after they complete. */
 #define SNPU_POOL_SLACK		64
 
+/*
+ * Handles are handed out cyclically from 1 up to INT_MAX: a destroyed
+ * object's value comes back only after the cursor has wrapped, so a stale
+ * handle in a racing call finds nothing instead of a new object.
+ */
+#define SNPU_HANDLE_LIMIT	XA_LIMIT(1, INT_MAX)
+
 /* Context ids: they name contexts in snapshot images. */
 static atomic64_t snpu_ctx_ids = ATOMIC64_INIT(0);
 
@@ -85,15 +92,22 @@ struct snpu_event *snpu_event_get_locked(struct snpu_context *ctx, u32 handle)
  * @obj: the object; its @handle is set
  * @type: enum snpu_obj_type
  *
- * Return: 0, or -ENOMEM.
+ * The handle is the first free value after the last one handed out in
+ * this context, wrapping to 1 after INT_MAX (see SNPU_HANDLE_LIMIT).
+ *
+ * Return: 0, -ENOMEM, or -EBUSY when every value is taken.
  */
 int snpu_object_add_locked(struct snpu_context *ctx, struct snpu_object *obj,
 			   u32 type)
 {
+	int ret;
+
 	lockdep_assert_held(&ctx->lock);
 	obj->type = type;
-	return xa_alloc(&ctx->handles, &obj->handle, obj, xa_limit_31b,
-			GFP_KERNEL);
+	ret = xa_alloc_cyclic(&ctx->handles, &obj->handle, obj,
+			      SNPU_HANDLE_LIMIT, &ctx->next_handle, GFP_KERNEL);
+	/* 1 only says that the cursor wrapped. */
+	return ret < 0 ? ret : 0;
 }
 
 int snpu_ioc_ctx_query(struct snpu_context *ctx, union snpu_ioc_arg *arg)

@@ -174,6 +174,9 @@ struct snpu_host {
 /**
  * struct snpu_stream - an in-order queue with a timeline
  * @obj: handle
+ * @ref: the handle holds one, and so does a STREAM_SYNC that waits on
+ *       the stream (it reads @error after the wait, whatever became of
+ *       the handle meanwhile)
  * @prio: index into the ready lists, 0 highest
  * @priority: SNPU_PRIO_* as created
  * @destroying: a destroy is waiting for the stream; submit refuses it
@@ -191,6 +194,7 @@ struct snpu_host {
  */
 struct snpu_stream {
 	struct snpu_object obj;
+	refcount_t ref;
 	unsigned int prio;
 	int priority;
 	bool destroying;
@@ -447,6 +451,7 @@ struct snpu_proc {
  * @sdev: the device this file was opened on
  * @lock: see the top of this file
  * @handles: handle -> struct snpu_object
+ * @next_handle: where the cyclic handle allocation goes on from
  * @va: device address -> struct snpu_mem
  * @host_va: user address -> struct snpu_host (its own lock only)
  * @va_window: index of the context's window of device addresses
@@ -480,6 +485,7 @@ struct snpu_context {
 
 	struct mutex lock;		/* objects, handles, quotas */
 	struct xarray handles;
+	u32 next_handle;
 	struct snpu_stream *stream_hint;	/* last stream looked up */
 	struct maple_tree va;
 	struct maple_tree host_va;

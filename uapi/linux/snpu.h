@@ -17,6 +17,9 @@
  * - All fields are fixed width; user pointers are __u64; every struct is a
  *   multiple of 8 bytes with no implicit padding.
  * - Objects are named by per-file handles, never by kernel pointers.
+ *   Handles are handed out cyclically from 1: a destroyed object's handle
+ *   is not given to a new object until the values have wrapped (after
+ *   2^31 - 1 further objects of the file).
  *   Timeouts are __s64 relative nanoseconds, -1 meaning forever; times are
  *   CLOCK_MONOTONIC nanoseconds. Blocking calls are interruptible.
  *
@@ -74,6 +77,7 @@
  *   0.5  Process snapshot: SNPU_IOC_SNAPSHOT_LOCK, _BACKUP, _RESTORE,
  *        _UNLOCK, _STATE; background threads: SNPU_IOC_BG_REGISTER,
  *        _UNREGISTER, _PARK; the state page (SNPU_STATE_MMAP_OFFSET).
+ *   0.6  Handles are allocated cyclically, not lowest free first.
  */
 #ifndef _UAPI_LINUX_SNPU_H
 #define _UAPI_LINUX_SNPU_H

@@ -1,0 +1,297 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * snpu object and context lifetimes through the raw ioctls:
+ *
+ *  - handles are handed out cyclically: a destroyed object's handle is not
+ *    given to the next object, a stale DESTROY or FREE fails with ENOENT
+ *    and leaves the new object alone, and a STREAM_SYNC racing a destroy
+ *    reports on the stream it waited on, never on a new one.
+ *
+ * Runs as root in the test VM with the module's defaults (test hooks on).
+ * Nothing here depends on timing.
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <sys/syscall.h>
+
+#include "kselftest_harness.h"
+#include "snpu_test.h"
+
+#define PAGE		4096
+#define ROUNDS		20
+
+/* Return: the state letter of thread @tid of this process, or 0. */
+static char thread_state(pid_t tid)
+{
+	char path[64], buf[512], *p;
+	ssize_t n;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", (int)tid);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	n = (ssize_t)fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	p = strrchr(buf, ')');
+	return p && p[1] == ' ' ? p[2] : 0;
+}
+
+/* Wait until thread @tid sleeps interruptibly (in the call it makes). */
+static void wait_sleeping(pid_t tid)
+{
+	while (thread_state(tid) != 'S')
+		usleep(1000);
+}
+
+static pid_t gettid_(void)
+{
+	return (pid_t)syscall(SYS_gettid);
+}
+
+static int owner_create(int fd, uint32_t *handle)
+{
+	struct snpu_stream_create c = {
+		.size = sizeof(c), .priority = SNPU_PRIO_NORMAL,
+	};
+	int ret = snpu_ioc(fd, SNPU_IOC_OWNER_CREATE, &c);
+
+	if (!ret)
+		*handle = c.handle;
+	return ret;
+}
+
+static int owner_destroy(int fd, uint32_t handle)
+{
+	return snpu_handle_op(fd, SNPU_IOC_OWNER_DESTROY, handle, 0);
+}
+
+FIXTURE(lifetime) {
+	int fd;
+};
+
+FIXTURE_SETUP(lifetime)
+{
+	self->fd = snpu_open_dev();
+	ASSERT_LE(0, self->fd);
+}
+
+FIXTURE_TEARDOWN(lifetime)
+{
+	close(self->fd);
+}
+
+/* ---- handles are not reused at once ------------------------------------- */
+
+TEST_F(lifetime, stream_handle_not_reused)
+{
+	uint32_t a, b, c;
+
+	ASSERT_EQ(0, snpu_stream_create(self->fd, SNPU_PRIO_NORMAL, &a));
+	ASSERT_EQ(0, snpu_stream_destroy(self->fd, a, 0));
+	ASSERT_EQ(0, snpu_stream_create(self->fd, SNPU_PRIO_NORMAL, &b));
+	EXPECT_NE(a, b);
+	ASSERT_EQ(0, snpu_stream_destroy(self->fd, b, 0));
+	ASSERT_EQ(0, snpu_stream_create(self->fd, SNPU_PRIO_NORMAL, &c));
+	EXPECT_NE(a, c);
+	EXPECT_NE(b, c);
+}
+
+TEST_F(lifetime, event_handle_not_reused)
+{
+	uint32_t a, b;
+
+	ASSERT_EQ(0, snpu_event_create(self->fd, &a));
+	ASSERT_EQ(0, snpu_event_destroy(self->fd, a));
+	ASSERT_EQ(0, snpu_event_create(self->fd, &b));
+	EXPECT_NE(a, b);
+}
+
+TEST_F(lifetime, host_alloc_handle_not_reused)
+{
+	uint32_t a, b;
+	uint64_t off;
+
+	ASSERT_EQ(0, snpu_host_alloc(self->fd, PAGE, &a, &off));
+	ASSERT_EQ(0, snpu_host_free(self->fd, a));
+	ASSERT_EQ(0, snpu_host_alloc(self->fd, PAGE, &b, &off));
+	EXPECT_NE(a, b);
+}
+
+TEST_F(lifetime, host_register_handle_not_reused)
+{
+	void *buf = mmap(NULL, PAGE, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	uint32_t a, b;
+
+	ASSERT_NE(MAP_FAILED, buf);
+	ASSERT_EQ(0, snpu_host_register(self->fd, buf, PAGE, &a));
+	ASSERT_EQ(0, snpu_host_free(self->fd, a));
+	ASSERT_EQ(0, snpu_host_register(self->fd, buf, PAGE, &b));
+	EXPECT_NE(a, b);
+	EXPECT_EQ(0, snpu_host_free(self->fd, b));
+	munmap(buf, PAGE);
+}
+
+TEST_F(lifetime, owner_handle_not_reused)
+{
+	uint32_t a, b;
+
+	ASSERT_EQ(0, owner_create(self->fd, &a));
+	ASSERT_EQ(0, owner_destroy(self->fd, a));
+	ASSERT_EQ(0, owner_create(self->fd, &b));
+	EXPECT_NE(a, b);
+}
+
+/* Any type: the handle of a destroyed stream does not name a new event. */
+TEST_F(lifetime, handle_not_reused_across_types)
+{
+	uint32_t s, e;
+
+	ASSERT_EQ(0, snpu_stream_create(self->fd, SNPU_PRIO_NORMAL, &s));
+	ASSERT_EQ(0, snpu_stream_destroy(self->fd, s, 0));
+	ASSERT_EQ(0, snpu_event_create(self->fd, &e));
+	EXPECT_NE(s, e);
+}
+
+/* ---- a stale destroy finds nothing -------------------------------------- */
+
+TEST_F(lifetime, stale_stream_destroy_enoent)
+{
+	struct snpu_stream_query q;
+	uint32_t old, s;
+	int32_t err = 1;
+
+	ASSERT_EQ(0, snpu_stream_create(self->fd, SNPU_PRIO_NORMAL, &old));
+	ASSERT_EQ(0, snpu_stream_destroy(self->fd, old, 0));
+	ASSERT_EQ(0, snpu_stream_create(self->fd, SNPU_PRIO_NORMAL, &s));
+	EXPECT_EQ(-ENOENT, snpu_stream_destroy(self->fd, old, 0));
+	/* The new stream still works. */
+	ASSERT_EQ(0, snpu_submit1(self->fd, snpu_t_spin(s, 1000, 1)));
+	ASSERT_EQ(0, snpu_stream_sync(self->fd, s, -1, &err));
+	EXPECT_EQ(0, err);
+	ASSERT_EQ(0, snpu_stream_query(self->fd, s, &q));
+	EXPECT_EQ(1U, q.submitted);
+	EXPECT_EQ(1U, q.completed);
+}
+
+TEST_F(lifetime, stale_event_destroy_enoent)
+{
+	uint32_t old, e, s;
+	int32_t err = 1;
+
+	ASSERT_EQ(0, snpu_stream_create(self->fd, SNPU_PRIO_NORMAL, &s));
+	ASSERT_EQ(0, snpu_event_create(self->fd, &old));
+	ASSERT_EQ(0, snpu_event_destroy(self->fd, old));
+	ASSERT_EQ(0, snpu_event_create(self->fd, &e));
+	EXPECT_EQ(-ENOENT, snpu_event_destroy(self->fd, old));
+	ASSERT_EQ(0, snpu_submit1(self->fd, snpu_t_record(s, e)));
+	ASSERT_EQ(0, snpu_event_sync(self->fd, e, -1, &err));
+	EXPECT_EQ(0, err);
+}
+
+TEST_F(lifetime, stale_host_free_enoent)
+{
+	uint32_t old, h, s;
+	uint64_t dev, off;
+	unsigned char *p = NULL;
+	int32_t err = 1;
+
+	ASSERT_EQ(0, snpu_host_alloc(self->fd, PAGE, &old, &off));
+	ASSERT_EQ(0, snpu_host_free(self->fd, old));
+	ASSERT_EQ(0, snpu_host_map(self->fd, PAGE, &h, (void **)&p));
+	EXPECT_EQ(-ENOENT, snpu_host_free(self->fd, old));
+	/* The new host memory still takes queued copies. */
+	ASSERT_EQ(0, snpu_stream_create(self->fd, SNPU_PRIO_NORMAL, &s));
+	ASSERT_EQ(0, snpu_alloc(self->fd, PAGE, 0, &dev));
+	ASSERT_EQ(0, snpu_memset(self->fd, dev, 0x5a, PAGE));
+	ASSERT_EQ(0, snpu_submit1(self->fd, snpu_t_copy(s, SNPU_COPY_D2H,
+							(uintptr_t)p, dev,
+							PAGE)));
+	ASSERT_EQ(0, snpu_stream_sync(self->fd, s, -1, &err));
+	EXPECT_EQ(0, err);
+	EXPECT_EQ(0x5a, p[0]);
+	EXPECT_EQ(0x5a, p[PAGE - 1]);
+	munmap(p, PAGE);
+}
+
+TEST_F(lifetime, stale_owner_destroy_enoent)
+{
+	struct snpu_attached_stream a;
+	uint32_t old, o;
+
+	ASSERT_EQ(0, owner_create(self->fd, &old));
+	ASSERT_EQ(0, owner_destroy(self->fd, old));
+	ASSERT_EQ(0, owner_create(self->fd, &o));
+	EXPECT_EQ(-ENOENT, owner_destroy(self->fd, old));
+	memset(&a, 0, sizeof(a));
+	a.size = sizeof(a);
+	a.owner = o;
+	strcpy(a.key, "k");
+	EXPECT_EQ(0, snpu_ioc(self->fd, SNPU_IOC_ATTACHED_STREAM_GET, &a));
+	EXPECT_EQ(1U, a.created);
+}
+
+/* ---- a sync reports on the stream it waited on --------------------------- */
+
+struct syncer {
+	int fd;
+	uint32_t stream;
+	pid_t tid;
+	atomic_int started;
+	int ret;
+	int32_t error;
+};
+
+static void *sync_thread(void *arg)
+{
+	struct syncer *sy = arg;
+
+	sy->tid = gettid_();
+	atomic_store(&sy->started, 1);
+	sy->ret = snpu_stream_sync(sy->fd, sy->stream, -1, &sy->error);
+	return NULL;
+}
+
+/*
+ * A sync waits on a stream held up by a callback; the stream is destroyed
+ * with FORCE (its callback is cancelled, the stream fails -ECANCELED) and
+ * a new stream is created at once. The sync reports the stream it waited
+ * on: -ECANCELED, never the new stream's 0 nor "gone, so clean".
+ */
+TEST_F(lifetime, sync_racing_destroy_create)
+{
+	int round;
+
+	for (round = 0; round < ROUNDS; round++) {
+		struct syncer sy = { .fd = self->fd, .error = 1 };
+		pthread_t t;
+		uint32_t s;
+
+		ASSERT_EQ(0, snpu_stream_create(self->fd, SNPU_PRIO_NORMAL,
+						&sy.stream));
+		ASSERT_EQ(0, snpu_submit1(self->fd,
+					  snpu_t_host_func(sy.stream, 1)));
+		ASSERT_EQ(0, pthread_create(&t, NULL, sync_thread, &sy));
+		while (!atomic_load(&sy.started))
+			usleep(1000);
+		wait_sleeping(sy.tid);
+
+		ASSERT_EQ(0, snpu_stream_destroy(self->fd, sy.stream,
+						 SNPU_STREAM_DESTROY_FORCE));
+		ASSERT_EQ(0, snpu_stream_create(self->fd, SNPU_PRIO_NORMAL,
+						&s));
+		ASSERT_EQ(0, pthread_join(t, NULL));
+		ASSERT_EQ(0, sy.ret);
+		EXPECT_EQ(-ECANCELED, sy.error) {
+			TH_LOG("round %d: the sync reported %d", round,
+			       sy.error);
+		}
+		ASSERT_EQ(0, snpu_stream_destroy(self->fd, s, 0));
+	}
+}
+
+TEST_HARNESS_MAIN
