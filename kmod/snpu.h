@@ -515,6 +515,8 @@ struct snpu_context {
 	u64 id;
 };
 
+union snpu_ioc_arg;
+
 /* device.c */
 struct snpu_device *snpu_device_create(unsigned int index,
 				       const struct snpu_params *p,
@@ -564,8 +566,7 @@ void snpu_job_put_locked(struct snpu_context *ctx, struct snpu_job *job);
 void snpu_job_put(struct snpu_context *ctx, struct snpu_job *job);
 void snpu_job_complete(struct snpu_job *job, int error,
 		       struct snpu_job **handoff);
-int snpu_submit_locked(struct snpu_context *ctx, const void __user *tasks,
-		       u32 count, u32 task_size, u64 *seq);
+int snpu_submit_locked(struct snpu_context *ctx, union snpu_ioc_arg *arg);
 int snpu_jobs_reserve(struct snpu_context *ctx, u32 count,
 		      struct list_head *batch);
 int snpu_job_prepare_locked(struct snpu_context *ctx, struct snpu_job *job,
@@ -599,6 +600,7 @@ __poll_t snpu_callback_poll(struct snpu_context *ctx, struct file *file,
 
 /* ioctl.c */
 long snpu_ioctl(struct file *file, unsigned int cmd, unsigned long arg);
+int snpu_ioc_copy_out(union snpu_ioc_arg *arg);
 
 /* snapshot.c */
 int snpu_proc_attach(struct snpu_context *ctx);
@@ -709,7 +711,8 @@ int snpu_ioc_bg_park(struct snpu_context *ctx, union snpu_ioc_arg *arg);
  * @attached: SNPU_IOC_ATTACHED_STREAM_GET
  * @snapshot: SNPU_IOC_SNAPSHOT_*, SNPU_IOC_BG_*
  *
- * At most 120 bytes: the dispatcher keeps it on the stack.
+ * At most 120 bytes: the dispatcher keeps it on the stack (in a struct
+ * snpu_ioc_call, with what snpu_ioc_copy_out() needs).
  */
 union snpu_ioc_arg {
 	struct {

@@ -5,7 +5,10 @@
  *  - handles are handed out cyclically: a destroyed object's handle is not
  *    given to the next object, a stale DESTROY or FREE fails with ENOENT
  *    and leaves the new object alone, and a STREAM_SYNC racing a destroy
- *    reports on the stream it waited on, never on a new one.
+ *    reports on the stream it waited on, never on a new one;
+ *  - results are not lost after side effects: a CALLBACK_WAIT that cannot
+ *    write its result leaves the callback for the next CALLBACK_WAIT, and
+ *    a SUBMIT that cannot write its result queues nothing.
  *
  * Runs as root in the test VM with the module's defaults (test hooks on).
  * Nothing here depends on timing.
@@ -292,6 +295,154 @@ TEST_F(lifetime, sync_racing_destroy_create)
 		}
 		ASSERT_EQ(0, snpu_stream_destroy(self->fd, s, 0));
 	}
+}
+
+/* ---- results are not lost after side effects ----------------------------- */
+
+/* A read-only page holding a copy of @len bytes of @arg; NULL on error. */
+static void *ro_copy(const void *arg, size_t len)
+{
+	void *p = mmap(NULL, PAGE, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (p == MAP_FAILED)
+		return NULL;
+	memcpy(p, arg, len);
+	if (mprotect(p, PAGE, PROT_READ)) {
+		munmap(p, PAGE);
+		return NULL;
+	}
+	return p;
+}
+
+/*
+ * A CALLBACK_WAIT whose argument cannot be written fails with EFAULT and
+ * leaves the callback queued: the next CALLBACK_WAIT gets it, and the
+ * stream completes once it is answered.
+ */
+TEST_F(lifetime, callback_wait_efault_requeues)
+{
+	struct snpu_callback cb = {
+		.size = sizeof(cb), .timeout_ns = -1,
+	};
+	struct snpu_stream_query q;
+	int32_t err = 1;
+	uint32_t s;
+	void *ro;
+
+	ASSERT_EQ(0, snpu_stream_create(self->fd, SNPU_PRIO_NORMAL, &s));
+	ASSERT_EQ(0, snpu_submit1(self->fd, snpu_t_host_func(s, 77)));
+	ro = ro_copy(&cb, sizeof(cb));
+	ASSERT_NE(NULL, ro);
+	EXPECT_EQ(-EFAULT, snpu_ioc(self->fd, SNPU_IOC_CALLBACK_WAIT, ro));
+	munmap(ro, PAGE);
+
+	ASSERT_EQ(0, snpu_callback_wait(self->fd, 0, &cb));
+	EXPECT_EQ(77U, cb.user_data);
+	EXPECT_EQ(s, cb.stream);
+	ASSERT_EQ(0, snpu_callback_done(self->fd, cb.cookie, 0));
+	ASSERT_EQ(0, snpu_stream_sync(self->fd, s, -1, &err));
+	EXPECT_EQ(0, err);
+	ASSERT_EQ(0, snpu_stream_query(self->fd, s, &q));
+	EXPECT_EQ(1U, q.submitted);
+	EXPECT_EQ(1U, q.completed);
+}
+
+/* The requeued callback keeps its place: it comes before later ones. */
+TEST_F(lifetime, callback_wait_efault_keeps_order)
+{
+	struct snpu_callback cb = {
+		.size = sizeof(cb), .timeout_ns = -1,
+	};
+	uint32_t a, b;
+	void *ro;
+
+	ASSERT_EQ(0, snpu_stream_create(self->fd, SNPU_PRIO_NORMAL, &a));
+	ASSERT_EQ(0, snpu_stream_create(self->fd, SNPU_PRIO_NORMAL, &b));
+	ASSERT_EQ(0, snpu_submit1(self->fd, snpu_t_host_func(a, 1)));
+	ASSERT_EQ(0, snpu_submit1(self->fd, snpu_t_host_func(b, 2)));
+	ro = ro_copy(&cb, sizeof(cb));
+	ASSERT_NE(NULL, ro);
+	EXPECT_EQ(-EFAULT, snpu_ioc(self->fd, SNPU_IOC_CALLBACK_WAIT, ro));
+	munmap(ro, PAGE);
+
+	ASSERT_EQ(0, snpu_callback_wait(self->fd, 0, &cb));
+	EXPECT_EQ(1U, cb.user_data);
+	ASSERT_EQ(0, snpu_callback_done(self->fd, cb.cookie, 0));
+	ASSERT_EQ(0, snpu_callback_wait(self->fd, 0, &cb));
+	EXPECT_EQ(2U, cb.user_data);
+	ASSERT_EQ(0, snpu_callback_done(self->fd, cb.cookie, 0));
+	EXPECT_EQ(0, snpu_stream_sync(self->fd, a, -1, NULL));
+	EXPECT_EQ(0, snpu_stream_sync(self->fd, b, -1, NULL));
+}
+
+/*
+ * A SUBMIT whose argument cannot be written fails with EFAULT and queues
+ * nothing (documented in the uapi header): no sequence number taken, the
+ * memset never ran.
+ */
+TEST_F(lifetime, submit_efault_queues_nothing)
+{
+	struct snpu_task t;
+	struct snpu_submit sub;
+	struct snpu_stream_query q;
+	unsigned char buf[64];
+	uint64_t dev, seq = 0;
+	uint32_t s;
+	void *ro;
+
+	ASSERT_EQ(0, snpu_stream_create(self->fd, SNPU_PRIO_NORMAL, &s));
+	ASSERT_EQ(0, snpu_alloc(self->fd, sizeof(buf), 0, &dev));
+	ASSERT_EQ(0, snpu_memset(self->fd, dev, 0, sizeof(buf)));
+
+	t = snpu_t_memset(s, dev, 0x77, sizeof(buf));
+	memset(&sub, 0, sizeof(sub));
+	sub.size = sizeof(sub);
+	sub.count = 1;
+	sub.task_size = sizeof(t);
+	sub.tasks = (uintptr_t)&t;
+	ro = ro_copy(&sub, sizeof(sub));
+	ASSERT_NE(NULL, ro);
+	EXPECT_EQ(-EFAULT, snpu_ioc(self->fd, SNPU_IOC_SUBMIT, ro));
+	munmap(ro, PAGE);
+
+	ASSERT_EQ(0, snpu_stream_sync(self->fd, s, -1, NULL));
+	ASSERT_EQ(0, snpu_stream_query(self->fd, s, &q));
+	EXPECT_EQ(0U, q.submitted);
+	EXPECT_EQ(0U, q.completed);
+	ASSERT_EQ(0, snpu_d2h(self->fd, buf, dev, sizeof(buf)));
+	EXPECT_EQ(0, buf[0]);
+	EXPECT_EQ(0, buf[sizeof(buf) - 1]);
+
+	/* The same task from a writable argument is queued as number 1. */
+	ASSERT_EQ(0, snpu_submit(self->fd, &t, 1, &seq));
+	EXPECT_EQ(1U, seq);
+	ASSERT_EQ(0, snpu_stream_sync(self->fd, s, -1, NULL));
+	ASSERT_EQ(0, snpu_d2h(self->fd, buf, dev, sizeof(buf)));
+	EXPECT_EQ(0x77, buf[0]);
+}
+
+/* The sequence number written before the commit is the one queued. */
+TEST_F(lifetime, submit_seq_across_streams)
+{
+	struct snpu_task t[5];
+	struct snpu_stream_query q;
+	uint32_t a, b;
+	uint64_t seq;
+
+	ASSERT_EQ(0, snpu_stream_create(self->fd, SNPU_PRIO_NORMAL, &a));
+	ASSERT_EQ(0, snpu_stream_create(self->fd, SNPU_PRIO_NORMAL, &b));
+	ASSERT_EQ(0, snpu_submit1(self->fd, snpu_t_nop(b)));
+	t[0] = snpu_t_nop(a);
+	t[1] = snpu_t_spin(b, 1000, 1);
+	t[2] = snpu_t_nop(a);
+	t[3] = snpu_t_nop(b);
+	t[4] = snpu_t_spin(b, 1000, 1);
+	ASSERT_EQ(0, snpu_submit(self->fd, t, 5, &seq));
+	EXPECT_EQ(4U, seq);
+	ASSERT_EQ(0, snpu_stream_sync(self->fd, b, -1, NULL));
+	ASSERT_EQ(0, snpu_stream_query(self->fd, b, &q));
+	EXPECT_EQ(4U, q.submitted);
 }
 
 TEST_HARNESS_MAIN

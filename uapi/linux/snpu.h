@@ -78,6 +78,9 @@
  *        _UNLOCK, _STATE; background threads: SNPU_IOC_BG_REGISTER,
  *        _UNREGISTER, _PARK; the state page (SNPU_STATE_MMAP_OFFSET).
  *   0.6  Handles are allocated cyclically, not lowest free first.
+ *        SNPU_IOC_SUBMIT writes @seq before queueing: EFAULT means nothing
+ *        was queued. SNPU_IOC_CALLBACK_WAIT that fails with EFAULT leaves
+ *        the callback queued for the next wait.
  */
 #ifndef _UAPI_LINUX_SNPU_H
 #define _UAPI_LINUX_SNPU_H
@@ -638,7 +641,9 @@ struct snpu_task {
  * @reserved: must be zero
  *
  * All or nothing: every task is checked first; on any error nothing is
- * queued and the error names the first bad task's problem. A stream in
+ * queued and the error names the first bad task's problem. @seq is
+ * written back before the tasks are queued: EFAULT when it cannot be
+ * written, with nothing queued. A stream in
  * its error state refuses new tasks with EIO until SNPU_IOC_STREAM_RESET.
  */
 struct snpu_submit {
@@ -668,7 +673,8 @@ struct snpu_submit {
  *
  * A host-function task that becomes ready is delivered to one WAIT (the
  * device file also polls readable while one is pending); the stream does
- * not go past it until DONE names its cookie.
+ * not go past it until DONE names its cookie. A WAIT that cannot write
+ * its result fails with EFAULT and the callback stays first in the queue.
  */
 struct snpu_callback {
 	__u32 size;
