@@ -134,6 +134,37 @@ int snpu_ioc_ctx_query(struct snpu_context *ctx, union snpu_ioc_arg *arg)
 	return 0;
 }
 
+static void snpu_ctx_free(struct kref *ref)
+{
+	struct snpu_context *ctx = container_of(ref, struct snpu_context, ref);
+
+	mutex_destroy(&ctx->lock);
+	kfree(ctx);
+}
+
+/**
+ * snpu_ctx_get() - take a reference to a context
+ * @ctx: the context, found where its file's reference keeps it (such as
+ *       its process's list, under the list lock)
+ */
+void snpu_ctx_get(struct snpu_context *ctx)
+{
+	kref_get(&ctx->ref);
+}
+
+/**
+ * snpu_ctx_put() - drop a reference to a context
+ * @ctx: the context
+ *
+ * The file's release tears the context down; the last reference only
+ * frees the memory, which a holder may read meanwhile (see
+ * snpu_context.closed).
+ */
+void snpu_ctx_put(struct snpu_context *ctx)
+{
+	kref_put(&ctx->ref, snpu_ctx_free);
+}
+
 static int snpu_open(struct inode *inode, struct file *file)
 {
 	struct miscdevice *misc = file->private_data;
@@ -146,6 +177,7 @@ static int snpu_open(struct inode *inode, struct file *file)
 	if (!ctx)
 		return -ENOMEM;
 
+	kref_init(&ctx->ref);
 	ctx->sdev = sdev;
 	mutex_init(&ctx->lock);
 	xa_init_flags(&ctx->handles, XA_FLAGS_ALLOC1);
@@ -219,6 +251,8 @@ static int snpu_release(struct inode *inode, struct file *file)
 	snpu_proc_detach(ctx);
 
 	mutex_lock(&ctx->lock);
+	/* A backup or restore holding a reference skips it from here on. */
+	ctx->closed = true;
 	xa_for_each(&ctx->handles, index, obj) {
 		switch (obj->type) {
 		case SNPU_OBJ_STREAM:
@@ -251,8 +285,7 @@ static int snpu_release(struct inode *inode, struct file *file)
 	WARN_ON(atomic64_read(&ctx->mem_used) || atomic64_read(&ctx->host_used));
 	ida_free(&ctx->sdev->va_windows, ctx->va_window);
 	atomic_dec(&ctx->sdev->contexts);
-	mutex_destroy(&ctx->lock);
-	kfree(ctx);
+	snpu_ctx_put(ctx);
 	return 0;
 }
 

@@ -403,7 +403,8 @@ struct snpu_ring {
  * @op_lock: serializes snapshot transitions; protects @image,
  *           @image_bytes and @spare
  * @list_lock: protects @contexts (never held while waiting for a
- *             transition: opens and closes do not wait for LOCK)
+ *             transition or a drain: opens and closes do not wait for
+ *             LOCK or BACKUP, which take context references under it)
  * @contexts: the process's contexts, by snpu_context.proc_node
  * @image: the last backup, a shmem file, or NULL
  * @image_bytes: size of @image
@@ -448,6 +449,10 @@ struct snpu_proc {
 
 /**
  * struct snpu_context - the state of one open file of a device
+ * @ref: the file holds one until its release; a snapshot holds one while
+ *       it works on the context without its process's list lock
+ * @closed: the file's release has begun (under @lock): the objects and
+ *          allocations are going, a snapshot skips the context
  * @sdev: the device this file was opened on
  * @lock: see the top of this file
  * @handles: handle -> struct snpu_object
@@ -478,9 +483,12 @@ struct snpu_proc {
  * @dev_node: in the device's contexts (under its ctx_lock)
  * @id: unique among the contexts since load, names it in images
  *
- * Created by open(2), freed by the last close of the file description.
+ * Created by open(2), torn down by the last close of the file
+ * description, freed with the last reference.
  */
 struct snpu_context {
+	struct kref ref;
+	bool closed;
 	struct snpu_device *sdev;
 
 	struct mutex lock;		/* objects, handles, quotas */
@@ -525,6 +533,8 @@ void snpu_device_destroy(struct snpu_device *sdev);
 
 /* context.c */
 extern const struct file_operations snpu_fops;
+void snpu_ctx_get(struct snpu_context *ctx);
+void snpu_ctx_put(struct snpu_context *ctx);
 struct snpu_object *snpu_object_get_locked(struct snpu_context *ctx,
 					   u32 handle, u32 type);
 int snpu_object_add_locked(struct snpu_context *ctx, struct snpu_object *obj,

@@ -8,19 +8,28 @@
  *    reports on the stream it waited on, never on a new one;
  *  - results are not lost after side effects: a CALLBACK_WAIT that cannot
  *    write its result leaves the callback for the next CALLBACK_WAIT, and
- *    a SUBMIT that cannot write its result queues nothing.
+ *    a SUBMIT that cannot write its result queues nothing;
+ *  - a BACKUP waiting for a task does not hold up the process's opens and
+ *    closes, not even those of the thread that would answer the callback
+ *    the backup waits for.
  *
  * Runs as root in the test VM with the module's defaults (test hooks on).
- * Nothing here depends on timing.
+ * Nothing here depends on timing except the explicit bound within which a
+ * call that must not wait completes (PROMPT_MS; a wrong kernel blocks it
+ * for ever, and the test then unblocks it and fails).
  */
+#include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
+#include <sys/eventfd.h>
 #include <sys/syscall.h>
 
 #include "kselftest_harness.h"
 #include "snpu_test.h"
 
 #define PAGE		4096
+#define PROMPT_MS	5000
 #define ROUNDS		20
 
 /* Return: the state letter of thread @tid of this process, or 0. */
@@ -443,6 +452,220 @@ TEST_F(lifetime, submit_seq_across_streams)
 	ASSERT_EQ(0, snpu_stream_sync(self->fd, b, -1, NULL));
 	ASSERT_EQ(0, snpu_stream_query(self->fd, b, &q));
 	EXPECT_EQ(4U, q.submitted);
+}
+
+/* ---- contexts: a backup does not hold up opens and closes ------------------ */
+
+/* Return: 1 when @efd was signalled within @ms, else 0. */
+static int wait_efd(int efd, int ms)
+{
+	struct pollfd p = { .fd = efd, .events = POLLIN };
+	uint64_t v;
+
+	if (poll(&p, 1, ms) != 1)
+		return 0;
+	return read(efd, &v, sizeof(v)) == sizeof(v);
+}
+
+static void signal_efd(int efd)
+{
+	uint64_t one = 1;
+
+	if (write(efd, &one, sizeof(one)) != sizeof(one))
+		abort();
+}
+
+static int snap(int fd, unsigned long cmd, int64_t timeout_ns)
+{
+	struct snpu_snapshot s = { .size = sizeof(s), .timeout_ns = timeout_ns };
+
+	return snpu_ioc(fd, cmd, &s);
+}
+
+struct backup_helper {
+	int fd;
+	pid_t tid;
+	atomic_int started;
+	atomic_int done;
+	int ret;
+	int efd;		/* signalled when the backup returns */
+};
+
+static void on_usr1(int sig)
+{
+}
+
+static void *backup_thread(void *arg)
+{
+	struct backup_helper *b = arg;
+
+	b->tid = gettid_();
+	atomic_store(&b->started, 1);
+	b->ret = snap(b->fd, SNPU_IOC_SNAPSHOT_BACKUP, 0);
+	atomic_store(&b->done, 1);
+	signal_efd(b->efd);
+	return NULL;
+}
+
+/* Start a BACKUP of a locked process in a thread; wait until it waits. */
+static int backup_start(struct backup_helper *b, pthread_t *t, int fd)
+{
+	struct sigaction sa = { .sa_handler = on_usr1 };
+
+	memset(b, 0, sizeof(*b));
+	b->fd = fd;
+	b->efd = eventfd(0, EFD_CLOEXEC);
+	if (b->efd < 0 || sigaction(SIGUSR1, &sa, NULL))
+		return -errno;
+	if (pthread_create(t, NULL, backup_thread, b))
+		return -EAGAIN;
+	while (!atomic_load(&b->started))
+		usleep(1000);
+	wait_sleeping(b->tid);
+	return 0;
+}
+
+/*
+ * A wrong kernel leaves the backup holding what opens and closes wait
+ * for: interrupt the backup (its drain is interruptible) so that the
+ * test ends instead of hanging.
+ */
+static void backup_break(struct backup_helper *b, pthread_t t)
+{
+	while (!atomic_load(&b->done)) {
+		pthread_kill(t, SIGUSR1);
+		usleep(10000);
+	}
+}
+
+struct opener {
+	int fd_close;		/* closed by the helper */
+	int efd;		/* signalled when done */
+	int ret;
+};
+
+static void *open_close_thread(void *arg)
+{
+	struct opener *o = arg;
+	int fd = snpu_open_dev();
+
+	o->ret = fd < 0 ? fd : 0;
+	if (fd >= 0)
+		close(fd);
+	close(o->fd_close);
+	signal_efd(o->efd);
+	return NULL;
+}
+
+/*
+ * While a BACKUP waits for a task (a callback nobody answers yet), an
+ * open() and a close() of other files of the process complete: the
+ * backup is still waiting when they return, since the callback is only
+ * answered after them.
+ */
+TEST_F(lifetime, backup_wait_lets_open_close_through)
+{
+	struct backup_helper b;
+	struct opener o = { 0 };
+	struct snpu_callback cb;
+	pthread_t bt, ot;
+	uint32_t s;
+	int ok;
+
+	ASSERT_EQ(0, snpu_stream_create(self->fd, SNPU_PRIO_NORMAL, &s));
+	o.fd_close = snpu_open_dev();
+	ASSERT_LE(0, o.fd_close);
+	o.efd = eventfd(0, EFD_CLOEXEC);
+	ASSERT_LE(0, o.efd);
+	ASSERT_EQ(0, snpu_submit1(self->fd, snpu_t_host_func(s, 5)));
+	ASSERT_EQ(0, snap(self->fd, SNPU_IOC_SNAPSHOT_LOCK, -1));
+	ASSERT_EQ(0, backup_start(&b, &bt, self->fd));
+
+	ASSERT_EQ(0, pthread_create(&ot, NULL, open_close_thread, &o));
+	ok = wait_efd(o.efd, PROMPT_MS);
+	/* By order: nothing answered the callback, the backup still waits. */
+	EXPECT_EQ(0, atomic_load(&b.done));
+	if (!ok)
+		backup_break(&b, bt);
+	EXPECT_EQ(1, ok) {
+		TH_LOG("open()/close() waited for the backup's drain");
+	}
+	ASSERT_EQ(0, pthread_join(ot, NULL));
+	EXPECT_EQ(0, o.ret);
+
+	if (ok) {
+		ASSERT_EQ(0, snpu_callback_wait(self->fd, 0, &cb));
+		ASSERT_EQ(0, snpu_callback_done(self->fd, cb.cookie, 0));
+		EXPECT_EQ(1, wait_efd(b.efd, PROMPT_MS));
+	}
+	ASSERT_EQ(0, pthread_join(bt, NULL));
+	if (ok)
+		EXPECT_EQ(0, b.ret);
+	EXPECT_EQ(0, snap(self->fd, SNPU_IOC_SNAPSHOT_UNLOCK, 0));
+	if (!ok) {
+		ASSERT_EQ(0, snpu_callback_wait(self->fd, 0, &cb));
+		ASSERT_EQ(0, snpu_callback_done(self->fd, cb.cookie, 0));
+	}
+	EXPECT_EQ(0, snpu_stream_sync(self->fd, s, -1, NULL));
+	close(o.efd);
+	close(b.efd);
+}
+
+struct answerer {
+	int fd;			/* answers the callback of this file */
+	int fd_close;		/* after closing this one */
+	int efd;
+	int ret;
+};
+
+static void *close_then_answer(void *arg)
+{
+	struct answerer *a = arg;
+
+	close(a->fd_close);
+	a->ret = snpu_callback_answer(a->fd, -1, 0, NULL);
+	signal_efd(a->efd);
+	return NULL;
+}
+
+/*
+ * The thread that answers the callback a BACKUP waits for first closes
+ * another file of the process: the close must not wait for the backup,
+ * or neither would ever finish.
+ */
+TEST_F(lifetime, backup_callback_answerer_closes_other_fd)
+{
+	struct answerer a = { .fd = self->fd };
+	struct backup_helper b;
+	pthread_t bt, at;
+	uint32_t s;
+	int ok;
+
+	ASSERT_EQ(0, snpu_stream_create(self->fd, SNPU_PRIO_NORMAL, &s));
+	a.fd_close = snpu_open_dev();
+	ASSERT_LE(0, a.fd_close);
+	a.efd = eventfd(0, EFD_CLOEXEC);
+	ASSERT_LE(0, a.efd);
+	ASSERT_EQ(0, snpu_submit1(self->fd, snpu_t_host_func(s, 9)));
+	ASSERT_EQ(0, snap(self->fd, SNPU_IOC_SNAPSHOT_LOCK, -1));
+	ASSERT_EQ(0, backup_start(&b, &bt, self->fd));
+
+	ASSERT_EQ(0, pthread_create(&at, NULL, close_then_answer, &a));
+	ok = wait_efd(b.efd, PROMPT_MS);
+	if (!ok)
+		backup_break(&b, bt);
+	EXPECT_EQ(1, ok) {
+		TH_LOG("the backup and the answerer's close deadlocked");
+	}
+	ASSERT_EQ(0, pthread_join(bt, NULL));
+	ASSERT_EQ(0, pthread_join(at, NULL));
+	EXPECT_EQ(0, a.ret);
+	if (ok)
+		EXPECT_EQ(0, b.ret);
+	EXPECT_EQ(0, snap(self->fd, SNPU_IOC_SNAPSHOT_UNLOCK, 0));
+	EXPECT_EQ(0, snpu_stream_sync(self->fd, s, -1, NULL));
+	close(a.efd);
+	close(b.efd);
 }
 
 TEST_HARNESS_MAIN
