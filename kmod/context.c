@@ -230,6 +230,31 @@ static int snpu_open(struct inode *inode, struct file *file)
 	return 0;
 }
 
+/*
+ * Releases that jobs leave behind (see snpu_host_put_deferred()): flushed
+ * by every file's release, destroyed at module unload.
+ */
+struct workqueue_struct *snpu_free_wq;
+
+/**
+ * snpu_free_wq_init() - create the workqueue of deferred releases
+ *
+ * Return: 0 or -ENOMEM.
+ */
+int snpu_free_wq_init(void)
+{
+	snpu_free_wq = alloc_workqueue("snpu_free", WQ_UNBOUND, 0);
+	return snpu_free_wq ? 0 : -ENOMEM;
+}
+
+/**
+ * snpu_free_wq_exit() - run what is left of the deferred releases
+ */
+void snpu_free_wq_exit(void)
+{
+	destroy_workqueue(snpu_free_wq);
+}
+
 static int snpu_release(struct inode *inode, struct file *file)
 {
 	struct snpu_context *ctx = file->private_data;
@@ -282,6 +307,8 @@ static int snpu_release(struct inode *inode, struct file *file)
 	mtree_destroy(&ctx->host_va);
 	xa_destroy(&ctx->handles);
 	snpu_pool_fini(ctx);
+	/* What the jobs left to unpin is unpinned when close returns. */
+	flush_workqueue(snpu_free_wq);
 	WARN_ON(atomic64_read(&ctx->mem_used) || atomic64_read(&ctx->host_used));
 	ida_free(&ctx->sdev->va_windows, ctx->va_window);
 	atomic_dec(&ctx->sdev->contexts);

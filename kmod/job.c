@@ -80,18 +80,21 @@ void snpu_job_put(struct snpu_context *ctx, struct snpu_job *job)
 	spin_unlock(&ctx->sched_lock);
 }
 
-/* Drop what a job references: memory, host memory, a capture. */
+/*
+ * Drop what a job references: memory, host memory. Often on a core: a
+ * last reference leaves the freeing to snpu_free_wq.
+ */
 static void snpu_job_release(struct snpu_job *job)
 {
 	unsigned int i;
 
 	for (i = 0; i < ARRAY_SIZE(job->mem); i++) {
 		if (job->mem[i])
-			snpu_mem_put(job->mem[i]);
+			snpu_mem_put_deferred(job->mem[i]);
 		job->mem[i] = NULL;
 	}
 	if (job->host)
-		snpu_host_put(job->host);
+		snpu_host_put_deferred(job->host);
 	job->host = NULL;
 }
 

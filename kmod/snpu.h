@@ -39,6 +39,7 @@
 #include <linux/string.h>
 #include <linux/types.h>
 #include <linux/wait.h>
+#include <linux/workqueue.h>
 #include <linux/xarray.h>
 
 #include "core/core.h"
@@ -135,6 +136,7 @@ struct snpu_object {
  * @bytes: size as requested
  * @charged: bytes charged to the device and the context
  * @vaddr: the backing memory
+ * @free_work: frees it when a job dropped the last reference
  */
 struct snpu_mem {
 	struct kref ref;
@@ -143,6 +145,7 @@ struct snpu_mem {
 	u64 bytes;
 	u64 charged;
 	void *vaddr;
+	struct work_struct free_work;
 };
 
 /**
@@ -157,6 +160,7 @@ struct snpu_mem {
  * @pages: registered memory: the pinned pages
  * @npages: number of @pages
  * @mm: registered memory: the mm charged for the pinning
+ * @free_work: unpins or frees it when a job dropped the last reference
  */
 struct snpu_host {
 	struct snpu_object obj;
@@ -169,6 +173,7 @@ struct snpu_host {
 	struct page **pages;
 	unsigned long npages;
 	struct mm_struct *mm;
+	struct work_struct free_work;
 };
 
 /**
@@ -533,6 +538,9 @@ void snpu_device_destroy(struct snpu_device *sdev);
 
 /* context.c */
 extern const struct file_operations snpu_fops;
+extern struct workqueue_struct *snpu_free_wq;
+int snpu_free_wq_init(void);
+void snpu_free_wq_exit(void);
 void snpu_ctx_get(struct snpu_context *ctx);
 void snpu_ctx_put(struct snpu_context *ctx);
 struct snpu_object *snpu_object_get_locked(struct snpu_context *ctx,
@@ -547,12 +555,14 @@ struct snpu_event *snpu_event_get_locked(struct snpu_context *ctx, u32 handle);
 int snpu_mem_resolve_locked(struct snpu_context *ctx, u64 addr, u64 bytes,
 			    struct snpu_mem **memp, void **kaddr);
 void snpu_mem_put(struct snpu_mem *mem);
+void snpu_mem_put_deferred(struct snpu_mem *mem);
 void snpu_mem_destroy_all(struct snpu_context *ctx);
 
 /* host.c */
 int snpu_host_resolve(struct snpu_context *ctx, u64 uaddr, u64 bytes,
 		      struct snpu_host **hostp, void **kaddr);
 void snpu_host_put(struct snpu_host *host);
+void snpu_host_put_deferred(struct snpu_host *host);
 void snpu_host_destroy_locked(struct snpu_context *ctx, struct snpu_host *host);
 int snpu_host_mmap(struct snpu_context *ctx, struct vm_area_struct *vma);
 

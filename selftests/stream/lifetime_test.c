@@ -11,7 +11,9 @@
  *    a SUBMIT that cannot write its result queues nothing;
  *  - a BACKUP waiting for a task does not hold up the process's opens and
  *    closes, not even those of the thread that would answer the callback
- *    the backup waits for.
+ *    the backup waits for;
+ *  - host memory freed while a queued task uses it is released (pinned
+ *    pages included) when the task completes, off the core.
  *
  * Runs as root in the test VM with the module's defaults (test hooks on).
  * Nothing here depends on timing except the explicit bound within which a
@@ -666,6 +668,85 @@ TEST_F(lifetime, backup_callback_answerer_closes_other_fd)
 	EXPECT_EQ(0, snpu_stream_sync(self->fd, s, -1, NULL));
 	close(a.efd);
 	close(b.efd);
+}
+
+/* ---- releases left by jobs ------------------------------------------------ */
+
+/* Return: VmLck of this process in kB, or -1. */
+static long long vmlck_kb(void)
+{
+	char line[256];
+	long long kb = -1;
+	FILE *f = fopen("/proc/self/status", "re");
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmLck: %lld kB", &kb) == 1)
+			break;
+	fclose(f);
+	return kb;
+}
+
+/*
+ * Host memory (registered and driver-allocated) freed while a queued copy
+ * uses it: the copy still succeeds, the quota is free once the copy is
+ * complete, and the pinned pages are unpinned (VmLck back where it was)
+ * once the file is closed.
+ */
+TEST_F(lifetime, host_free_while_queued_released)
+{
+	const size_t bytes = 16 * PAGE;
+	struct snpu_ctx_query cq;
+	long long lck0;
+	uint64_t dev;
+	uint32_t s;
+	int round;
+
+	lck0 = vmlck_kb();
+	ASSERT_LE(0, lck0);
+	ASSERT_EQ(0, snpu_stream_create(self->fd, SNPU_PRIO_NORMAL, &s));
+	ASSERT_EQ(0, snpu_alloc(self->fd, bytes, 0, &dev));
+
+	for (round = 0; round < ROUNDS; round++) {
+		bool reg = round & 1;
+		unsigned char *p = NULL;
+		int32_t err = 1;
+		uint32_t h;
+
+		if (reg) {
+			p = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
+				 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+			ASSERT_NE(MAP_FAILED, p);
+			memset(p, round, bytes);
+			ASSERT_EQ(0, snpu_host_register(self->fd, p, bytes,
+							&h));
+		} else {
+			ASSERT_EQ(0, snpu_host_map(self->fd, bytes, &h,
+						   (void **)&p));
+			memset(p, round, bytes);
+		}
+		/* Held up by a callback, then a copy from the host memory. */
+		ASSERT_EQ(0, snpu_submit1(self->fd,
+					  snpu_t_host_func(s, round)));
+		ASSERT_EQ(0, snpu_submit1(self->fd,
+					  snpu_t_copy(s, SNPU_COPY_H2D, dev,
+						      (uintptr_t)p, bytes)));
+		ASSERT_EQ(0, snpu_host_free(self->fd, h));
+		if (!reg)
+			ASSERT_EQ(0, munmap(p, bytes));
+		ASSERT_EQ(0, snpu_callback_answer(self->fd, -1, 0, NULL));
+		ASSERT_EQ(0, snpu_stream_sync(self->fd, s, -1, &err));
+		EXPECT_EQ(0, err);
+		ASSERT_EQ(0, snpu_ctx_query(self->fd, &cq));
+		EXPECT_EQ(0U, cq.host_used);
+		if (reg)
+			ASSERT_EQ(0, munmap(p, bytes));
+	}
+	close(self->fd);
+	self->fd = snpu_open_dev();
+	ASSERT_LE(0, self->fd);
+	EXPECT_EQ(lck0, vmlck_kb());
 }
 
 TEST_HARNESS_MAIN
