@@ -37,6 +37,24 @@ static struct snpu_job *snpu_callback_take(struct snpu_context *ctx)
 	return job;
 }
 
+/*
+ * The caller never learnt of a taken callback: put it back first in the
+ * queue for the next CALLBACK_WAIT, unless a DONE that guessed its cookie
+ * already completed it.
+ */
+static void snpu_callback_requeue(struct snpu_context *ctx,
+				  struct snpu_job *job, u32 cookie)
+{
+	spin_lock(&ctx->sched_lock);
+	if (job->state == SNPU_JOB_DELIVERED &&
+	    snpu_cookie(ctx, job) == cookie) {
+		job->state = SNPU_JOB_CALLBACK;
+		list_add(&job->node, &ctx->callbacks);
+		wake_up_all(&ctx->wq);
+	}
+	spin_unlock(&ctx->sched_lock);
+}
+
 int snpu_ioc_callback_wait(struct snpu_context *ctx, union snpu_ioc_arg *arg)
 {
 	struct snpu_callback *cb = &arg->callback;
@@ -71,7 +89,11 @@ int snpu_ioc_callback_wait(struct snpu_context *ctx, union snpu_ioc_arg *arg)
 	cb->user_data = job->user_data;
 	cb->stream = job->stream_handle;
 	cb->cookie = snpu_cookie(ctx, job);
-	return 0;
+	/* Delivered only once the caller has it: nobody else could answer. */
+	ret = snpu_ioc_copy_out(arg);
+	if (ret)
+		snpu_callback_requeue(ctx, job, cb->cookie);
+	return ret;
 }
 
 int snpu_ioc_callback_done(struct snpu_context *ctx, union snpu_ioc_arg *arg)

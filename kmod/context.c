@@ -18,6 +18,13 @@
 /* Pool slots for jobs held by synchronize calls after they complete. */
 #define SNPU_POOL_SLACK		64
 
+/*
+ * Handles are handed out cyclically from 1 up to INT_MAX: a destroyed
+ * object's value comes back only after the cursor has wrapped, so a stale
+ * handle in a racing call finds nothing instead of a new object.
+ */
+#define SNPU_HANDLE_LIMIT	XA_LIMIT(1, INT_MAX)
+
 /* Context ids: they name contexts in snapshot images. */
 static atomic64_t snpu_ctx_ids = ATOMIC64_INIT(0);
 
@@ -85,15 +92,22 @@ struct snpu_event *snpu_event_get_locked(struct snpu_context *ctx, u32 handle)
  * @obj: the object; its @handle is set
  * @type: enum snpu_obj_type
  *
- * Return: 0, or -ENOMEM.
+ * The handle is the first free value after the last one handed out in
+ * this context, wrapping to 1 after INT_MAX (see SNPU_HANDLE_LIMIT).
+ *
+ * Return: 0, -ENOMEM, or -EBUSY when every value is taken.
  */
 int snpu_object_add_locked(struct snpu_context *ctx, struct snpu_object *obj,
 			   u32 type)
 {
+	int ret;
+
 	lockdep_assert_held(&ctx->lock);
 	obj->type = type;
-	return xa_alloc(&ctx->handles, &obj->handle, obj, xa_limit_31b,
-			GFP_KERNEL);
+	ret = xa_alloc_cyclic(&ctx->handles, &obj->handle, obj,
+			      SNPU_HANDLE_LIMIT, &ctx->next_handle, GFP_KERNEL);
+	/* 1 only says that the cursor wrapped. */
+	return ret < 0 ? ret : 0;
 }
 
 int snpu_ioc_ctx_query(struct snpu_context *ctx, union snpu_ioc_arg *arg)
@@ -120,6 +134,37 @@ int snpu_ioc_ctx_query(struct snpu_context *ctx, union snpu_ioc_arg *arg)
 	return 0;
 }
 
+static void snpu_ctx_free(struct kref *ref)
+{
+	struct snpu_context *ctx = container_of(ref, struct snpu_context, ref);
+
+	mutex_destroy(&ctx->lock);
+	kfree(ctx);
+}
+
+/**
+ * snpu_ctx_get() - take a reference to a context
+ * @ctx: the context, found where its file's reference keeps it (such as
+ *       its process's list, under the list lock)
+ */
+void snpu_ctx_get(struct snpu_context *ctx)
+{
+	kref_get(&ctx->ref);
+}
+
+/**
+ * snpu_ctx_put() - drop a reference to a context
+ * @ctx: the context
+ *
+ * The file's release tears the context down; the last reference only
+ * frees the memory, which a holder may read meanwhile (see
+ * snpu_context.closed).
+ */
+void snpu_ctx_put(struct snpu_context *ctx)
+{
+	kref_put(&ctx->ref, snpu_ctx_free);
+}
+
 static int snpu_open(struct inode *inode, struct file *file)
 {
 	struct miscdevice *misc = file->private_data;
@@ -132,6 +177,7 @@ static int snpu_open(struct inode *inode, struct file *file)
 	if (!ctx)
 		return -ENOMEM;
 
+	kref_init(&ctx->ref);
 	ctx->sdev = sdev;
 	mutex_init(&ctx->lock);
 	xa_init_flags(&ctx->handles, XA_FLAGS_ALLOC1);
@@ -184,6 +230,31 @@ static int snpu_open(struct inode *inode, struct file *file)
 	return 0;
 }
 
+/*
+ * Releases that jobs leave behind (see snpu_host_put_deferred()): flushed
+ * by every file's release, destroyed at module unload.
+ */
+struct workqueue_struct *snpu_free_wq;
+
+/**
+ * snpu_free_wq_init() - create the workqueue of deferred releases
+ *
+ * Return: 0 or -ENOMEM.
+ */
+int snpu_free_wq_init(void)
+{
+	snpu_free_wq = alloc_workqueue("snpu_free", WQ_UNBOUND, 0);
+	return snpu_free_wq ? 0 : -ENOMEM;
+}
+
+/**
+ * snpu_free_wq_exit() - run what is left of the deferred releases
+ */
+void snpu_free_wq_exit(void)
+{
+	destroy_workqueue(snpu_free_wq);
+}
+
 static int snpu_release(struct inode *inode, struct file *file)
 {
 	struct snpu_context *ctx = file->private_data;
@@ -205,6 +276,8 @@ static int snpu_release(struct inode *inode, struct file *file)
 	snpu_proc_detach(ctx);
 
 	mutex_lock(&ctx->lock);
+	/* A backup or restore holding a reference skips it from here on. */
+	ctx->closed = true;
 	xa_for_each(&ctx->handles, index, obj) {
 		switch (obj->type) {
 		case SNPU_OBJ_STREAM:
@@ -234,11 +307,12 @@ static int snpu_release(struct inode *inode, struct file *file)
 	mtree_destroy(&ctx->host_va);
 	xa_destroy(&ctx->handles);
 	snpu_pool_fini(ctx);
+	/* What the jobs left to unpin is unpinned when close returns. */
+	flush_workqueue(snpu_free_wq);
 	WARN_ON(atomic64_read(&ctx->mem_used) || atomic64_read(&ctx->host_used));
 	ida_free(&ctx->sdev->va_windows, ctx->va_window);
 	atomic_dec(&ctx->sdev->contexts);
-	mutex_destroy(&ctx->lock);
-	kfree(ctx);
+	snpu_ctx_put(ctx);
 	return 0;
 }
 

@@ -12,10 +12,9 @@
 
 #include "snpu.h"
 
-static void snpu_host_release(struct kref *ref)
+/* Unpin (and uncharge the pinning mm) or free; may take its mmap_lock. */
+static void snpu_host_free(struct snpu_host *host)
 {
-	struct snpu_host *host = container_of(ref, struct snpu_host, ref);
-
 	if (host->pages) {
 		vunmap(host->kaddr);
 		unpin_user_pages(host->pages, host->npages);
@@ -25,8 +24,30 @@ static void snpu_host_release(struct kref *ref)
 	} else {
 		vfree(host->kaddr);
 	}
-	atomic64_sub(host->bytes, &host->ctx->host_used);
 	kfree_rcu(host, obj.rcu);
+}
+
+static void snpu_host_free_work(struct work_struct *work)
+{
+	snpu_host_free(container_of(work, struct snpu_host, free_work));
+}
+
+static void snpu_host_release(struct kref *ref)
+{
+	struct snpu_host *host = container_of(ref, struct snpu_host, ref);
+
+	atomic64_sub(host->bytes, &host->ctx->host_used);
+	snpu_host_free(host);
+}
+
+/* The quota is free at once, the memory when the worker gets to it. */
+static void snpu_host_release_deferred(struct kref *ref)
+{
+	struct snpu_host *host = container_of(ref, struct snpu_host, ref);
+
+	atomic64_sub(host->bytes, &host->ctx->host_used);
+	INIT_WORK(&host->free_work, snpu_host_free_work);
+	queue_work(snpu_free_wq, &host->free_work);
 }
 
 /**
@@ -40,6 +61,20 @@ static void snpu_host_release(struct kref *ref)
 void snpu_host_put(struct snpu_host *host)
 {
 	kref_put(&host->ref, snpu_host_release);
+}
+
+/**
+ * snpu_host_put_deferred() - drop a reference to host memory from a job
+ * @host: the host memory
+ *
+ * Like snpu_host_put(), but the last reference leaves the unpinning (and
+ * the user's mmap_lock it takes) or the vfree() to snpu_free_wq: a core
+ * completing a job never does it. The context's quota is uncharged at
+ * once.
+ */
+void snpu_host_put_deferred(struct snpu_host *host)
+{
+	kref_put(&host->ref, snpu_host_release_deferred);
 }
 
 /**

@@ -118,6 +118,9 @@ static int snpu_image_save_ctx_locked(struct snpu_context *ctx,
 	int ret;
 
 	lockdep_assert_held(&ctx->lock);
+	/* Closed since the list was read: as if it had been closed before. */
+	if (ctx->closed)
+		return 0;
 	ret = snpu_image_write(f, &r, sizeof(r), pos);
 	/* The tree only changes under the context lock, which we hold. */
 	index = 0;
@@ -141,6 +144,50 @@ static int snpu_image_save_ctx_locked(struct snpu_context *ctx,
 			ret = snpu_image_write(f, &r, sizeof(r), pos);
 	}
 	return ret;
+}
+
+/**
+ * struct snpu_image_ctxs - the process's contexts, held by reference
+ * @ctx: the contexts
+ * @n: how many
+ *
+ * Taken under the process's list lock, used without it: opens and closes
+ * of the process never wait for a backup's drain or a restore's copies.
+ */
+struct snpu_image_ctxs {
+	struct snpu_context **ctx;
+	u32 n;
+};
+
+static int snpu_image_ctxs_get(struct snpu_proc *p, struct snpu_image_ctxs *c)
+{
+	struct snpu_context *ctx;
+	u32 n = 0;
+
+	mutex_lock(&p->list_lock);
+	list_for_each_entry(ctx, &p->contexts, proc_node)
+		n++;
+	c->ctx = kmalloc_array(n ?: 1, sizeof(*c->ctx), GFP_KERNEL);
+	if (!c->ctx) {
+		mutex_unlock(&p->list_lock);
+		return -ENOMEM;
+	}
+	c->n = 0;
+	list_for_each_entry(ctx, &p->contexts, proc_node) {
+		snpu_ctx_get(ctx);
+		c->ctx[c->n++] = ctx;
+	}
+	mutex_unlock(&p->list_lock);
+	return 0;
+}
+
+static void snpu_image_ctxs_put(struct snpu_image_ctxs *c)
+{
+	u32 i;
+
+	for (i = 0; i < c->n; i++)
+		snpu_ctx_put(c->ctx[i]);
+	kfree(c->ctx);
 }
 
 /* Wait until no task of the context is queued or running. */
@@ -175,10 +222,11 @@ int snpu_image_backup(struct snpu_proc *p, struct file *reuse,
 		      struct file **image, u64 *bytes)
 {
 	struct snpu_rec end = { .type = SNPU_REC_END };
-	struct snpu_context *ctx;
+	struct snpu_image_ctxs c;
 	struct file *f = reuse;
 	loff_t pos = 0;
 	int ret;
+	u32 i;
 
 	lockdep_assert_held(&p->op_lock);
 	*image = reuse;
@@ -188,17 +236,22 @@ int snpu_image_backup(struct snpu_proc *p, struct file *reuse,
 			return PTR_ERR(f) == -ENOSPC ? -ENOMEM : PTR_ERR(f);
 	}
 
-	/* Contexts closing meanwhile wait for the list: none goes away. */
-	mutex_lock(&p->list_lock);
-	list_for_each_entry(ctx, &p->contexts, proc_node) {
-		ret = snpu_image_drain(ctx);
+	/*
+	 * The contexts closing meanwhile stay readable (and are skipped);
+	 * contexts opened meanwhile have no task: the process is locked.
+	 */
+	ret = snpu_image_ctxs_get(p, &c);
+	if (ret)
+		goto out_put;
+	for (i = 0; i < c.n; i++) {
+		ret = snpu_image_drain(c.ctx[i]);
 		if (ret)
 			goto out;
 	}
-	list_for_each_entry(ctx, &p->contexts, proc_node) {
-		mutex_lock(&ctx->lock);
-		ret = snpu_image_save_ctx_locked(ctx, f, &pos);
-		mutex_unlock(&ctx->lock);
+	for (i = 0; i < c.n; i++) {
+		mutex_lock(&c.ctx[i]->lock);
+		ret = snpu_image_save_ctx_locked(c.ctx[i], f, &pos);
+		mutex_unlock(&c.ctx[i]->lock);
 		if (ret)
 			goto out;
 	}
@@ -207,7 +260,8 @@ int snpu_image_backup(struct snpu_proc *p, struct file *reuse,
 	if (!ret && reuse)
 		ret = vfs_truncate(&f->f_path, pos);
 out:
-	mutex_unlock(&p->list_lock);
+	snpu_image_ctxs_put(&c);
+out_put:
 	if (ret) {
 		fput(f);
 		return ret;
@@ -261,14 +315,14 @@ static int snpu_image_restore_rec(struct snpu_context *ctx,
 	return -EIO;
 }
 
-static struct snpu_context *snpu_image_find_ctx(struct snpu_proc *p, u64 id)
+static struct snpu_context *snpu_image_find_ctx(struct snpu_image_ctxs *c,
+						u64 id)
 {
-	struct snpu_context *ctx;
+	u32 i;
 
-	lockdep_assert_held(&p->list_lock);
-	list_for_each_entry(ctx, &p->contexts, proc_node)
-		if (ctx->id == id)
-			return ctx;
+	for (i = 0; i < c->n; i++)
+		if (c->ctx[i]->id == id)
+			return c->ctx[i];
 	return NULL;
 }
 
@@ -286,12 +340,15 @@ static struct snpu_context *snpu_image_find_ctx(struct snpu_proc *p, u64 id)
 int snpu_image_restore(struct snpu_proc *p, struct file *image)
 {
 	struct snpu_context *ctx = NULL;
+	struct snpu_image_ctxs c;
 	struct snpu_rec r;
 	loff_t pos = 0;
 	int ret;
 
 	lockdep_assert_held(&p->op_lock);
-	mutex_lock(&p->list_lock);
+	ret = snpu_image_ctxs_get(p, &c);
+	if (ret)
+		return ret;
 	for (;;) {
 		ret = snpu_image_read(image, &r, sizeof(r), &pos);
 		if (ret || r.type == SNPU_REC_END)
@@ -299,9 +356,14 @@ int snpu_image_restore(struct snpu_proc *p, struct file *image)
 		if (r.type == SNPU_REC_CTX) {
 			if (ctx)
 				mutex_unlock(&ctx->lock);
-			ctx = snpu_image_find_ctx(p, r.id);
+			ctx = snpu_image_find_ctx(&c, r.id);
 			if (ctx)
 				mutex_lock(&ctx->lock);
+			/* A context closing is skipped like a closed one. */
+			if (ctx && ctx->closed) {
+				mutex_unlock(&ctx->lock);
+				ctx = NULL;
+			}
 			continue;
 		}
 		ret = snpu_image_restore_rec(ctx, &r, image, &pos);
@@ -312,6 +374,6 @@ int snpu_image_restore(struct snpu_proc *p, struct file *image)
 	}
 	if (ctx)
 		mutex_unlock(&ctx->lock);
-	mutex_unlock(&p->list_lock);
+	snpu_image_ctxs_put(&c);
 	return ret;
 }

@@ -30,6 +30,45 @@ struct snpu_ioc_desc {
 	int (*fn)(struct snpu_context *ctx, union snpu_ioc_arg *arg);
 };
 
+/**
+ * struct snpu_ioc_call - one call as the dispatcher sees it
+ * @arg: the copied, checked argument: what the handler gets
+ * @uarg: the caller's struct
+ * @usize: its size as the caller gave it
+ * @ksize: the size of the command's struct in this kernel
+ * @copied: the handler wrote @arg back itself (snpu_ioc_copy_out())
+ */
+struct snpu_ioc_call {
+	union snpu_ioc_arg arg;
+	void __user *uarg;
+	u32 usize;
+	u32 ksize;
+	bool copied;
+};
+
+/**
+ * snpu_ioc_copy_out() - write a handler's output back before it commits
+ * @arg: the argument the handler got from snpu_ioctl()
+ *
+ * For a handler whose side effect cannot be undone after the dispatcher's
+ * copy-out fails: it writes the output first, then commits, and undoes or
+ * never commits on -EFAULT. The dispatcher does not write it again.
+ *
+ * Return: 0 or -EFAULT.
+ */
+int snpu_ioc_copy_out(union snpu_ioc_arg *arg)
+{
+	struct snpu_ioc_call *call = container_of(arg, struct snpu_ioc_call,
+						  arg);
+	u32 n = min(call->usize, call->ksize);
+
+	arg->hdr.size = n;
+	if (copy_to_user(call->uarg, arg, n))
+		return -EFAULT;
+	call->copied = true;
+	return 0;
+}
+
 static int snpu_ioc_get_info(struct snpu_context *ctx, union snpu_ioc_arg *arg)
 {
 	struct snpu_info *info = &arg->info;
@@ -168,7 +207,8 @@ static const struct snpu_ioc_desc *snpu_ioc_find(unsigned int cmd)
  * Reads the struct's @size, copies that many bytes (bytes past the
  * kernel's struct must be zero), rejects undefined @flags bits, runs the
  * handler and, for commands that return data, copies back min(@size,
- * kernel size) bytes with @size set to that count.
+ * kernel size) bytes with @size set to that count, unless the handler
+ * did so itself before committing (SUBMIT, CALLBACK_WAIT).
  *
  * Return: 0 or a negative errno as documented in the uapi header.
  */
@@ -177,7 +217,7 @@ long snpu_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 	struct snpu_context *ctx = file->private_data;
 	void __user *uarg = (void __user *)arg;
 	const struct snpu_ioc_desc *desc;
-	union snpu_ioc_arg karg;
+	struct snpu_ioc_call call;
 	u32 usize;
 	int ret;
 
@@ -193,32 +233,28 @@ long snpu_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 	if (ret)
 		goto out_size;
 
-	ret = copy_struct_from_user(&karg, desc->ksize, uarg, usize);
+	ret = copy_struct_from_user(&call.arg, desc->ksize, uarg, usize);
 	if (ret)
 		goto out_size;
 
-	if (karg.hdr.flags & ~desc->flags)
+	if (call.arg.hdr.flags & ~desc->flags)
 		return -EINVAL;
+	call.uarg = uarg;
+	call.usize = usize;
+	call.ksize = desc->ksize;
+	call.copied = false;
 
 	if (desc->modifies) {
 		ret = snpu_proc_enter(ctx->proc);
 		if (ret)
 			return ret;
 	}
-	ret = desc->fn(ctx, &karg);
+	ret = desc->fn(ctx, &call.arg);
 	if (desc->modifies)
 		snpu_proc_exit(ctx->proc);
-	if (ret)
+	if (ret || call.copied || !(_IOC_DIR(cmd) & _IOC_READ))
 		return ret;
-
-	if (_IOC_DIR(cmd) & _IOC_READ) {
-		u32 n = min(usize, desc->ksize);
-
-		karg.hdr.size = n;
-		if (copy_to_user(uarg, &karg, n))
-			return -EFAULT;
-	}
-	return 0;
+	return snpu_ioc_copy_out(&call.arg);
 
 out_size:
 	/* Tell a caller with a too large struct what this kernel knows. */

@@ -80,18 +80,21 @@ void snpu_job_put(struct snpu_context *ctx, struct snpu_job *job)
 	spin_unlock(&ctx->sched_lock);
 }
 
-/* Drop what a job references: memory, host memory, a capture. */
+/*
+ * Drop what a job references: memory, host memory. Often on a core: a
+ * last reference leaves the freeing to snpu_free_wq.
+ */
 static void snpu_job_release(struct snpu_job *job)
 {
 	unsigned int i;
 
 	for (i = 0; i < ARRAY_SIZE(job->mem); i++) {
 		if (job->mem[i])
-			snpu_mem_put(job->mem[i]);
+			snpu_mem_put_deferred(job->mem[i]);
 		job->mem[i] = NULL;
 	}
 	if (job->host)
-		snpu_host_put(job->host);
+		snpu_host_put_deferred(job->host);
 	job->host = NULL;
 }
 
@@ -607,27 +610,51 @@ u64 snpu_jobs_commit(struct snpu_context *ctx, struct list_head *batch)
 	return seq;
 }
 
+/*
+ * The sequence number snpu_jobs_commit() will return for a prepared
+ * @batch: each job of the last job's stream takes the next number of it,
+ * and only commits (under the context lock, which we hold) take numbers.
+ */
+static u64 snpu_jobs_last_seq_locked(struct snpu_context *ctx,
+				     struct list_head *batch)
+{
+	struct snpu_job *job = list_last_entry(batch, struct snpu_job, node);
+	struct snpu_stream *s = job->stream;
+	u64 seq;
+
+	lockdep_assert_held(&ctx->lock);
+	spin_lock(&ctx->sched_lock);
+	seq = s->submitted;
+	spin_unlock(&ctx->sched_lock);
+	list_for_each_entry(job, batch, node)
+		if (job->stream == s)
+			seq++;
+	return seq;
+}
+
 /**
  * snpu_submit_locked() - check and queue a batch of tasks, all or nothing
  * @ctx: the context
- * @tasks: user array of @count tasks, @task_size bytes apart
- * @count: number of tasks, 1..SNPU_SUBMIT_MAX
- * @task_size: the caller's sizeof(struct snpu_task)
- * @seq: out: sequence number of the last task in its stream
+ * @arg: the SNPU_IOC_SUBMIT argument; its @seq is written back to the
+ *       caller before anything is queued
  *
  * Return: 0; -ENOSPC when the tasks in flight would exceed the quota;
- * otherwise the error of the first bad task, with nothing queued.
+ * -EFAULT when the tasks cannot be read or the result cannot be written;
+ * otherwise the error of the first bad task. Nothing is queued on error.
  */
-int snpu_submit_locked(struct snpu_context *ctx, const void __user *tasks,
-		       u32 count, u32 task_size, u64 *seq)
+int snpu_submit_locked(struct snpu_context *ctx, union snpu_ioc_arg *arg)
 {
+	struct snpu_submit *sub = &arg->submit;
+	const void __user *tasks = u64_to_user_ptr(sub->tasks);
+	u32 task_size = sub->task_size;
 	struct snpu_job *job;
 	LIST_HEAD(batch);
 	struct snpu_task t;
+	u64 seq;
 	int ret;
 
 	lockdep_assert_held(&ctx->lock);
-	ret = snpu_jobs_reserve(ctx, count, &batch);
+	ret = snpu_jobs_reserve(ctx, sub->count, &batch);
 	if (ret)
 		return ret;
 
@@ -651,7 +678,17 @@ int snpu_submit_locked(struct snpu_context *ctx, const void __user *tasks,
 		if (ret)
 			goto unwind;
 	}
-	*seq = snpu_jobs_commit(ctx, &batch);
+	/*
+	 * Queued work is never reported as failed, nor is work reported
+	 * queued that was not: the caller gets its sequence number before
+	 * the commit, and an unwritable argument queues nothing.
+	 */
+	sub->seq = snpu_jobs_last_seq_locked(ctx, &batch);
+	ret = snpu_ioc_copy_out(arg);
+	if (ret)
+		goto unwind;
+	seq = snpu_jobs_commit(ctx, &batch);
+	WARN_ON_ONCE(seq != sub->seq);
 	return 0;
 
 unwind:
@@ -670,8 +707,7 @@ int snpu_ioc_submit(struct snpu_context *ctx, union snpu_ioc_arg *arg)
 		return -EINVAL;
 
 	mutex_lock(&ctx->lock);
-	ret = snpu_submit_locked(ctx, u64_to_user_ptr(s->tasks), s->count,
-				 s->task_size, &s->seq);
+	ret = snpu_submit_locked(ctx, arg);
 	mutex_unlock(&ctx->lock);
 	return ret;
 }

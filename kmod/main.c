@@ -105,6 +105,9 @@ static int __init snpu_init(void)
 	snpu_quota.events = p.ctx_events;
 	snpu_quota.tasks = p.ctx_tasks;
 
+	ret = snpu_free_wq_init();
+	if (ret)
+		return ret;
 	snpu_debugfs = debugfs_create_dir(KBUILD_MODNAME, NULL);
 	for (i = 0; i < p.devices; i++) {
 		struct snpu_device *sdev = snpu_device_create(i, &p,
@@ -113,6 +116,7 @@ static int __init snpu_init(void)
 		if (IS_ERR(sdev)) {
 			pr_err("cannot create snpu%u: %ld\n", i, PTR_ERR(sdev));
 			snpu_destroy_all();
+			snpu_free_wq_exit();
 			return PTR_ERR(sdev);
 		}
 		snpu_devs[i] = sdev;
@@ -123,6 +127,7 @@ static int __init snpu_init(void)
 	if (ret) {
 		pr_err("cannot register the generic netlink family: %d\n", ret);
 		snpu_destroy_all();
+		snpu_free_wq_exit();
 		return ret;
 	}
 
@@ -135,6 +140,7 @@ static void __exit snpu_exit(void)
 {
 	snpu_nl_exit();
 	snpu_destroy_all();
+	snpu_free_wq_exit();
 }
 
 module_init(snpu_init);

@@ -15,15 +15,39 @@
 /* Largest alignment an allocation may ask for. */
 #define SNPU_MEM_MAX_ALIGN	BIT_ULL(30)
 
+static void snpu_mem_uncharge(struct snpu_mem *mem)
+{
+	struct snpu_context *ctx = mem->ctx;
+
+	atomic64_sub(mem->charged, &ctx->sdev->mem_used);
+	atomic64_sub(mem->charged, &ctx->mem_used);
+}
+
 static void snpu_mem_release(struct kref *ref)
 {
 	struct snpu_mem *mem = container_of(ref, struct snpu_mem, ref);
-	struct snpu_context *ctx = mem->ctx;
 
 	vfree(mem->vaddr);
-	atomic64_sub(mem->charged, &ctx->sdev->mem_used);
-	atomic64_sub(mem->charged, &ctx->mem_used);
+	snpu_mem_uncharge(mem);
 	kfree(mem);
+}
+
+static void snpu_mem_free_work(struct work_struct *work)
+{
+	struct snpu_mem *mem = container_of(work, struct snpu_mem, free_work);
+
+	vfree(mem->vaddr);
+	kfree(mem);
+}
+
+/* The charge goes at once, the memory when the worker gets to it. */
+static void snpu_mem_release_deferred(struct kref *ref)
+{
+	struct snpu_mem *mem = container_of(ref, struct snpu_mem, ref);
+
+	snpu_mem_uncharge(mem);
+	INIT_WORK(&mem->free_work, snpu_mem_free_work);
+	queue_work(snpu_free_wq, &mem->free_work);
 }
 
 /**
@@ -35,6 +59,20 @@ static void snpu_mem_release(struct kref *ref)
 void snpu_mem_put(struct snpu_mem *mem)
 {
 	kref_put(&mem->ref, snpu_mem_release);
+}
+
+/**
+ * snpu_mem_put_deferred() - drop a reference to a device allocation from
+ * a job
+ * @mem: the allocation
+ *
+ * Like snpu_mem_put(), but the last reference leaves the vfree() of a
+ * possibly large buffer to snpu_free_wq: a core completing a job never
+ * does it. The charge goes at once.
+ */
+void snpu_mem_put_deferred(struct snpu_mem *mem)
+{
+	kref_put(&mem->ref, snpu_mem_release_deferred);
 }
 
 /**

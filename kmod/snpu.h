@@ -41,6 +41,7 @@
 #include <linux/string.h>
 #include <linux/types.h>
 #include <linux/wait.h>
+#include <linux/workqueue.h>
 #include <linux/xarray.h>
 
 #include "core/core.h"
@@ -144,6 +145,7 @@ struct snpu_object {
  * @bytes: size as requested
  * @charged: bytes charged to the device and the context
  * @vaddr: the backing memory
+ * @free_work: frees it when a job dropped the last reference
  */
 struct snpu_mem {
 	struct kref ref;
@@ -152,6 +154,7 @@ struct snpu_mem {
 	u64 bytes;
 	u64 charged;
 	void *vaddr;
+	struct work_struct free_work;
 };
 
 /**
@@ -168,6 +171,7 @@ struct snpu_mem {
  * @pages: registered memory: the pinned pages
  * @npages: number of @pages
  * @mm: registered memory: the mm charged for the pinning
+ * @free_work: unpins or frees it when a job dropped the last reference
  */
 struct snpu_host {
 	struct snpu_object obj;
@@ -181,11 +185,15 @@ struct snpu_host {
 	struct page **pages;
 	unsigned long npages;
 	struct mm_struct *mm;
+	struct work_struct free_work;
 };
 
 /**
  * struct snpu_stream - an in-order queue with a timeline
  * @obj: handle
+ * @ref: the handle holds one, and so does a STREAM_SYNC that waits on
+ *       the stream (it reads @error after the wait, whatever became of
+ *       the handle meanwhile)
  * @prio: index into the ready lists, 0 highest
  * @priority: SNPU_PRIO_* as created
  * @destroying: a destroy is waiting for the stream; submit refuses it
@@ -203,6 +211,7 @@ struct snpu_host {
  */
 struct snpu_stream {
 	struct snpu_object obj;
+	refcount_t ref;
 	unsigned int prio;
 	int priority;
 	bool destroying;
@@ -410,7 +419,8 @@ struct snpu_ring {
  * @op_lock: serializes snapshot transitions; protects @image,
  *           @image_bytes and @spare
  * @list_lock: protects @contexts (never held while waiting for a
- *             transition: opens and closes do not wait for LOCK)
+ *             transition or a drain: opens and closes do not wait for
+ *             LOCK or BACKUP, which take context references under it)
  * @contexts: the process's contexts, by snpu_context.proc_node
  * @image: the last backup, a shmem file, or NULL
  * @image_bytes: size of @image
@@ -457,9 +467,14 @@ struct snpu_proc {
 
 /**
  * struct snpu_context - the state of one open file of a device
+ * @ref: the file holds one until its release; a snapshot holds one while
+ *       it works on the context without its process's list lock
+ * @closed: the file's release has begun (under @lock): the objects and
+ *          allocations are going, a snapshot skips the context
  * @sdev: the device this file was opened on
  * @lock: see the top of this file
  * @handles: handle -> struct snpu_object
+ * @next_handle: where the cyclic handle allocation goes on from
  * @va: device address -> struct snpu_mem
  * @host_va: user address -> struct snpu_host (its own lock only)
  * @va_window: index of the context's window of device addresses
@@ -486,13 +501,17 @@ struct snpu_proc {
  * @dev_node: in the device's contexts (under its ctx_lock)
  * @id: unique among the contexts since load, names it in images
  *
- * Created by open(2), freed by the last close of the file description.
+ * Created by open(2), torn down by the last close of the file
+ * description, freed with the last reference.
  */
 struct snpu_context {
+	struct kref ref;
+	bool closed;
 	struct snpu_device *sdev;
 
 	struct mutex lock;		/* objects, handles, quotas */
 	struct xarray handles;
+	u32 next_handle;
 	struct snpu_stream *stream_hint;	/* last stream looked up */
 	struct maple_tree va;
 	struct maple_tree host_va;
@@ -522,6 +541,8 @@ struct snpu_context {
 	u64 id;
 };
 
+union snpu_ioc_arg;
+
 /* device.c */
 struct snpu_device *snpu_device_create(unsigned int index,
 				       const struct snpu_params *p,
@@ -530,6 +551,11 @@ void snpu_device_destroy(struct snpu_device *sdev);
 
 /* context.c */
 extern const struct file_operations snpu_fops;
+extern struct workqueue_struct *snpu_free_wq;
+int snpu_free_wq_init(void);
+void snpu_free_wq_exit(void);
+void snpu_ctx_get(struct snpu_context *ctx);
+void snpu_ctx_put(struct snpu_context *ctx);
 struct snpu_object *snpu_object_get_locked(struct snpu_context *ctx,
 					   u32 handle, u32 type);
 int snpu_object_add_locked(struct snpu_context *ctx, struct snpu_object *obj,
@@ -542,12 +568,14 @@ struct snpu_event *snpu_event_get_locked(struct snpu_context *ctx, u32 handle);
 int snpu_mem_resolve_locked(struct snpu_context *ctx, u64 addr, u64 bytes,
 			    struct snpu_mem **memp, void **kaddr);
 void snpu_mem_put(struct snpu_mem *mem);
+void snpu_mem_put_deferred(struct snpu_mem *mem);
 void snpu_mem_destroy_all(struct snpu_context *ctx);
 
 /* host.c */
 int snpu_host_resolve(struct snpu_context *ctx, u64 uaddr, u64 bytes,
 		      struct snpu_host **hostp, void **kaddr);
 void snpu_host_put(struct snpu_host *host);
+void snpu_host_put_deferred(struct snpu_host *host);
 void snpu_host_destroy_locked(struct snpu_context *ctx, struct snpu_host *host);
 int snpu_host_mmap(struct snpu_context *ctx, struct vm_area_struct *vma);
 
@@ -572,8 +600,7 @@ void snpu_job_put_locked(struct snpu_context *ctx, struct snpu_job *job);
 void snpu_job_put(struct snpu_context *ctx, struct snpu_job *job);
 void snpu_job_complete(struct snpu_job *job, int error,
 		       struct snpu_job **handoff);
-int snpu_submit_locked(struct snpu_context *ctx, const void __user *tasks,
-		       u32 count, u32 task_size, u64 *seq);
+int snpu_submit_locked(struct snpu_context *ctx, union snpu_ioc_arg *arg);
 int snpu_jobs_reserve(struct snpu_context *ctx, u32 count,
 		      struct list_head *batch);
 int snpu_job_prepare_locked(struct snpu_context *ctx, struct snpu_job *job,
@@ -630,6 +657,7 @@ __poll_t snpu_callback_poll(struct snpu_context *ctx, struct file *file,
 
 /* ioctl.c */
 long snpu_ioctl(struct file *file, unsigned int cmd, unsigned long arg);
+int snpu_ioc_copy_out(union snpu_ioc_arg *arg);
 
 /* snapshot.c */
 int snpu_proc_attach(struct snpu_context *ctx);
@@ -747,7 +775,8 @@ int snpu_ioc_bg_park(struct snpu_context *ctx, union snpu_ioc_arg *arg);
  * @attached: SNPU_IOC_ATTACHED_STREAM_GET
  * @snapshot: SNPU_IOC_SNAPSHOT_*, SNPU_IOC_BG_*
  *
- * At most 120 bytes: the dispatcher keeps it on the stack.
+ * At most 120 bytes: the dispatcher keeps it on the stack (in a struct
+ * snpu_ioc_call, with what snpu_ioc_copy_out() needs).
  */
 union snpu_ioc_arg {
 	struct {

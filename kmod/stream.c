@@ -85,6 +85,7 @@ struct snpu_stream *snpu_stream_new_locked(struct snpu_context *ctx,
 	s = kzalloc(sizeof(*s), GFP_KERNEL);
 	if (!s)
 		return ERR_PTR(-ENOMEM);
+	refcount_set(&s->ref, 1);
 	s->priority = priority;
 	s->prio = SNPU_PRIO_HIGH - priority;
 	INIT_LIST_HEAD(&s->waits);
@@ -139,6 +140,13 @@ int snpu_ioc_stream_create(struct snpu_context *ctx, union snpu_ioc_arg *arg)
 	return PTR_ERR_OR_ZERO(s);
 }
 
+/* Drop a reference to a stream; the last one frees it after RCU. */
+static void snpu_stream_put(struct snpu_stream *s)
+{
+	if (refcount_dec_and_test(&s->ref))
+		kfree_rcu(s, obj.rcu);
+}
+
 /**
  * snpu_stream_destroy_locked() - free a stream with no job in flight
  * @ctx: the context
@@ -154,7 +162,8 @@ void snpu_stream_destroy_locked(struct snpu_context *ctx,
 	list_del(&s->owner_node);
 	xa_erase(&ctx->handles, s->obj.handle);
 	ctx->streams--;
-	kfree_rcu(s, obj.rcu);
+	/* A STREAM_SYNC still waiting on it keeps it until it is done. */
+	snpu_stream_put(s);
 }
 
 /* Fail the stream with -ECANCELED and drop its undelivered callbacks. */
@@ -224,7 +233,7 @@ int snpu_ioc_stream_sync(struct snpu_context *ctx, union snpu_ioc_arg *arg)
 	struct snpu_wait *w = &arg->wait;
 	struct snpu_stream *s;
 	struct snpu_job *tail;
-	int ret = 0;
+	int ret;
 
 	if (!snpu_zero(w->reserved, sizeof(w->reserved)) || w->timeout_ns < -1)
 		return -EINVAL;
@@ -232,23 +241,26 @@ int snpu_ioc_stream_sync(struct snpu_context *ctx, union snpu_ioc_arg *arg)
 	mutex_lock(&ctx->lock);
 	s = snpu_stream_get_locked(ctx, w->handle);
 	tail = s ? snpu_stream_tail_get(ctx, s) : NULL;
+	/*
+	 * The stream, not its handle, is what the caller waits on: keep it
+	 * across the wait, since the handle may be destroyed meanwhile.
+	 */
+	if (tail)
+		refcount_inc(&s->ref);
+	else if (s)
+		w->error = READ_ONCE(s->error);
 	mutex_unlock(&ctx->lock);
 	if (!s)
 		return -ENOENT;
+	if (!tail)
+		return 0;
 
-	if (tail) {
-		ret = snpu_wait_job(ctx, tail, w->flags, w->timeout_ns);
-		snpu_job_put(ctx, tail);
-		if (ret)
-			return ret;
-	}
-
-	/* The stream may have been destroyed meanwhile: then it was clean. */
-	mutex_lock(&ctx->lock);
-	s = snpu_stream_get_locked(ctx, w->handle);
-	w->error = s ? READ_ONCE(s->error) : 0;
-	mutex_unlock(&ctx->lock);
-	return 0;
+	ret = snpu_wait_job(ctx, tail, w->flags, w->timeout_ns);
+	snpu_job_put(ctx, tail);
+	if (!ret)
+		w->error = READ_ONCE(s->error);
+	snpu_stream_put(s);
+	return ret;
 }
 
 int snpu_ioc_stream_query(struct snpu_context *ctx, union snpu_ioc_arg *arg)

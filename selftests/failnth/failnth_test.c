@@ -12,12 +12,13 @@
  *     command (EFAULT for the page pinning of HOST_REGISTER);
  *   - change nothing: CTX_QUERY's counters, sysfs mem_used and contexts,
  *     the process's locked memory (VmLck) are as before, the struct is
- *     not written, and the object the call would have made (its handle or
- *     address is the lowest free one, so the same every time) does not
- *     exist;
+ *     not written, and the object the call would have made (an address
+ *     is the lowest free one, so the same every time; a handle is new
+ *     every time, handles being handed out cyclically) does not exist;
  *   - leave a following identical call without injection succeeding
- *     exactly once: it gets that same handle or address, and the
- *     counters move by exactly what one call moves them.
+ *     exactly once: it gets that same address, or a handle never handed
+ *     out before, and the counters move by exactly what one call moves
+ *     them.
  *
  * A call that succeeds although a fault was injected (a site that has a
  * fallback) must be a real success too: its object is undone and the
@@ -223,6 +224,8 @@ struct path {
 	int (*undo)(struct fn *f, uint64_t res);
 	int (*absent)(struct fn *f, uint64_t res0);
 	bool same_res;		/* a retry gets the same result */
+	bool new_res;		/* a retry gets a new handle (handles are
+				 * handed out cyclically, never res0 again) */
 	int (*settle)(struct fn *f);	/* after a success, before the state */
 };
 
@@ -335,7 +338,7 @@ static int host_alloc2(struct fn *f)
 
 /*
  * Host memory is mapped once for its whole life, so each success needs
- * new memory: unmap, free, allocate again (the same handle comes back).
+ * new memory: unmap, free, allocate again (with a new handle).
  * That a failed mmap did not use up the once is shown by the retry.
  */
 static int host_mmap_undo(struct fn *f, uint64_t res)
@@ -752,6 +755,10 @@ static void fail_nth(struct __test_metadata *_metadata, struct fn *f,
 					TH_LOG("%s, fault %u: result %#llx, not %#llx",
 					       p->name, n, (unsigned long long)res,
 					       (unsigned long long)res0);
+			if (p->new_res)
+				EXPECT_NE(res0, res)
+					TH_LOG("%s, fault %u: handle %#llx again",
+					       p->name, n, (unsigned long long)res);
 			ASSERT_EQ(0, state_get(f->fd, &after));
 			diff = state_diff(&made, &after);
 			EXPECT_EQ(NULL, diff)
@@ -800,6 +807,10 @@ static void fail_nth(struct __test_metadata *_metadata, struct fn *f,
 				TH_LOG("%s, after fault %u: retry result %#llx, not %#llx",
 				       p->name, n, (unsigned long long)res,
 				       (unsigned long long)res0);
+		if (p->new_res)
+			EXPECT_NE(res0, res)
+				TH_LOG("%s, after fault %u: handle %#llx again",
+				       p->name, n, (unsigned long long)res);
 		ASSERT_EQ(0, state_get(f->fd, &after));
 		diff = state_diff(&made, &after);
 		EXPECT_EQ(NULL, diff)
@@ -845,7 +856,7 @@ TEST_F_TIMEOUT(failnth, host_alloc, FAILNTH_TIMEOUT)
 		.call = host_alloc_call,
 		.undo = host_undo,
 		.absent = host_absent,
-		.same_res = true,
+		.new_res = true,
 	};
 
 	fail_nth(_metadata, &self->f, &p);
@@ -873,7 +884,7 @@ TEST_F_TIMEOUT(failnth, host_register, FAILNTH_TIMEOUT)
 		.call = host_register_call,
 		.undo = host_undo,
 		.absent = host_absent,
-		.same_res = true,
+		.new_res = true,
 	};
 
 	fail_nth(_metadata, &self->f, &p);
@@ -886,7 +897,7 @@ TEST_F_TIMEOUT(failnth, stream_create, FAILNTH_TIMEOUT)
 		.call = stream_create_call,
 		.undo = stream_undo,
 		.absent = stream_absent,
-		.same_res = true,
+		.new_res = true,
 	};
 
 	fail_nth(_metadata, &self->f, &p);
@@ -899,7 +910,7 @@ TEST_F_TIMEOUT(failnth, event_create, FAILNTH_TIMEOUT)
 		.call = event_create_call,
 		.undo = event_undo,
 		.absent = event_absent,
-		.same_res = true,
+		.new_res = true,
 	};
 
 	fail_nth(_metadata, &self->f, &p);
@@ -912,7 +923,7 @@ TEST_F_TIMEOUT(failnth, owner_create, FAILNTH_TIMEOUT)
 		.call = owner_create_call,
 		.undo = owner_undo,
 		.absent = owner_absent,
-		.same_res = true,
+		.new_res = true,
 	};
 
 	fail_nth(_metadata, &self->f, &p);
@@ -925,7 +936,7 @@ TEST_F_TIMEOUT(failnth, attached_stream_get, FAILNTH_TIMEOUT)
 		.call = attached_call,
 		.undo = attached_undo,
 		.absent = stream_absent,
-		.same_res = true,
+		.new_res = true,
 	};
 	uint64_t owner;
 

@@ -20,6 +20,9 @@
  * - All fields are fixed width; user pointers are __u64; every struct is a
  *   multiple of 8 bytes with no implicit padding.
  * - Objects are named by per-file handles, never by kernel pointers.
+ *   Handles are handed out cyclically from 1: a destroyed object's handle
+ *   is not given to a new object until the values have wrapped (after
+ *   2^31 - 1 further objects of the file).
  *   Timeouts are __s64 relative nanoseconds, -1 meaning forever; with
  *   SNPU_WAIT_ABSOLUTE in @flags (the waits that take it say so) a
  *   timeout is a CLOCK_MONOTONIC deadline instead, and the wait restarts
@@ -99,7 +102,11 @@
  *        (EACCES); output-only fields accept any value on input (they
  *        had to be zero in some structs); the test hooks (SPIN, FAIL,
  *        SNPU_IOC_NOP) need the module parameter test_hooks
- *        (SNPU_CAP_TEST_HOOKS, else EOPNOTSUPP).
+ *        (SNPU_CAP_TEST_HOOKS, else EOPNOTSUPP); handles are allocated
+ *        cyclically, not lowest free first; SNPU_IOC_SUBMIT writes @seq
+ *        before queueing (EFAULT means nothing was queued); a
+ *        SNPU_IOC_CALLBACK_WAIT that fails with EFAULT leaves the
+ *        callback queued for the next wait.
  */
 #ifndef _UAPI_LINUX_SNPU_H
 #define _UAPI_LINUX_SNPU_H
@@ -703,7 +710,9 @@ struct snpu_task {
  * @reserved: must be zero
  *
  * All or nothing: every task is checked first; on any error nothing is
- * queued and the error names the first bad task's problem. A stream in
+ * queued and the error names the first bad task's problem. @seq is
+ * written back before the tasks are queued: EFAULT when it cannot be
+ * written, with nothing queued. A stream in
  * its error state refuses new tasks with EIO until SNPU_IOC_STREAM_RESET.
  */
 struct snpu_submit {
@@ -736,7 +745,9 @@ struct snpu_submit {
  * device file also polls readable while one is pending); the stream does
  * not go past it until DONE names its cookie. Each command ignores the
  * fields only the other uses (DONE: @timeout_ns, @user_data, @stream;
- * WAIT: @status), so one struct serves a WAIT/DONE loop.
+ * WAIT: @status), so one struct serves a WAIT/DONE loop. A WAIT that
+ * cannot write its result fails with EFAULT and the callback stays first
+ * in the queue.
  */
 struct snpu_callback {
 	__u32 size;
