@@ -541,7 +541,8 @@ struct snpu_event_elapsed {
  *                out holds at least block_dim elements
  *   CRC32C       (out, in): out[b] = crc32c (Castagnoli, initial and final
  *                xor ~0) of block b's slice of in's bytes
- *   SPIN         (scalar ns): every block busy-waits ns, at most 10 s
+ *   SPIN         (scalar ns): every block busy-waits ns, at most 1 s
+ *                (1000000000; EINVAL above)
  *   FAIL         (scalar errno): the task fails with -errno, 1..4095
  */
 #define SNPU_KERNEL_NOP			0
