@@ -624,7 +624,7 @@ int snpu_ioc_ring_setup(struct snpu_context *ctx, union snpu_ioc_arg *arg)
 	if (s->flags & SNPU_RING_SQPOLL) {
 		struct task_struct *t;
 
-		if (!capable(CAP_SYS_NICE))
+		if (!ns_capable_noaudit(&init_user_ns, CAP_SYS_NICE))
 			ring->idle_ms = min(ring->idle_ms, SNPU_RING_USER_IDLE_MS);
 		ret = snpu_poller_charge(ctx->sdev, &ring->poller_key);
 		if (ret)
