@@ -199,6 +199,7 @@ static int snpu_open(struct inode *inode, struct file *file)
 	spin_lock_init(&ctx->sched_lock);
 	INIT_LIST_HEAD(&ctx->callbacks);
 	init_waitqueue_head(&ctx->wq);
+	snpu_sched_init_ctx(ctx);
 
 	/*
 	 * Event captures keep their record job and waiters hold the job they

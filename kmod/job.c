@@ -65,6 +65,7 @@ void snpu_job_put_locked(struct snpu_context *ctx, struct snpu_job *job)
 	if (refcount_dec_and_test(&job->ref)) {
 		job->state = SNPU_JOB_FREE;
 		list_add(&job->node, &ctx->free);
+		snpu_ring_slot_freed_locked(ctx);
 	}
 }
 
@@ -160,6 +161,7 @@ static void snpu_job_finish(struct snpu_job *job, int error,
 	if (job->cqe)
 		snpu_ring_post_locked(ctx, job);
 	ctx->inflight--;
+	snpu_ring_slot_freed_locked(ctx);
 	snpu_job_put_locked(ctx, job);
 	/*
 	 * Wake only those who wait for this job, or a releaser or a backup
@@ -221,7 +223,10 @@ static void snpu_job_dispatch(struct snpu_job *job, struct list_head *todo,
 		fallthrough;
 	case SNPU_OP_COPY:
 	case SNPU_OP_MEMSET:
-		snpu_sched_ready(job, handoff);
+		if (snpu_sched_ready(job, handoff))
+			return;
+		/* Its context is closing: no core for it. */
+		snpu_job_finish(job, -ECANCELED, todo);
 		return;
 	}
 	/* EVENT_RECORD, STREAM_WAIT, NOP launches: done once reached. */
@@ -716,9 +721,11 @@ int snpu_ioc_submit(struct snpu_context *ctx, union snpu_ioc_arg *arg)
  * snpu_cancel_all() - cancel every job of a closing context and wait
  * @ctx: the context; no ioctl runs on it any more
  *
- * Jobs not yet run complete with -ECANCELED as they come up, callbacks
- * pending or delivered are completed with -ECANCELED, running blocks stop
- * at their next check. Returns when no job is in flight.
+ * Jobs on the ready lists are taken off and completed with -ECANCELED at
+ * once, jobs not yet ready complete with -ECANCELED as they come up,
+ * callbacks pending or delivered are completed with -ECANCELED, running
+ * blocks stop at their next check. Returns when no job is in flight: it
+ * waits for blocks already on a core only.
  */
 void snpu_cancel_all(struct snpu_context *ctx)
 {
@@ -739,6 +746,7 @@ void snpu_cancel_all(struct snpu_context *ctx)
 	}
 	spin_unlock(&ctx->sched_lock);
 
+	snpu_sched_cancel(ctx);
 	while (!list_empty(&cancel)) {
 		job = list_first_entry(&cancel, struct snpu_job, node);
 		list_del_init(&job->node);

@@ -7,6 +7,8 @@
  * that claims more than a ring is clamped and counted, a head that makes
  * the CQ look fuller than it can be only delays completions.
  */
+#include <linux/capability.h>
+#include <linux/cred.h>
 #include <linux/kthread.h>
 #include <linux/ktime.h>
 #include <linux/log2.h>
@@ -36,6 +38,53 @@
 /* SQEs checked between two commits. */
 #define SNPU_RING_BATCH		64
 #define SNPU_RING_MAX_IDLE_MS	10000
+
+/*
+ * Without CAP_SYS_NICE a user runs at most this many pollers per device,
+ * each spinning at most this long on an empty SQ (longer idle_ms is
+ * clamped): a poller is a kernel thread outside the user's cgroup.
+ */
+#define SNPU_RING_USER_POLLERS	4
+#define SNPU_RING_USER_IDLE_MS	100
+
+/* (user, device) -> number of pollers running, as an xarray value. */
+static DEFINE_MUTEX(snpu_pollers_lock);
+static DEFINE_XARRAY(snpu_pollers);
+
+/* Count a new poller of the calling user on @sdev. */
+static int snpu_poller_charge(struct snpu_device *sdev, unsigned long *keyp)
+{
+	unsigned long key, n;
+	void *entry;
+	int ret = 0;
+
+	key = (unsigned long)__kuid_val(current_uid()) * SNPU_MAX_DEVICES +
+	      sdev->index;
+	mutex_lock(&snpu_pollers_lock);
+	entry = xa_load(&snpu_pollers, key);
+	n = entry ? xa_to_value(entry) : 0;
+	if (n >= SNPU_RING_USER_POLLERS && !capable(CAP_SYS_NICE))
+		ret = -EAGAIN;
+	else
+		ret = xa_err(xa_store(&snpu_pollers, key, xa_mk_value(n + 1),
+				      GFP_KERNEL_ACCOUNT));
+	mutex_unlock(&snpu_pollers_lock);
+	*keyp = key;
+	return ret;
+}
+
+static void snpu_poller_uncharge(unsigned long key)
+{
+	unsigned long n;
+
+	mutex_lock(&snpu_pollers_lock);
+	n = xa_to_value(xa_load(&snpu_pollers, key));
+	if (n > 1)
+		xa_store(&snpu_pollers, key, xa_mk_value(n - 1), GFP_KERNEL);
+	else
+		xa_erase(&snpu_pollers, key);
+	mutex_unlock(&snpu_pollers_lock);
+}
 
 static u32 *snpu_ring_word(struct snpu_ring *ring, unsigned int off)
 {
@@ -315,24 +364,59 @@ void snpu_ring_kick(struct snpu_context *ctx)
 	mutex_unlock(&ctx->lock);
 }
 
+/*
+ * Task slots ran out with SQEs left: sleep until a slot frees (@gen was
+ * read before the consumption that found none), ENTER kicks, or stop.
+ */
+static void snpu_poller_wait_slot(struct snpu_context *ctx,
+				  struct snpu_ring *ring, u32 gen)
+{
+	bool freed;
+
+	spin_lock(&ctx->sched_lock);
+	freed = ring->slot_gen != gen;
+	if (!freed)
+		ring->slot_wait = true;
+	spin_unlock(&ctx->sched_lock);
+	if (freed)
+		return;
+	wait_event_interruptible(ring->poll_wq,
+				 READ_ONCE(ring->slot_gen) != gen ||
+				 READ_ONCE(ring->kicked) ||
+				 kthread_should_stop());
+	WRITE_ONCE(ring->kicked, false);
+}
+
 static int snpu_ring_poller(void *data)
 {
 	struct snpu_context *ctx = data;
-	struct snpu_ring *ring = ctx->ring;
+	/* Published before this thread was woken. */
+	struct snpu_ring *ring = smp_load_acquire(&ctx->ring);
 	unsigned long idle = msecs_to_jiffies(ring->idle_ms);
 	unsigned long last = jiffies;
-	u32 n;
+	bool entered;
+	u32 n, gen;
 
 	while (!kthread_should_stop()) {
 		bool pending = snpu_poller_work(ctx);
 
 		n = 0;
+		entered = false;
 		/* A snapshot lock waits for a consumption in progress. */
 		if (pending && snpu_proc_try_enter(ctx->proc)) {
+			entered = true;
+			/* Before the consumption: a slot freed after it counts. */
+			gen = smp_load_acquire(&ring->slot_gen);
 			mutex_lock(&ctx->lock);
 			n = snpu_ring_consume_locked(ctx, U32_MAX);
 			mutex_unlock(&ctx->lock);
 			snpu_proc_exit(ctx->proc);
+		}
+		if (entered && !n) {
+			/* SQEs but no task slot: no spinning, no timer. */
+			snpu_poller_wait_slot(ctx, ring, gen);
+			last = jiffies;
+			continue;
 		}
 		if (n || !time_after(jiffies, last + idle)) {
 			if (n)
@@ -346,7 +430,7 @@ static int snpu_ring_poller(void *data)
 			wait_event_interruptible(ring->poll_wq,
 						 snpu_poller_wake(ctx));
 		else
-			/* Entries but no task slots: retry each idle period. */
+			/* A snapshot transition in progress: look again later. */
 			wait_event_interruptible_timeout(ring->poll_wq,
 							 READ_ONCE(ring->kicked) ||
 							 kthread_should_stop(),
@@ -385,7 +469,8 @@ static bool snpu_cq_ready(struct snpu_context *ctx, struct snpu_ring *ring,
 int snpu_ioc_enter(struct snpu_context *ctx, union snpu_ioc_arg *arg)
 {
 	struct snpu_enter *e = &arg->enter;
-	struct snpu_ring *ring = ctx->ring;
+	/* Pairs with the release of a complete ring in RING_SETUP. */
+	struct snpu_ring *ring = smp_load_acquire(&ctx->ring);
 	bool flushed;
 	long ret = 0;
 	s64 left;
@@ -529,24 +614,38 @@ int snpu_ioc_ring_setup(struct snpu_context *ctx, union snpu_ioc_arg *arg)
 		ret = -EBUSY;
 		goto err_unlock;
 	}
-	/* Completions look at ctx->ring under sched_lock. */
-	spin_lock(&ctx->sched_lock);
-	ctx->ring = ring;
-	spin_unlock(&ctx->sched_lock);
+	/*
+	 * Everything that can fail comes first: the poller is created, not
+	 * run. Only a complete ring is published, with release: ENTER and
+	 * mmap read it without the context lock.
+	 */
 	if (s->flags & SNPU_RING_SQPOLL) {
 		struct task_struct *t;
 
-		t = kthread_run(snpu_ring_poller, ctx, "%s/sq", ctx->sdev->name);
+		if (!ns_capable_noaudit(&init_user_ns, CAP_SYS_NICE))
+			ring->idle_ms = min(ring->idle_ms, SNPU_RING_USER_IDLE_MS);
+		ret = snpu_poller_charge(ctx->sdev, &ring->poller_key);
+		if (ret)
+			goto err_unlock;
+		t = kthread_create(snpu_ring_poller, ctx, "%s/sq",
+				   ctx->sdev->name);
 		if (IS_ERR(t)) {
-			spin_lock(&ctx->sched_lock);
-			ctx->ring = NULL;
-			spin_unlock(&ctx->sched_lock);
+			snpu_poller_uncharge(ring->poller_key);
 			ret = PTR_ERR(t);
 			goto err_unlock;
 		}
 		ring->poller = t;
 	}
+	spin_lock(&ctx->sched_lock);
+	/*
+	 * Completions look at ctx->ring under sched_lock; ENTER, mmap and the
+	 * poller with acquire, which pairs with this release.
+	 */
+	smp_store_release(&ctx->ring, ring);
+	spin_unlock(&ctx->sched_lock);
 	mutex_unlock(&ctx->lock);
+	if (ring->poller)
+		wake_up_process(ring->poller);
 	snpu_ring_fill_offsets(ring, s);
 	return 0;
 
@@ -563,8 +662,12 @@ err_unlock:
  */
 void snpu_ring_stop(struct snpu_context *ctx)
 {
-	if (ctx->ring && ctx->ring->poller)
-		kthread_stop(ctx->ring->poller);
+	struct snpu_ring *ring = ctx->ring;
+
+	if (ring && ring->poller) {
+		kthread_stop(ring->poller);
+		snpu_poller_uncharge(ring->poller_key);
+	}
 }
 
 /**
@@ -619,7 +722,8 @@ static const struct vm_operations_struct snpu_ring_vm_ops = {
  */
 int snpu_ring_mmap(struct snpu_context *ctx, struct vm_area_struct *vma)
 {
-	struct snpu_ring *ring = READ_ONCE(ctx->ring);
+	/* Pairs with the release of a complete ring in RING_SETUP. */
+	struct snpu_ring *ring = smp_load_acquire(&ctx->ring);
 
 	if (!ring)
 		return -ENXIO;

@@ -16,10 +16,20 @@
  *   snpu_context.sched_lock       the task graph of the context: the pool,
  *                                 stream timelines, job states, successor
  *                                 lists, the callback queue
- *   snpu_device.ready_lock        the device's ready lists
+ *   snpu_device.ready_lock        the device's ready lists: the rotation
+ *                                 of run queues per priority, every
+ *                                 context's run queues and the block
+ *                                 cursor and deadline of listed jobs
  *
  * Cores take only ready_lock to pick work and sched_lock to complete it,
  * never both at once.
+ *
+ * Scheduling policy (kmod/sched.c): strict priority between the three
+ * priorities; within one, round-robin between contexts, one block per
+ * turn, FIFO between the jobs of a context. A closing context's listed
+ * jobs are taken off its run queues and finished without a core. The
+ * watchdog (module parameter task_timeout_ms) fails a task whose first
+ * block started longer ago with -ETIMEDOUT.
  */
 #ifndef _SNPU_H
 #define _SNPU_H
@@ -49,6 +59,22 @@
 
 /* Ready lists, highest priority first. */
 #define SNPU_NR_PRIO		3
+
+/**
+ * struct snpu_runq - a context's ready jobs of one priority
+ * @node: in the device's rotation of that priority while @jobs is not
+ *        empty
+ * @jobs: jobs with blocks not handed out yet, in order, by snpu_job.node
+ *
+ * Under the device's ready_lock.
+ */
+struct snpu_runq {
+	struct list_head node;
+	struct list_head jobs;
+};
+
+/* Watchdog: a task running longer fails with -ETIMEDOUT; 0 disables it. */
+extern unsigned int snpu_task_timeout_ms;
 
 /**
  * struct snpu_quota - per-context limits (module parameters)
@@ -85,8 +111,10 @@ extern bool snpu_test_hooks;
  * @mem_used: bytes allocated by all contexts of this device
  * @contexts: number of open contexts (open file descriptions)
  * @va_windows: address windows of the live contexts
- * @ready_lock: protects @ready and the block cursor of listed jobs
- * @ready: jobs with blocks not yet handed to a core, per priority
+ * @ready_lock: protects @ready, the contexts' run queues and the block
+ *              cursor and deadline of listed jobs
+ * @ready: per priority, the rotation of the run queues (struct snpu_runq)
+ *         that have jobs with blocks not yet handed to a core
  * @ready_wq: idle cores wait here
  * @core: the core threads
  * @ctx_lock: protects @ctx_list
@@ -106,7 +134,7 @@ struct snpu_device {
 	atomic_t contexts;
 	struct ida va_windows;
 
-	spinlock_t ready_lock;		/* @ready, job block cursors */
+	spinlock_t ready_lock;		/* @ready, run queues, job cursors */
 	struct list_head ready[SNPU_NR_PRIO];
 	wait_queue_head_t ready_wq;
 	struct task_struct **core;
@@ -293,6 +321,8 @@ enum snpu_job_state {
  * @done_ns: completion time, CLOCK_MONOTONIC
  * @nblocks: blocks to run
  * @next_block: next block to hand out (under the device's ready_lock)
+ * @deadline_ns: the watchdog's deadline, set when the first block is
+ *               handed out (under the device's ready_lock), 0 for none
  * @blocks_left: blocks not finished
  * @fail: first error of a block
  * @launch: SNPU_OP_LAUNCH, resolved
@@ -330,6 +360,7 @@ struct snpu_job {
 
 	u32 nblocks;
 	u32 next_block;
+	u64 deadline_ns;
 	atomic_t blocks_left;
 	atomic_t fail;
 	union {
@@ -375,6 +406,10 @@ struct snpu_job {
  * @poller: the SQ poller thread (SNPU_RING_SQPOLL) or NULL
  * @kicked: ENTER asked the sleeping poller to look again
  * @idle_ms: how long the poller spins on an empty SQ
+ * @slot_gen: bumped whenever a task slot or a unit of the task quota frees
+ *            (under sched_lock)
+ * @slot_wait: the poller sleeps until @slot_gen moves (under sched_lock)
+ * @poller_key: the (user, device) the poller is counted against
  */
 struct snpu_ring {
 	void *mem;
@@ -405,6 +440,9 @@ struct snpu_ring {
 	struct task_struct *poller;
 	bool kicked;
 	unsigned int idle_ms;
+	u32 slot_gen;
+	bool slot_wait;
+	unsigned long poller_key;
 };
 
 /**
@@ -494,8 +532,11 @@ struct snpu_proc {
  * @dying: the file is being released: jobs are cancelled, not run
  * @draining: a backup waits for @inflight to reach 0
  * @wq: synchronize, callback and release waiters
- * @ring: the command queues, once set up (read under sched_lock by
- *        completions, set under both locks)
+ * @ring: the command queues, once set up: published complete, with
+ *        release, under both locks; read with acquire (or under a lock)
+ * @runq: ready jobs per priority (under the device's ready_lock)
+ * @sched_closed: the file is closing: its jobs are no longer listed
+ *                (under the device's ready_lock)
  * @proc: the process that opened the file
  * @proc_node: in @proc's contexts (under its list_lock)
  * @dev_node: in the device's contexts (under its ctx_lock)
@@ -535,11 +576,34 @@ struct snpu_context {
 	wait_queue_head_t wq;
 	struct snpu_ring *ring;
 
+	struct snpu_runq runq[SNPU_NR_PRIO];
+	bool sched_closed;
+
 	struct snpu_proc *proc;
 	struct list_head proc_node;
 	struct list_head dev_node;
 	u64 id;
 };
+
+/**
+ * snpu_ring_slot_freed_locked() - a task slot or quota unit became free
+ * @ctx: the context
+ *
+ * Wakes a poller that sleeps because task slots ran out.
+ */
+static inline void snpu_ring_slot_freed_locked(struct snpu_context *ctx)
+{
+	struct snpu_ring *ring = ctx->ring;
+
+	lockdep_assert_held(&ctx->sched_lock);
+	if (!ring)
+		return;
+	ring->slot_gen++;
+	if (unlikely(ring->slot_wait)) {
+		ring->slot_wait = false;
+		wake_up(&ring->poll_wq);
+	}
+}
 
 union snpu_ioc_arg;
 
@@ -616,7 +680,9 @@ void snpu_jobs_run(struct list_head *todo);
 /* sched.c */
 int snpu_cores_start(struct snpu_device *sdev);
 void snpu_cores_stop(struct snpu_device *sdev);
-void snpu_sched_ready(struct snpu_job *job, struct snpu_job **handoff);
+bool snpu_sched_ready(struct snpu_job *job, struct snpu_job **handoff);
+void snpu_sched_cancel(struct snpu_context *ctx);
+void snpu_sched_init_ctx(struct snpu_context *ctx);
 
 /* mmap.c */
 int snpu_mmap(struct file *file, struct vm_area_struct *vma);

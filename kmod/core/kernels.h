@@ -22,8 +22,11 @@
 /* Most multiply-adds of one GEMM_F32 chunk. */
 #define SNPU_KERNEL_CHUNK_WORK	65536
 
-/* Longest SPIN a block may ask for, in ns. */
-#define SNPU_KERNEL_SPIN_MAX_NS	10000000000ULL
+/*
+ * Longest SPIN a block may ask for, in ns: 1 s, so that no block of any
+ * user holds a core for long (see the uapi header).
+ */
+#define SNPU_KERNEL_SPIN_MAX_NS	1000000000ULL
 
 /**
  * struct snpu_klaunch - a checked launch with its buffers resolved

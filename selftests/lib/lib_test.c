@@ -1122,7 +1122,7 @@ TEST_F(lib, launch_einval)
 	args[0] = snpu_arg_u64(4096);
 	EXPECT_EQ(-EINVAL, snpu_launch(self->dev, self->s, SNPU_KERNEL_FAIL,
 				       1, args, 1));
-	args[0] = snpu_arg_u64(10 * NS_PER_SEC + 1);
+	args[0] = snpu_arg_u64(NS_PER_SEC + 1);
 	EXPECT_EQ(-EINVAL, snpu_launch(self->dev, self->s, SNPU_KERNEL_SPIN,
 				       1, args, 1));
 	/* An argument the kernel does not take. */
@@ -1505,7 +1505,7 @@ TEST_F(lib, stream_reset)
 
 TEST_F(lib, stream_abort_running_spin)
 {
-	struct snpu_kernel_arg arg = snpu_arg_u64(2 * NS_PER_SEC);
+	struct snpu_kernel_arg arg = snpu_arg_u64(NS_PER_SEC);
 	struct snpu_stream_query q;
 	uint64_t addr;
 
@@ -1582,7 +1582,7 @@ TEST_F(lib, stream_destroy_waits)
 
 TEST_F(lib, stream_destroy_force)
 {
-	struct snpu_kernel_arg arg = snpu_arg_u64(2 * NS_PER_SEC);
+	struct snpu_kernel_arg arg = snpu_arg_u64(NS_PER_SEC);
 	struct snpu_stream_query sq;
 	struct snpu_ctx_query q;
 	uint64_t addr;

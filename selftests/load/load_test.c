@@ -9,6 +9,8 @@
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,11 +18,13 @@
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <linux/snpu.h>
 
 #include "kselftest_harness.h"
+#include "snpu_test.h"
 
 #define SNPU_KO_DEFAULT		"/opt/snpu/snpu.ko"
 #define SNPU_SYSMOD		"/sys/module/snpu"
@@ -363,6 +367,106 @@ TEST_F(load, unload_busy)
 	ASSERT_TRUE(is_chardev("/dev/snpu0"));
 
 	close_fds(self->fds, &self->nfds);
+	ASSERT_EQ(0, module_unload());
+	ASSERT_FALSE(module_loaded());
+}
+
+/* The flood: contexts x streams x tasks, each of the largest block_dim. */
+#define FLOOD_CTX		4
+#define FLOOD_STREAMS		4
+#define FLOOD_TASKS		4
+/* GEMM m = n = k: 48 MiB of buffers a context, minutes of work a task. */
+#define FLOOD_DIM		2048ULL
+/* The bound for reaping a killed flooder. */
+#define REAP_NS			(5 * NS_PER_SEC)
+
+/*
+ * A flooder, as nobody: FLOOD_CTX contexts full of long GEMM launches of
+ * the largest block_dim (work that needs no test hook), the first opened
+ * file's first: the files of an exiting process are released last opened
+ * first, so the first one released has its work at the back. Tells
+ * @ready, then waits to be killed.
+ */
+static void __attribute__((noreturn)) flooder(int ready)
+{
+	uint64_t mat = FLOOD_DIM * FLOOD_DIM * 4, buf[3];
+	struct snpu_task t[FLOOD_TASKS];
+	struct snpu_info info;
+	int fd[FLOOD_CTX], c;
+	unsigned int i, k, j;
+	uint32_t s;
+
+	if (setgroups(0, NULL) || setgid(65534) || setuid(65534))
+		_exit(2);
+	for (c = 0; c < FLOOD_CTX; c++) {
+		fd[c] = snpu_open_dev();
+		if (fd[c] < 0 || snpu_get_info(fd[c], &info))
+			_exit(3);
+	}
+	for (c = 0; c < FLOOD_CTX; c++) {
+		for (j = 0; j < 3; j++)
+			if (snpu_alloc(fd[c], mat, 0, &buf[j]))
+				_exit(4);
+		for (i = 0; i < FLOOD_STREAMS; i++) {
+			if (snpu_stream_create(fd[c], SNPU_PRIO_NORMAL, &s))
+				_exit(5);
+			for (k = 0; k < FLOOD_TASKS; k++) {
+				t[k] = snpu_t_launch(s, SNPU_KERNEL_GEMM_F32,
+						     info.max_block_dim);
+				for (j = 0; j < 3; j++)
+					snpu_t_buf(&t[k], j, buf[j], mat);
+				for (j = 3; j < 6; j++)
+					snpu_t_scalar(&t[k], j, FLOOD_DIM);
+			}
+			if (snpu_submit(fd[c], t, FLOOD_TASKS, NULL))
+				_exit(6);
+		}
+	}
+	if (write(ready, "r", 1) != 1)
+		_exit(7);
+	for (;;)
+		pause();
+}
+
+/*
+ * Another user floods the device and is killed: it is reaped within 5 s
+ * (its closes do not wait for its queued work to reach a core), and the
+ * module then unloads.
+ */
+TEST_F_TIMEOUT(load, rmmod_after_flood_killed, 120)
+{
+	uint64_t end, t0;
+	int p[2], st = 0;
+	bool reaped = false;
+	pid_t pid;
+	char r;
+
+	ASSERT_EQ(0, module_load(""));
+	ASSERT_EQ(0, pipe(p));
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (!pid) {
+		close(p[0]);
+		flooder(p[1]);
+	}
+	close(p[1]);
+	ASSERT_EQ(1, read(p[0], &r, 1)) {
+		kill(pid, SIGKILL);
+		waitpid(pid, &st, 0);
+		TH_LOG("flooder failed: status %d", st);
+	}
+	close(p[0]);
+	ASSERT_EQ(0, kill(pid, SIGKILL));
+	t0 = snpu_now_ns();
+	end = t0 + REAP_NS;
+	while (!reaped && snpu_now_ns() < end) {
+		reaped = waitpid(pid, NULL, WNOHANG) == pid;
+		if (!reaped)
+			usleep(10000);
+	}
+	ASSERT_TRUE(reaped) TH_LOG("the killed flooder was not reaped in 5 s");
+	TH_LOG("reaped after %llu ms",
+	       (unsigned long long)(snpu_now_ns() - t0) / NS_PER_MS);
 	ASSERT_EQ(0, module_unload());
 	ASSERT_FALSE(module_loaded());
 }

@@ -595,13 +595,13 @@ TEST_F(stream, abort_cancels_running_and_queued)
 
 	ASSERT_EQ(0, snpu_alloc(self->fd, 4096, 0, &y));
 	struct snpu_task t[3] = {
-		snpu_t_spin(self->s, 5 * NS_PER_SEC, 1),
+		snpu_t_spin(self->s, NS_PER_SEC, 1),
 		snpu_t_fill(self->s, y, 4096, 0x77, 2),
 		snpu_t_memset(self->s, y, 0x55, 16),
 	};
 	ASSERT_EQ(0, snpu_submit(self->fd, t, 3, NULL));
 	ASSERT_EQ(0, snpu_stream_abort(self->fd, self->s));
-	/* The 5 s spin stops at its next check: no 5 s wait here. */
+	/* The 1 s spin stops at its next check: no 1 s wait here. */
 	ASSERT_EQ(0, snpu_stream_sync(self->fd, self->s, LONG_TIMEOUT, &err));
 	EXPECT_EQ(-ECANCELED, err);
 	ASSERT_EQ(0, snpu_stream_query(self->fd, self->s, &q));
@@ -692,7 +692,7 @@ TEST_F(stream, sync_timeout_while_spinning)
 	int32_t err = 0;
 
 	ASSERT_EQ(0, snpu_submit1(self->fd,
-			snpu_t_spin(self->s, 2 * NS_PER_SEC, 1)));
+			snpu_t_spin(self->s, NS_PER_SEC, 1)));
 	EXPECT_EQ(-ETIMEDOUT, snpu_stream_sync(self->fd, self->s, NS_PER_MS,
 					       NULL));
 	EXPECT_EQ(-ETIMEDOUT, snpu_stream_sync(self->fd, self->s, 0, NULL));
@@ -834,7 +834,7 @@ TEST_F(stream, destroy_force_cancels)
 
 	ASSERT_EQ(0, snpu_alloc(self->fd, 4096, 0, &y));
 	struct snpu_task t[2] = {
-		snpu_t_spin(self->s, 5 * NS_PER_SEC, 1),
+		snpu_t_spin(self->s, NS_PER_SEC, 1),
 		snpu_t_fill(self->s, y, 4096, 0xd00d, 3),
 	};
 	ASSERT_EQ(0, snpu_submit(self->fd, t, 2, NULL));

@@ -71,9 +71,13 @@
  *   ESTALE   RESTORE: an allocation or object of the image is gone.
  *   EDEADLK  a resource-modifying call from the thread that locked the
  *            process (it would wait for itself).
- *   ETIMEDOUT  a wait's timeout expired first.
+ *   ETIMEDOUT  a wait's timeout expired first; (as a task's result) the
+ *            task ran longer than the watchdog allows (module parameter
+ *            task_timeout_ms, counted from its first block).
  *   ECANCELED  (as a task's result) the task was cancelled: its stream
  *            was aborted or had failed, or its file was closed.
+ *   EAGAIN   RING_SETUP with SNPU_RING_SQPOLL: the caller's user already
+ *            runs 4 pollers on this device and lacks CAP_SYS_NICE.
  *   EINTR    a blocking call was interrupted by a signal; a wait without
  *            timeout, or with an absolute one (SNPU_WAIT_ABSOLUTE), is
  *            restarted when the handler allows it, a wait with a relative
@@ -106,7 +110,11 @@
  *        cyclically, not lowest free first; SNPU_IOC_SUBMIT writes @seq
  *        before queueing (EFAULT means nothing was queued); a
  *        SNPU_IOC_CALLBACK_WAIT that fails with EFAULT leaves the
- *        callback queued for the next wait.
+ *        callback queued for the next wait;
+ *        SPIN at most 1 s (EINVAL above); a task
+ *        past the watchdog fails with ETIMEDOUT; without CAP_SYS_NICE at
+ *        most 4 SQ pollers per user and device (EAGAIN) and idle_ms
+ *        clamped to 100.
  */
 #ifndef _UAPI_LINUX_SNPU_H
 #define _UAPI_LINUX_SNPU_H
@@ -614,7 +622,8 @@ struct snpu_event_elapsed {
  *                out holds at least block_dim elements
  *   CRC32C       (out, in): out[b] = crc32c (Castagnoli, initial and final
  *                xor ~0) of block b's slice of in's bytes
- *   SPIN         (scalar ns): every block busy-waits ns, at most 10 s
+ *   SPIN         (scalar ns): every block busy-waits ns, at most 1 s
+ *                (1000000000; EINVAL above)
  *   FAIL         (scalar errno): the task fails with -errno, 1..4095
  *
  * SPIN and FAIL are test hooks: a launch of either is EOPNOTSUPP unless
@@ -832,7 +841,8 @@ struct snpu_ring_offsets {
  * @cq_entries: in: power of two, @sq_entries..2 * SNPU_RING_MAX_ENTRIES,
  *              or 0 for twice @sq_entries
  * @idle_ms: in: SQPOLL: how long the poller spins on an empty SQ before it
- *           sleeps, 1..10000, 0 for 100; must be 0 without SQPOLL
+ *           sleeps, 1..10000, 0 for 100; must be 0 without SQPOLL;
+ *           above 100 it is taken as 100 without CAP_SYS_NICE
  * @pad: must be zero
  * @mmap_offset: out: mmap(2) offset of the rings
  * @mmap_bytes: out: length to map
@@ -840,7 +850,9 @@ struct snpu_ring_offsets {
  * @cq: out: CQ field offsets
  * @reserved: must be zero
  *
- * EBUSY when the file already has rings.
+ * EBUSY when the file already has rings. EAGAIN (SQPOLL, without
+ * CAP_SYS_NICE) when the caller's user already runs 4 pollers on the
+ * device; a poller counts until its file is released.
  */
 struct snpu_ring_setup {
 	__u32 size;

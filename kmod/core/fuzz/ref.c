@@ -153,7 +153,7 @@ bool ref_launch_valid(__u32 kernel, __u32 block_dim,
 	case SNPU_KERNEL_CRC32C:
 		return a[0].bytes >= 4 * (u128)block_dim;
 	case SNPU_KERNEL_SPIN:
-		return a[0].value <= 10000000000ULL;
+		return a[0].value <= 1000000000ULL;
 	case SNPU_KERNEL_FAIL:
 		return in_range(a[0].value, 1, 4095);
 	default:

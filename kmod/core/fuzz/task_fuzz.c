@@ -14,7 +14,7 @@
  * - an accepted launch has a known kernel, 1 <= block_dim <= 65535,
  *   bytes > 0 for every buffer and 0 for every scalar, its units (from
  *   snpu_kernel_units()) fit every buffer it touches, 32-bit scalars fit
- *   32 bits, a FAIL errno is a valid -errno, a SPIN at most 10 s, a chunk
+ *   32 bits, a FAIL errno is a valid -errno, a SPIN at most 1 s, a chunk
  *   is the documented one, 1..4096 units (GEMM: max(1, 65536 / k)
  *   elements, so at most 65536 multiply-adds unless 1), and probed
  *   slices start at 0, end at n and meet their neighbours;

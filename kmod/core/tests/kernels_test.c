@@ -682,7 +682,7 @@ TEST(check_spin)
 {
 	struct snpu_kernel_arg a[NARGS] = { 0 };
 
-	ASSERT_EQ(10000000000ULL, SNPU_KERNEL_SPIN_MAX_NS);
+	ASSERT_EQ(1000000000ULL, SNPU_KERNEL_SPIN_MAX_NS);
 	a[0].value = 0;
 	ASSERT_EQ(0, check(SNPU_KERNEL_SPIN, 1, a));
 	a[0].value = SNPU_KERNEL_SPIN_MAX_NS;
