@@ -156,7 +156,9 @@ static int snpu_open(struct inode *inode, struct file *file)
 
 	/*
 	 * Event captures keep their record job and waiters hold the job they
-	 * wait for: they get slots beyond the quota of tasks in flight.
+	 * wait for: they get slots beyond the quota of tasks in flight. Only
+	 * the first chunk is allocated now; the pool grows up to this size
+	 * as submissions need it.
 	 */
 	ret = snpu_pool_init(ctx, snpu_quota.tasks + snpu_quota.events +
 			     SNPU_POOL_SLACK);

@@ -44,6 +44,8 @@
 #include "core/core.h"
 #include "core/kernels.h"
 
+struct mem_cgroup;
+
 /* Ready lists, highest priority first. */
 #define SNPU_NR_PRIO		3
 
@@ -255,6 +257,7 @@ enum snpu_job_state {
  * @op: SNPU_OP_*
  * @state: enum snpu_job_state
  * @gen: bumped at every reuse, part of callback cookies
+ * @index: slot in the context's pool, part of callback cookies
  * @ref: the scheduler holds one until completion, an event one per
  *       capture, a stream waiter one until resolved, a synchronize call
  *       one while it waits, a full CQ one while the completion waits
@@ -293,6 +296,7 @@ struct snpu_job {
 	u32 op;
 	u32 state;
 	u32 gen;
+	u32 index;
 	refcount_t ref;
 	u32 pending;
 	struct snpu_job *next;
@@ -458,8 +462,13 @@ struct snpu_proc {
  * @events: number of events
  * @owners: number of owners
  * @sched_lock: see the top of this file
- * @pool: the jobs, allocated at open
- * @pool_size: number of jobs in @pool
+ * @pool: the jobs, in chunks of SNPU_POOL_CHUNK: @pool[i] holds jobs
+ *        i * SNPU_POOL_CHUNK on; the first chunk is allocated at open,
+ *        the others as submissions need them, none freed before release
+ * @pool_size: number of jobs in @pool so far; grows (under both locks)
+ *             up to @pool_max, read without lock by snpu_pool_job()
+ * @pool_max: the most jobs @pool may hold
+ * @pool_memcg: the opener's memory cgroup, charged for the chunks
  * @free: jobs not in use
  * @inflight: jobs submitted and not complete
  * @callbacks: HOST_FUNC jobs ready for delivery
@@ -493,8 +502,10 @@ struct snpu_context {
 	u32 owners;
 
 	spinlock_t sched_lock;		/* the task graph, see top */
-	struct snpu_job *pool;
+	struct snpu_job **pool;
 	u32 pool_size;
+	u32 pool_max;
+	struct mem_cgroup *pool_memcg;
 	struct list_head free;
 	u32 inflight;
 	struct list_head callbacks;
@@ -508,6 +519,27 @@ struct snpu_context {
 	struct list_head dev_node;
 	u64 id;
 };
+
+/* Jobs in a chunk of a context's pool (the first is allocated at open). */
+#define SNPU_POOL_CHUNK_SHIFT	5
+#define SNPU_POOL_CHUNK		BIT(SNPU_POOL_CHUNK_SHIFT)
+
+/**
+ * snpu_pool_job() - the job in a slot of a context's pool
+ * @ctx: the context
+ * @index: slot
+ *
+ * Return: the job, or NULL when the pool has no such slot (yet).
+ */
+static inline struct snpu_job *snpu_pool_job(struct snpu_context *ctx,
+					     u32 index)
+{
+	/* Pairs with the release in snpu_pool_grow(): the chunk is there. */
+	if (index >= smp_load_acquire(&ctx->pool_size))
+		return NULL;
+	return &ctx->pool[index >> SNPU_POOL_CHUNK_SHIFT]
+			 [index & (SNPU_POOL_CHUNK - 1)];
+}
 
 /* device.c */
 struct snpu_device *snpu_device_create(unsigned int index,
