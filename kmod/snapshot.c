@@ -240,6 +240,28 @@ static struct snpu_bg *snpu_bg_find_locked(struct snpu_proc *p,
 }
 
 /*
+ * Forget the background threads that exited without unregistering: a
+ * process registering from short-lived threads does not grow the list.
+ * A thread waiting in the gate is alive, so the entry it holds stays.
+ */
+static void snpu_bg_prune_locked(struct snpu_proc *p)
+{
+	struct snpu_bg *bg, *tmp;
+
+	lockdep_assert_held(&p->lock);
+	rcu_read_lock();
+	list_for_each_entry_safe(bg, tmp, &p->bg, node) {
+		if (pid_task(bg->pid, PIDTYPE_PID))
+			continue;
+		list_del(&bg->node);
+		p->nbg--;
+		put_pid(bg->pid);
+		kfree(bg);
+	}
+	rcu_read_unlock();
+}
+
+/*
  * Wait for RUNNING; a registered background thread counts as parked
  * meanwhile. Called and returns with @p->lock held.
  */
@@ -331,6 +353,7 @@ static bool snpu_proc_quiet(struct snpu_proc *p)
 
 	spin_lock(&p->lock);
 	quiet = !p->active;
+	snpu_bg_prune_locked(p);
 	rcu_read_lock();
 	list_for_each_entry(bg, &p->bg, node) {
 		/*
@@ -556,12 +579,15 @@ int snpu_ioc_bg_register(struct snpu_context *ctx, union snpu_ioc_arg *arg)
 
 	if (!snpu_snapshot_args_ok(s, false))
 		return -EINVAL;
-	bg = kzalloc(sizeof(*bg), GFP_KERNEL);
+	bg = kzalloc(sizeof(*bg), GFP_KERNEL_ACCOUNT);
 	if (!bg)
 		return -ENOMEM;
 	spin_lock(&p->lock);
+	snpu_bg_prune_locked(p);
 	if (snpu_bg_find_locked(p, task_pid(current))) {
 		ret = -EEXIST;
+	} else if (p->nbg >= SNPU_BG_MAX) {
+		ret = -ENOSPC;
 	} else {
 		bg->pid = get_pid(task_pid(current));
 		list_add_tail(&bg->node, &p->bg);

@@ -929,7 +929,10 @@ struct snpu_attached_stream {
  * (returns at once when it is; EINTR on a signal; ENOENT for a thread that
  * is not registered). A background thread blocked in a modifying call
  * counts as parked too, and so does one that exited without
- * unregistering (LOCK notices that within 100 ms).
+ * unregistering (LOCK notices that within 100 ms). The entries of
+ * threads that exited without unregistering are dropped by the next
+ * BG_REGISTER or LOCK of the process; a process has at most SNPU_BG_MAX
+ * live registered threads: BG_REGISTER beyond returns ENOSPC.
  */
 struct snpu_snapshot {
 	__u32 size;
@@ -944,6 +947,9 @@ struct snpu_snapshot {
 };
 
 #define SNPU_SNAPSHOT_SIZE_VER0		56
+
+/* Registered background threads a process may have (BG_REGISTER). */
+#define SNPU_BG_MAX			256
 
 /*
  * The state page: mmap(2) of SNPU_STATE_MMAP_OFFSET, one page, read-only
