@@ -128,7 +128,8 @@ static int snpu_open(struct inode *inode, struct file *file)
 	unsigned int window;
 	int ret;
 
-	ctx = kzalloc(sizeof(*ctx), GFP_KERNEL);
+	/* Charged to the opener; at its cgroup's limit, open fails. */
+	ctx = kzalloc(sizeof(*ctx), GFP_KERNEL_ACCOUNT | __GFP_RETRY_MAYFAIL);
 	if (!ctx)
 		return -ENOMEM;
 

@@ -66,11 +66,13 @@ static void snpu_proc_put(struct snpu_proc *p)
 
 static struct snpu_proc *snpu_proc_new(void)
 {
-	struct snpu_proc *p = kzalloc(sizeof(*p), GFP_KERNEL);
+	/* Every open allocates one: at the cgroup's limit, open fails. */
+	const gfp_t gfp = GFP_KERNEL_ACCOUNT | __GFP_RETRY_MAYFAIL;
+	struct snpu_proc *p = kzalloc(sizeof(*p), gfp);
 
 	if (!p)
 		return NULL;
-	p->state_page = alloc_page(GFP_KERNEL | __GFP_ZERO);
+	p->state_page = alloc_page(gfp | __GFP_ZERO);
 	if (!p->state_page) {
 		kfree(p);
 		return NULL;

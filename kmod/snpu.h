@@ -157,8 +157,9 @@ struct snpu_mem {
  * @uaddr: user address while mapped or registered
  * @mapped: driver-allocated memory is mapped (only once)
  * @pages: registered memory: the pinned pages
- * @npages: number of @pages
- * @mm: registered memory: the mm charged for the pinning
+ * @npages: pages charged to RLIMIT_MEMLOCK (registered: number of @pages)
+ * @mm: the mm charged: locked_vm for registered memory, pinned_vm for
+ *      driver-allocated memory
  */
 struct snpu_host {
 	struct snpu_object obj;
@@ -567,6 +568,7 @@ void snpu_mem_destroy_all(struct snpu_context *ctx);
 int snpu_host_resolve(struct snpu_context *ctx, u64 uaddr, u64 bytes,
 		      struct snpu_host **hostp, void **kaddr);
 void snpu_host_put(struct snpu_host *host);
+void *snpu_vmalloc_user(size_t bytes);
 void snpu_host_destroy_locked(struct snpu_context *ctx, struct snpu_host *host);
 int snpu_host_mmap(struct snpu_context *ctx, struct vm_area_struct *vma);
 

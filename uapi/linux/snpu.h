@@ -33,11 +33,13 @@
  *   ENOENT   a handle names no object of the expected type in this file
  *            (or a stream being destroyed); a callback cookie names no
  *            delivered callback.
- *   ENOSPC   a per-context quota would be exceeded, or the task pool is
- *            exhausted by completions waiting for room in a full CQ;
- *            nothing changed.
+ *   ENOSPC   a per-context quota (or SNPU_BG_MAX) would be exceeded, or
+ *            the task pool is exhausted by completions waiting for room
+ *            in a full CQ; nothing changed.
  *   ENOMEM   the kernel (or the device's memory) could not provide what
- *            the call needs; nothing changed.
+ *            the call needs: also the caller's memory cgroup at its limit
+ *            (what a call allocates for the process is charged there), or
+ *            host memory beyond RLIMIT_MEMLOCK; nothing changed.
  *   EEXIST   a registered host range overlaps host memory of the context
  *            (registered or mapped); also mmap(2) of driver host memory
  *            over such a range.
@@ -74,6 +76,8 @@
  *   0.5  Process snapshot: SNPU_IOC_SNAPSHOT_LOCK, _BACKUP, _RESTORE,
  *        _UNLOCK, _STATE; background threads: SNPU_IOC_BG_REGISTER,
  *        _UNREGISTER, _PARK; the state page (SNPU_STATE_MMAP_OFFSET).
+ *   0.6  Accounting: HOST_ALLOC memory is charged to RLIMIT_MEMLOCK and
+ *        the memory cgroup (ENOMEM); SNPU_BG_MAX (BG_REGISTER: ENOSPC).
  */
 #ifndef _UAPI_LINUX_SNPU_H
 #define _UAPI_LINUX_SNPU_H
@@ -309,6 +313,13 @@ struct snpu_mem_set {
  * @pad: must be zero
  * @mmap_offset: out: pass to mmap(2) with the whole size, once
  * @reserved: must be zero
+ *
+ * The memory is charged to the caller's memory cgroup and, unless the
+ * caller has CAP_IPC_LOCK, to RLIMIT_MEMLOCK (as pinned memory, VmPin in
+ * /proc/PID/status; the limit counts it together with locked memory such
+ * as SNPU_IOC_HOST_REGISTER's), until HOST_FREE and munmap(2) release it
+ * and no queued copy uses it. Either limit exceeded: ENOMEM, as io_uring
+ * and RDMA return for RLIMIT_MEMLOCK.
  */
 struct snpu_host_alloc {
 	__u32 size;
