@@ -14,7 +14,7 @@
 
 static u32 snpu_cookie(struct snpu_context *ctx, struct snpu_job *job)
 {
-	return (job->gen << SNPU_COOKIE_SHIFT) | (u32)(job - ctx->pool);
+	return (job->gen << SNPU_COOKIE_SHIFT) | job->index;
 }
 
 static bool snpu_callback_pending(struct snpu_context *ctx)
@@ -106,10 +106,9 @@ int snpu_ioc_callback_done(struct snpu_context *ctx, union snpu_ioc_arg *arg)
 	if (!snpu_zero(cb->reserved, sizeof(cb->reserved)) || cb->pad ||
 	    cb->status > 0 || cb->status < -MAX_ERRNO)
 		return -EINVAL;
-	if (index >= ctx->pool_size)
+	job = snpu_pool_job(ctx, index);
+	if (!job)
 		return -ENOENT;
-
-	job = &ctx->pool[index];
 	spin_lock(&ctx->sched_lock);
 	if (job->state != SNPU_JOB_DELIVERED ||
 	    snpu_cookie(ctx, job) != cb->cookie) {

@@ -173,7 +173,8 @@ static int snpu_open(struct inode *inode, struct file *file)
 	unsigned int window;
 	int ret;
 
-	ctx = kzalloc(sizeof(*ctx), GFP_KERNEL);
+	/* Charged to the opener; at its cgroup's limit, open fails. */
+	ctx = kzalloc(sizeof(*ctx), GFP_KERNEL_ACCOUNT | __GFP_RETRY_MAYFAIL);
 	if (!ctx)
 		return -ENOMEM;
 
@@ -203,7 +204,9 @@ static int snpu_open(struct inode *inode, struct file *file)
 
 	/*
 	 * Event captures keep their record job and waiters hold the job they
-	 * wait for: they get slots beyond the quota of tasks in flight.
+	 * wait for: they get slots beyond the quota of tasks in flight. Only
+	 * the first chunk is allocated now; the pool grows up to this size
+	 * as submissions need it.
 	 */
 	ret = snpu_pool_init(ctx, snpu_quota.tasks + snpu_quota.events +
 			     SNPU_POOL_SLACK);

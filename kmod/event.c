@@ -17,7 +17,7 @@ int snpu_ioc_event_create(struct snpu_context *ctx, union snpu_ioc_arg *arg)
 	if (!snpu_zero(c->reserved, sizeof(c->reserved)) || c->priority)
 		return -EINVAL;
 
-	e = kzalloc(sizeof(*e), GFP_KERNEL);
+	e = kzalloc(sizeof(*e), GFP_KERNEL_ACCOUNT);
 	if (!e)
 		return -ENOMEM;
 

@@ -5,12 +5,83 @@
  * memory registered and pinned. Both are found by user address in the
  * context's host_va tree and kept alive by the jobs that use them.
  */
+#include <linux/capability.h>
 #include <linux/mm.h>
 #include <linux/sched/mm.h>
+#include <linux/sched/signal.h>
 #include <linux/slab.h>
 #include <linux/vmalloc.h>
 
 #include "snpu.h"
+
+/*
+ * Driver-allocated host memory is pinned memory the process can map:
+ * charge it to RLIMIT_MEMLOCK like pinned user memory, in the mm's
+ * pinned_vm (VmPin) as RDMA does for pinned user pages. Not locked_vm:
+ * its release may run in the vma close of the last mapping, under the
+ * mmap_lock that account_locked_vm() takes. The limit covers locked_vm
+ * and pinned_vm together, so registered and allocated memory share it.
+ */
+static int snpu_host_pin_charge(struct mm_struct *mm, unsigned long npages)
+{
+	unsigned long limit = rlimit(RLIMIT_MEMLOCK) >> PAGE_SHIFT;
+	s64 pinned = atomic64_add_return(npages, &mm->pinned_vm);
+
+	if (pinned + READ_ONCE(mm->locked_vm) > limit &&
+	    !capable(CAP_IPC_LOCK)) {
+		atomic64_sub(npages, &mm->pinned_vm);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+static void snpu_host_unpin_charge(struct mm_struct *mm, unsigned long npages)
+{
+	atomic64_sub(npages, &mm->pinned_vm);
+}
+
+/**
+ * snpu_vmalloc_user() - zeroed kernel memory a process may map
+ * @bytes: size, a multiple of the page size
+ *
+ * Like vmalloc_user() (remap_vmalloc_range() accepts it, vfree() frees
+ * it), but the pages are charged to the caller's memory cgroup and a
+ * cgroup at its limit fails the allocation rather than invoking its OOM
+ * killer: the process asked for a size, it gets ENOMEM.
+ *
+ * Return: the kernel address, or NULL.
+ */
+void *snpu_vmalloc_user(size_t bytes)
+{
+	const gfp_t gfp = GFP_KERNEL_ACCOUNT | __GFP_ZERO | __GFP_RETRY_MAYFAIL |
+			  __GFP_NOWARN;
+	unsigned int i, npages = bytes >> PAGE_SHIFT;
+	struct page **pages;
+	void *kaddr;
+
+	if (!npages || !PAGE_ALIGNED(bytes) || npages != bytes >> PAGE_SHIFT)
+		return NULL;
+	pages = kvcalloc(npages, sizeof(*pages), gfp);
+	if (!pages)
+		return NULL;
+	for (i = 0; i < npages; i++) {
+		if (fatal_signal_pending(current))
+			goto err;
+		pages[i] = alloc_page(gfp);
+		if (!pages[i])
+			goto err;
+	}
+	/* vfree() then frees the pages and the array. */
+	kaddr = vmap(pages, npages, VM_MAP | VM_MAP_PUT_PAGES | VM_USERMAP,
+		     PAGE_KERNEL);
+	if (kaddr)
+		return kaddr;
+err:
+	while (i--)
+		__free_page(pages[i]);
+	kvfree(pages);
+	return NULL;
+}
 
 /* Unpin (and uncharge the pinning mm) or free; may take its mmap_lock. */
 static void snpu_host_free(struct snpu_host *host)
@@ -23,6 +94,10 @@ static void snpu_host_free(struct snpu_host *host)
 		kvfree(host->pages);
 	} else {
 		vfree(host->kaddr);
+		if (host->mm) {
+			snpu_host_unpin_charge(host->mm, host->npages);
+			mmdrop(host->mm);
+		}
 	}
 	kfree_rcu(host, obj.rcu);
 }
@@ -136,7 +211,7 @@ int snpu_ioc_host_alloc(struct snpu_context *ctx, union snpu_ioc_arg *arg)
 		return -EINVAL;
 	bytes = PAGE_ALIGN(a->bytes);
 
-	host = kzalloc(sizeof(*host), GFP_KERNEL);
+	host = kzalloc(sizeof(*host), GFP_KERNEL_ACCOUNT);
 	if (!host)
 		return -ENOMEM;
 	kref_init(&host->ref);
@@ -147,7 +222,14 @@ int snpu_ioc_host_alloc(struct snpu_context *ctx, union snpu_ioc_arg *arg)
 		kfree(host);
 		return ret;
 	}
-	host->kaddr = vmalloc_user(bytes);
+	/* CAP_IPC_LOCK goes past RLIMIT_MEMLOCK, as for registered memory. */
+	ret = snpu_host_pin_charge(current->mm, bytes >> PAGE_SHIFT);
+	if (ret)
+		goto err;
+	host->npages = bytes >> PAGE_SHIFT;
+	mmgrab(current->mm);
+	host->mm = current->mm;
+	host->kaddr = snpu_vmalloc_user(bytes);
 	if (!host->kaddr) {
 		ret = -ENOMEM;
 		goto err;
@@ -183,7 +265,7 @@ int snpu_ioc_host_register(struct snpu_context *ctx, union snpu_ioc_arg *arg)
 		return -EINVAL;
 	npages = r->bytes >> PAGE_SHIFT;
 
-	host = kzalloc(sizeof(*host), GFP_KERNEL);
+	host = kzalloc(sizeof(*host), GFP_KERNEL_ACCOUNT);
 	if (!host)
 		return -ENOMEM;
 	kref_init(&host->ref);
@@ -196,7 +278,8 @@ int snpu_ioc_host_register(struct snpu_context *ctx, union snpu_ioc_arg *arg)
 		return ret;
 	}
 
-	host->pages = kvcalloc(npages, sizeof(*host->pages), GFP_KERNEL);
+	host->pages = kvcalloc(npages, sizeof(*host->pages),
+			       GFP_KERNEL_ACCOUNT);
 	if (!host->pages) {
 		ret = -ENOMEM;
 		goto err_uncharge;

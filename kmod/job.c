@@ -10,38 +10,109 @@
  * and a completion touches only its own successors.
  */
 #include <linux/ktime.h>
+#include <linux/memcontrol.h>
 #include <linux/mm.h>
+#include <linux/sched/mm.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
 
 #include "snpu.h"
 
+/*
+ * Pool chunks are the opener's: charged to its memory cgroup (also when
+ * the SQ poller thread or another process holding the file grows the
+ * pool), and a cgroup at its limit fails the submission with ENOMEM
+ * rather than invoking its OOM killer.
+ */
+#define SNPU_POOL_GFP	(GFP_KERNEL_ACCOUNT | __GFP_RETRY_MAYFAIL | __GFP_NOWARN)
+
+/* A chunk of @n jobs for slots @base on, on @list (not yet in the pool). */
+static struct snpu_job *snpu_pool_chunk(struct snpu_context *ctx, u32 base,
+					u32 n, struct list_head *list)
+{
+	struct snpu_job *chunk;
+	u32 i;
+
+	chunk = kvcalloc(n, sizeof(*chunk), SNPU_POOL_GFP);
+	if (!chunk)
+		return NULL;
+	for (i = 0; i < n; i++) {
+		struct snpu_job *job = &chunk[i];
+
+		job->ctx = ctx;
+		job->index = base + i;
+		INIT_LIST_HEAD(&job->waiters);
+		INIT_LIST_HEAD(&job->wait_node);
+		INIT_LIST_HEAD(&job->ov_node);
+		INIT_LIST_HEAD(&job->swait_node);
+		list_add_tail(&job->node, list);
+	}
+	return chunk;
+}
+
+/*
+ * Add chunks until @need more jobs are free or the pool is full: 0, or
+ * -ENOMEM. Allocates outside sched_lock; the context lock keeps other
+ * growers out, so slot numbers cannot race.
+ */
+static int snpu_pool_grow(struct snpu_context *ctx, u32 need)
+{
+	struct snpu_job *chunk;
+	LIST_HEAD(list);
+	u32 base, n;
+
+	lockdep_assert_held(&ctx->lock);
+	while (need && ctx->pool_size < ctx->pool_max) {
+		struct mem_cgroup *old = set_active_memcg(ctx->pool_memcg);
+
+		base = ctx->pool_size;
+		n = min_t(u32, SNPU_POOL_CHUNK, ctx->pool_max - base);
+		chunk = snpu_pool_chunk(ctx, base, n, &list);
+		set_active_memcg(old);
+		if (!chunk)
+			return -ENOMEM;
+		spin_lock(&ctx->sched_lock);
+		ctx->pool[base >> SNPU_POOL_CHUNK_SHIFT] = chunk;
+		list_splice_tail_init(&list, &ctx->free);
+		/* Pairs with the acquire in snpu_pool_job(). */
+		smp_store_release(&ctx->pool_size, base + n);
+		spin_unlock(&ctx->sched_lock);
+		need -= min(need, n);
+	}
+	return 0;
+}
+
 /**
- * snpu_pool_init() - allocate the job pool of a context
+ * snpu_pool_init() - set up the job pool of a context
  * @ctx: the context
- * @size: number of jobs
+ * @size: the most jobs the pool may hold, 1..65536 (callback cookies
+ *        name a slot in 16 bits)
+ *
+ * Allocates the first chunk of SNPU_POOL_CHUNK jobs (fewer if @size is
+ * smaller): an open costs that much, not the whole quota. The pool grows
+ * by chunks up to @size as snpu_jobs_reserve() runs short, and keeps
+ * what it grew until snpu_pool_fini(): once warm, submissions allocate
+ * nothing.
  *
  * Return: 0 or -ENOMEM.
  */
 int snpu_pool_init(struct snpu_context *ctx, u32 size)
 {
-	u32 i;
+	u32 n = min_t(u32, SNPU_POOL_CHUNK, size);
 
-	ctx->pool = kvcalloc(size, sizeof(*ctx->pool), GFP_KERNEL);
+	ctx->pool = kcalloc(DIV_ROUND_UP(size, SNPU_POOL_CHUNK),
+			    sizeof(*ctx->pool), SNPU_POOL_GFP);
 	if (!ctx->pool)
 		return -ENOMEM;
-	ctx->pool_size = size;
 	INIT_LIST_HEAD(&ctx->free);
-	for (i = 0; i < size; i++) {
-		struct snpu_job *job = &ctx->pool[i];
-
-		job->ctx = ctx;
-		INIT_LIST_HEAD(&job->waiters);
-		INIT_LIST_HEAD(&job->wait_node);
-		INIT_LIST_HEAD(&job->ov_node);
-		INIT_LIST_HEAD(&job->swait_node);
-		list_add_tail(&job->node, &ctx->free);
+	ctx->pool[0] = snpu_pool_chunk(ctx, 0, n, &ctx->free);
+	if (!ctx->pool[0]) {
+		kfree(ctx->pool);
+		return -ENOMEM;
 	}
+	ctx->pool_size = n;
+	ctx->pool_max = size;
+	ctx->pool_memcg = get_mem_cgroup_from_mm(current->mm);
 	return 0;
 }
 
@@ -51,7 +122,12 @@ int snpu_pool_init(struct snpu_context *ctx, u32 size)
  */
 void snpu_pool_fini(struct snpu_context *ctx)
 {
-	kvfree(ctx->pool);
+	u32 i;
+
+	for (i = 0; i < DIV_ROUND_UP(ctx->pool_size, SNPU_POOL_CHUNK); i++)
+		kvfree(ctx->pool[i]);
+	kfree(ctx->pool);
+	mem_cgroup_put(ctx->pool_memcg);
 }
 
 /**
@@ -541,32 +617,49 @@ void snpu_jobs_unwind(struct snpu_context *ctx, struct list_head *batch)
  * @count: number of jobs
  * @batch: an empty list; gets the jobs, linked by their @node
  *
- * Return: 0, or -ENOSPC when the tasks in flight would exceed the quota or
+ * When the free jobs run short, the pool grows first (this may sleep).
+ *
+ * Return: 0; -ENOSPC when the tasks in flight would exceed the quota or
  * the pool is exhausted (completions parked in a full completion queue
- * hold their jobs); nothing is taken then.
+ * hold their jobs); -ENOMEM when the pool could not grow. Nothing is
+ * taken on error.
  */
 int snpu_jobs_reserve(struct snpu_context *ctx, u32 count,
 		      struct list_head *batch)
 {
 	struct snpu_job *job;
+	bool grown = false;
 	u32 i;
+	int ret;
 
 	lockdep_assert_held(&ctx->lock);
+again:
 	spin_lock(&ctx->sched_lock);
 	if (ctx->inflight + count > snpu_quota.tasks) {
 		spin_unlock(&ctx->sched_lock);
 		return -ENOSPC;
 	}
 	/*
-	 * The pool holds the quota, one capture per event and some room for
-	 * jobs that synchronize calls hold for a moment: it may still run
-	 * short. The first @count free jobs move to @batch in one cut.
+	 * The pool may hold the quota, one capture per event and some room
+	 * for jobs that synchronize calls hold for a moment: it may still
+	 * run short. The first @count free jobs move to @batch in one cut.
 	 */
 	job = list_entry(&ctx->free, struct snpu_job, node);
 	for (i = 0; i < count; i++) {
 		if (list_is_last(&job->node, &ctx->free)) {
 			spin_unlock(&ctx->sched_lock);
-			return -ENOSPC;
+			/*
+			 * Only reservations (under the context lock) take
+			 * free jobs: after one growth they are there, or
+			 * the pool is full.
+			 */
+			if (grown || ctx->pool_size == ctx->pool_max)
+				return -ENOSPC;
+			ret = snpu_pool_grow(ctx, count - i);
+			if (ret)
+				return ret;
+			grown = true;
+			goto again;
 		}
 		job = list_next_entry(job, node);
 	}
@@ -738,7 +831,7 @@ void snpu_cancel_all(struct snpu_context *ctx)
 	list_splice_init(&ctx->callbacks, &cancel);
 	/* Not a hot path: a scan finds callbacks the process never answered. */
 	for (i = 0; i < ctx->pool_size; i++) {
-		job = &ctx->pool[i];
+		job = snpu_pool_job(ctx, i);
 		if (job->state == SNPU_JOB_DELIVERED) {
 			job->state = SNPU_JOB_READY;
 			list_add_tail(&job->node, &cancel);

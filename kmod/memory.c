@@ -148,7 +148,7 @@ int snpu_ioc_mem_alloc(struct snpu_context *ctx, union snpu_ioc_arg *arg)
 	align = max_t(u64, a->align, SNPU_MEM_ALIGN);
 	charged = round_up(a->bytes, SNPU_MEM_ALIGN);
 
-	mem = kzalloc(sizeof(*mem), GFP_KERNEL);
+	mem = kzalloc(sizeof(*mem), GFP_KERNEL_ACCOUNT);
 	if (!mem)
 		return -ENOMEM;
 	kref_init(&mem->ref);
@@ -159,7 +159,12 @@ int snpu_ioc_mem_alloc(struct snpu_context *ctx, union snpu_ioc_arg *arg)
 	if (ret)
 		goto err_free;
 	mem->charged = charged;
-	mem->vaddr = vzalloc(charged);
+	/*
+	 * The backing is the process's: charged to its memory cgroup, where
+	 * a limit fails the allocation rather than invoking the OOM killer.
+	 */
+	mem->vaddr = __vmalloc(charged, GFP_KERNEL_ACCOUNT | __GFP_ZERO |
+			       __GFP_RETRY_MAYFAIL | __GFP_NOWARN);
 	if (!mem->vaddr) {
 		ret = -ENOMEM;
 		goto err_uncharge;
@@ -172,7 +177,7 @@ int snpu_ioc_mem_alloc(struct snpu_context *ctx, union snpu_ioc_arg *arg)
 	if (!ret) {
 		start = round_up(mas.index, align);
 		mas_set_range(&mas, start, start + charged - 1);
-		ret = mas_store_gfp(&mas, mem, GFP_KERNEL);
+		ret = mas_store_gfp(&mas, mem, GFP_KERNEL_ACCOUNT);
 	} else {
 		ret = -ENOMEM;
 	}

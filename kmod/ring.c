@@ -572,7 +572,7 @@ int snpu_ioc_ring_setup(struct snpu_context *ctx, union snpu_ioc_arg *arg)
 	if (ret)
 		return ret;
 
-	ring = kzalloc(sizeof(*ring), GFP_KERNEL);
+	ring = kzalloc(sizeof(*ring), GFP_KERNEL_ACCOUNT);
 	if (!ring)
 		return -ENOMEM;
 	ring->sq_entries = s->sq_entries;
@@ -589,7 +589,7 @@ int snpu_ioc_ring_setup(struct snpu_context *ctx, union snpu_ioc_arg *arg)
 	ring->sq_off = PAGE_SIZE;
 	ring->cq_off = PAGE_SIZE + PAGE_ALIGN(sq_bytes);
 	ring->bytes = ring->cq_off + PAGE_ALIGN(cq_bytes);
-	ring->mem = vmalloc_user(ring->bytes);
+	ring->mem = snpu_vmalloc_user(ring->bytes);
 	if (!ring->mem) {
 		kfree(ring);
 		return -ENOMEM;

@@ -67,11 +67,13 @@ static void snpu_proc_put(struct snpu_proc *p)
 
 static struct snpu_proc *snpu_proc_new(void)
 {
-	struct snpu_proc *p = kzalloc(sizeof(*p), GFP_KERNEL);
+	/* Every open allocates one: at the cgroup's limit, open fails. */
+	const gfp_t gfp = GFP_KERNEL_ACCOUNT | __GFP_RETRY_MAYFAIL;
+	struct snpu_proc *p = kzalloc(sizeof(*p), gfp);
 
 	if (!p)
 		return NULL;
-	p->state_page = alloc_page(GFP_KERNEL | __GFP_ZERO);
+	p->state_page = alloc_page(gfp | __GFP_ZERO);
 	if (!p->state_page) {
 		kfree(p);
 		return NULL;
@@ -243,6 +245,28 @@ static struct snpu_bg *snpu_bg_find_locked(struct snpu_proc *p,
 }
 
 /*
+ * Forget the background threads that exited without unregistering: a
+ * process registering from short-lived threads does not grow the list.
+ * A thread waiting in the gate is alive, so the entry it holds stays.
+ */
+static void snpu_bg_prune_locked(struct snpu_proc *p)
+{
+	struct snpu_bg *bg, *tmp;
+
+	lockdep_assert_held(&p->lock);
+	rcu_read_lock();
+	list_for_each_entry_safe(bg, tmp, &p->bg, node) {
+		if (pid_task(bg->pid, PIDTYPE_PID))
+			continue;
+		list_del(&bg->node);
+		p->nbg--;
+		put_pid(bg->pid);
+		kfree(bg);
+	}
+	rcu_read_unlock();
+}
+
+/*
  * Wait for RUNNING; a registered background thread counts as parked
  * meanwhile. Called and returns with @p->lock held.
  */
@@ -334,6 +358,7 @@ static bool snpu_proc_quiet(struct snpu_proc *p)
 
 	spin_lock(&p->lock);
 	quiet = !p->active;
+	snpu_bg_prune_locked(p);
 	rcu_read_lock();
 	list_for_each_entry(bg, &p->bg, node) {
 		/*
@@ -575,12 +600,15 @@ int snpu_ioc_bg_register(struct snpu_context *ctx, union snpu_ioc_arg *arg)
 		return -EINVAL;
 	if (!snpu_proc_is_caller(p))
 		return -EPERM;
-	bg = kzalloc(sizeof(*bg), GFP_KERNEL);
+	bg = kzalloc(sizeof(*bg), GFP_KERNEL_ACCOUNT);
 	if (!bg)
 		return -ENOMEM;
 	spin_lock(&p->lock);
+	snpu_bg_prune_locked(p);
 	if (snpu_bg_find_locked(p, task_pid(current))) {
 		ret = -EEXIST;
+	} else if (p->nbg >= SNPU_BG_MAX) {
+		ret = -ENOSPC;
 	} else {
 		bg->pid = get_pid(task_pid(current));
 		list_add_tail(&bg->node, &p->bg);

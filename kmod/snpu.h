@@ -57,6 +57,8 @@
 #include "core/core.h"
 #include "core/kernels.h"
 
+struct mem_cgroup;
+
 /* Ready lists, highest priority first. */
 #define SNPU_NR_PRIO		3
 
@@ -197,8 +199,9 @@ struct snpu_mem {
  * @vma: the mapping that published @uaddr, until it is closed; copies of
  *       it hold references but never unpublish
  * @pages: registered memory: the pinned pages
- * @npages: number of @pages
- * @mm: registered memory: the mm charged for the pinning
+ * @npages: pages charged to RLIMIT_MEMLOCK (registered: number of @pages)
+ * @mm: the mm charged: locked_vm for registered memory, pinned_vm for
+ *      driver-allocated memory
  * @free_work: unpins or frees it when a job dropped the last reference
  */
 struct snpu_host {
@@ -304,6 +307,7 @@ enum snpu_job_state {
  * @op: SNPU_OP_*
  * @state: enum snpu_job_state
  * @gen: bumped at every reuse, part of callback cookies
+ * @index: slot in the context's pool, part of callback cookies
  * @ref: the scheduler holds one until completion, an event one per
  *       capture, a stream waiter one until resolved, a synchronize call
  *       one while it waits, a full CQ one while the completion waits
@@ -344,6 +348,7 @@ struct snpu_job {
 	u32 op;
 	u32 state;
 	u32 gen;
+	u32 index;
 	refcount_t ref;
 	u32 pending;
 	struct snpu_job *next;
@@ -524,8 +529,13 @@ struct snpu_proc {
  * @events: number of events
  * @owners: number of owners
  * @sched_lock: see the top of this file
- * @pool: the jobs, allocated at open
- * @pool_size: number of jobs in @pool
+ * @pool: the jobs, in chunks of SNPU_POOL_CHUNK: @pool[i] holds jobs
+ *        i * SNPU_POOL_CHUNK on; the first chunk is allocated at open,
+ *        the others as submissions need them, none freed before release
+ * @pool_size: number of jobs in @pool so far; grows (under both locks)
+ *             up to @pool_max, read without lock by snpu_pool_job()
+ * @pool_max: the most jobs @pool may hold
+ * @pool_memcg: the opener's memory cgroup, charged for the chunks
  * @free: jobs not in use
  * @inflight: jobs submitted and not complete
  * @callbacks: HOST_FUNC jobs ready for delivery
@@ -566,8 +576,10 @@ struct snpu_context {
 	u32 owners;
 
 	spinlock_t sched_lock;		/* the task graph, see top */
-	struct snpu_job *pool;
+	struct snpu_job **pool;
 	u32 pool_size;
+	u32 pool_max;
+	struct mem_cgroup *pool_memcg;
 	struct list_head free;
 	u32 inflight;
 	struct list_head callbacks;
@@ -605,6 +617,28 @@ static inline void snpu_ring_slot_freed_locked(struct snpu_context *ctx)
 	}
 }
 
+
+/* Jobs in a chunk of a context's pool (the first is allocated at open). */
+#define SNPU_POOL_CHUNK_SHIFT	5
+#define SNPU_POOL_CHUNK		BIT(SNPU_POOL_CHUNK_SHIFT)
+
+/**
+ * snpu_pool_job() - the job in a slot of a context's pool
+ * @ctx: the context
+ * @index: slot
+ *
+ * Return: the job, or NULL when the pool has no such slot (yet).
+ */
+static inline struct snpu_job *snpu_pool_job(struct snpu_context *ctx,
+					     u32 index)
+{
+	/* Pairs with the release in snpu_pool_grow(): the chunk is there. */
+	if (index >= smp_load_acquire(&ctx->pool_size))
+		return NULL;
+	return &ctx->pool[index >> SNPU_POOL_CHUNK_SHIFT]
+			 [index & (SNPU_POOL_CHUNK - 1)];
+}
+
 union snpu_ioc_arg;
 
 /* device.c */
@@ -640,6 +674,7 @@ int snpu_host_resolve(struct snpu_context *ctx, u64 uaddr, u64 bytes,
 		      struct snpu_host **hostp, void **kaddr);
 void snpu_host_put(struct snpu_host *host);
 void snpu_host_put_deferred(struct snpu_host *host);
+void *snpu_vmalloc_user(size_t bytes);
 void snpu_host_destroy_locked(struct snpu_context *ctx, struct snpu_host *host);
 int snpu_host_mmap(struct snpu_context *ctx, struct vm_area_struct *vma);
 

@@ -82,7 +82,7 @@ struct snpu_stream *snpu_stream_new_locked(struct snpu_context *ctx,
 	lockdep_assert_held(&ctx->lock);
 	if (ctx->streams >= snpu_quota.streams)
 		return ERR_PTR(-ENOSPC);
-	s = kzalloc(sizeof(*s), GFP_KERNEL);
+	s = kzalloc(sizeof(*s), GFP_KERNEL_ACCOUNT);
 	if (!s)
 		return ERR_PTR(-ENOMEM);
 	refcount_set(&s->ref, 1);

@@ -42,11 +42,13 @@
  *   ENOENT   a handle names no object of the expected type in this file
  *            (or a stream being destroyed); a callback cookie names no
  *            delivered callback.
- *   ENOSPC   a per-context quota would be exceeded, or the task pool is
- *            exhausted by completions waiting for room in a full CQ;
- *            nothing changed.
+ *   ENOSPC   a per-context quota (or SNPU_BG_MAX) would be exceeded, or
+ *            the task pool is exhausted by completions waiting for room
+ *            in a full CQ; nothing changed.
  *   ENOMEM   the kernel (or the device's memory) could not provide what
- *            the call needs; nothing changed.
+ *            the call needs: also the caller's memory cgroup at its limit
+ *            (what a call allocates for the process is charged there), or
+ *            host memory beyond RLIMIT_MEMLOCK; nothing changed.
  *   EEXIST   a registered host range overlaps host memory of the context
  *            (registered or mapped); also mmap(2) of driver host memory
  *            over such a range.
@@ -114,7 +116,9 @@
  *        SPIN at most 1 s (EINVAL above); a task
  *        past the watchdog fails with ETIMEDOUT; without CAP_SYS_NICE at
  *        most 4 SQ pollers per user and device (EAGAIN) and idle_ms
- *        clamped to 100.
+ *        clamped to 100;
+ *        HOST_ALLOC memory is charged to RLIMIT_MEMLOCK and
+ *        the memory cgroup (ENOMEM); SNPU_BG_MAX (BG_REGISTER: ENOSPC).
  */
 #ifndef _UAPI_LINUX_SNPU_H
 #define _UAPI_LINUX_SNPU_H
@@ -383,6 +387,13 @@ struct snpu_mem_set {
  * @pad: must be zero
  * @mmap_offset: out: pass to mmap(2) with the whole size, once
  * @reserved: must be zero
+ *
+ * The memory is charged to the caller's memory cgroup and, unless the
+ * caller has CAP_IPC_LOCK, to RLIMIT_MEMLOCK (as pinned memory, VmPin in
+ * /proc/PID/status; the limit counts it together with locked memory such
+ * as SNPU_IOC_HOST_REGISTER's), until HOST_FREE and munmap(2) release it
+ * and no queued copy uses it. Either limit exceeded: ENOMEM, as io_uring
+ * and RDMA return for RLIMIT_MEMLOCK.
  */
 struct snpu_host_alloc {
 	__u32 size;
@@ -1027,7 +1038,10 @@ struct snpu_attached_stream {
  * (returns at once when it is; EINTR on a signal; ENOENT for a thread that
  * is not registered). A background thread blocked in a modifying call
  * counts as parked too, and so does one that exited without
- * unregistering (LOCK notices that within 100 ms).
+ * unregistering (LOCK notices that within 100 ms). The entries of
+ * threads that exited without unregistering are dropped by the next
+ * BG_REGISTER or LOCK of the process; a process has at most SNPU_BG_MAX
+ * live registered threads: BG_REGISTER beyond returns ENOSPC.
  */
 struct snpu_snapshot {
 	__u32 size;
@@ -1042,6 +1056,9 @@ struct snpu_snapshot {
 };
 
 #define SNPU_SNAPSHOT_SIZE_VER0		56
+
+/* Registered background threads a process may have (BG_REGISTER). */
+#define SNPU_BG_MAX			256
 
 /*
  * The state page: mmap(2) of SNPU_STATE_MMAP_OFFSET, one page, read-only
