@@ -617,7 +617,6 @@ static inline void snpu_ring_slot_freed_locked(struct snpu_context *ctx)
 	}
 }
 
-
 /* Jobs in a chunk of a context's pool (the first is allocated at open). */
 #define SNPU_POOL_CHUNK_SHIFT	5
 #define SNPU_POOL_CHUNK		BIT(SNPU_POOL_CHUNK_SHIFT)

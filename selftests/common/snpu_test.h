@@ -13,6 +13,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -20,6 +21,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -556,6 +558,63 @@ static inline int snpu_callback_answer(int fd, int64_t timeout_ns,
 }
 
 /* ---- misc -------------------------------------------------------------- */
+
+/* The unprivileged user the permission tests become. */
+#define SNPU_TEST_NOBODY	65534
+
+/*
+ * Become uid/gid 65534 with no supplementary group: no capability is
+ * left. Return: 0, or -errno (-EPERM when the ids did not change).
+ */
+static inline int snpu_drop_to_nobody(void)
+{
+	if (setgroups(0, NULL) || setgid(SNPU_TEST_NOBODY) ||
+	    setuid(SNPU_TEST_NOBODY))
+		return -errno;
+	return getuid() == SNPU_TEST_NOBODY && geteuid() == SNPU_TEST_NOBODY ?
+		0 : -EPERM;
+}
+
+/* Send @fd over the unix socket @sock. Return: 0 or -errno. */
+static inline int snpu_send_fd(int sock, int fd)
+{
+	char data = 'F', cbuf[CMSG_SPACE(sizeof(int))];
+	struct iovec iov = { .iov_base = &data, .iov_len = 1 };
+	struct msghdr msg = {
+		.msg_iov = &iov, .msg_iovlen = 1,
+		.msg_control = cbuf, .msg_controllen = sizeof(cbuf),
+	};
+	struct cmsghdr *c;
+
+	memset(cbuf, 0, sizeof(cbuf));
+	c = CMSG_FIRSTHDR(&msg);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(c), &fd, sizeof(int));
+	return sendmsg(sock, &msg, 0) == 1 ? 0 : -errno;
+}
+
+/* Return: the descriptor received over the unix socket @sock, or -errno. */
+static inline int snpu_recv_fd(int sock)
+{
+	char data, cbuf[CMSG_SPACE(sizeof(int))];
+	struct iovec iov = { .iov_base = &data, .iov_len = 1 };
+	struct msghdr msg = {
+		.msg_iov = &iov, .msg_iovlen = 1,
+		.msg_control = cbuf, .msg_controllen = sizeof(cbuf),
+	};
+	struct cmsghdr *c;
+	int fd;
+
+	if (recvmsg(sock, &msg, MSG_CMSG_CLOEXEC) != 1)
+		return -EIO;
+	c = CMSG_FIRSTHDR(&msg);
+	if (!c || c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+		return -EPROTO;
+	memcpy(&fd, CMSG_DATA(c), sizeof(int));
+	return fd;
+}
 
 /* xorshift64*: a small deterministic generator for test data. */
 static inline uint64_t snpu_rand(uint64_t *state)

@@ -34,7 +34,7 @@
 #include "kselftest_harness.h"
 #include "snpu_test.h"
 
-#define NOBODY			65534
+#define NOBODY		SNPU_TEST_NOBODY
 #define PARAM_TIMEOUT		"/sys/module/snpu/parameters/task_timeout_ms"
 
 /* The bounds the issue gives. */
@@ -53,13 +53,6 @@
 /* Unprivileged pollers per user and device; clamp of their idle spin. */
 #define USER_POLLERS		4
 #define USER_IDLE_MS		100
-
-static int drop_to_nobody(void)
-{
-	if (setgroups(0, NULL) || setgid(NOBODY) || setuid(NOBODY))
-		return -errno;
-	return 0;
-}
 
 /* ---- the flooding user --------------------------------------------------- */
 
@@ -93,7 +86,7 @@ static void __attribute__((noreturn)) flooder(int ready)
 	unsigned int c, i;
 	char ok = 1;
 
-	if (drop_to_nobody())
+	if (snpu_drop_to_nobody())
 		_exit(2);
 	for (c = 0; c < FLOOD_CTX; c++) {
 		fd[c] = snpu_open_dev();
@@ -454,7 +447,7 @@ TEST(sqpoll_pollers_per_user_bounded)
 {
 	int fd[USER_POLLERS + 1], i;
 
-	ASSERT_EQ(0, drop_to_nobody());
+	ASSERT_EQ(0, snpu_drop_to_nobody());
 	for (i = 0; i <= USER_POLLERS; i++) {
 		fd[i] = snpu_open_dev();
 		ASSERT_GE(fd[i], 0);
@@ -502,7 +495,7 @@ TEST(sqpoll_unprivileged_idle_clamped)
 	uint32_t s;
 	int fd;
 
-	ASSERT_EQ(0, drop_to_nobody());
+	ASSERT_EQ(0, snpu_drop_to_nobody());
 	fd = snpu_open_dev();
 	ASSERT_GE(fd, 0);
 	ASSERT_EQ(0, snpu_stream_create(fd, SNPU_PRIO_NORMAL, &s));
@@ -641,7 +634,7 @@ TEST_F_TIMEOUT(fair, sqpoll_sleeps_without_task_slots, 60)
 /* ---- RING_SETUP publishes only complete rings ---------------------------- */
 
 /* The rings' mmap(2) offset, as RING_SETUP returns it. */
-#define RING_MMAP_OFF		(1ULL << 44)
+#define RING_MMAP_OFF		SNPU_RING_MMAP_OFFSET
 #define PUBLISH_ROUNDS		400
 #define PUBLISH_FAILED		40
 

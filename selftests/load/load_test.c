@@ -396,7 +396,7 @@ static void __attribute__((noreturn)) flooder(int ready)
 	unsigned int i, k, j;
 	uint32_t s;
 
-	if (setgroups(0, NULL) || setgid(65534) || setuid(65534))
+	if (snpu_drop_to_nobody())
 		_exit(2);
 	for (c = 0; c < FLOOD_CTX; c++) {
 		fd[c] = snpu_open_dev();

@@ -25,19 +25,9 @@
 #define KiB		(1ULL << 10)
 #define MiB		(1ULL << 20)
 #define CGROOT		"/sys/fs/cgroup"
-#define NOBODY		65534
+#define NOBODY		SNPU_TEST_NOBODY
 
 /* ---- helpers ---------------------------------------------------------- */
-
-/* Drop to uid/gid 65534 without supplementary groups: no capabilities. */
-static int drop_to_nobody(void)
-{
-	gid_t g = NOBODY;
-
-	if (setgroups(1, &g) || setgid(NOBODY) || setuid(NOBODY))
-		return -errno;
-	return 0;
-}
 
 static int set_memlock(uint64_t bytes)
 {
@@ -158,7 +148,7 @@ static void memlock_enter(struct __test_metadata *_metadata,
 			  FIXTURE_DATA(memlock) *self, uint64_t limit)
 {
 	ASSERT_EQ(0, set_memlock(limit));
-	ASSERT_EQ(0, drop_to_nobody());
+	ASSERT_EQ(0, snpu_drop_to_nobody());
 	self->fd = snpu_open_dev();
 	ASSERT_GE(self->fd, 0);
 }

@@ -39,6 +39,7 @@
 #include <linux/snpu_netlink.h>
 
 #include "kselftest_harness.h"
+#include "snpu_test.h"
 
 #define DEV0		"/dev/snpu0"
 #define SYSFS0		"/sys/class/misc/snpu0/"
@@ -820,7 +821,7 @@ TEST_F(nl, dump_resumes)
 /* ---- who sees what ------------------------------------------------------ */
 
 /* The unprivileged user the permission tests run as. */
-#define NOBODY		65534
+#define NOBODY		SNPU_TEST_NOBODY
 
 /* In a forked child: unless @cond, say why and exit with status @step. */
 #define CHILD_REQUIRE(cond, step, ...) do {				\
@@ -833,17 +834,6 @@ TEST_F(nl, dump_resumes)
 		_exit(_step);						\
 	}								\
 } while (0)
-
-/*
- * Become NOBODY with no supplementary group: no capability is left.
- * Return: 0 or -errno.
- */
-static int drop_to_nobody(void)
-{
-	if (setgroups(0, NULL) || setgid(NOBODY) || setuid(NOBODY))
-		return -errno;
-	return 0;
-}
 
 /*
  * The pids of the processes a dump lists, in @pids (at most @max).
@@ -906,7 +896,7 @@ TEST_F(nl, dump_unprivileged_own_only)
 		close(go[1]);
 		close(ready[0]);
 		close(fd);
-		CHILD_REQUIRE(!drop_to_nobody(), 10, "drop to nobody: %m");
+		CHILD_REQUIRE(!snpu_drop_to_nobody(), 10, "drop to nobody: %m");
 		/* The VM's "/" must be searchable by everyone (mode 0755). */
 		dev = open(DEV0, O_RDWR);
 		CHILD_REQUIRE(dev >= 0, 11, "nobody opens " DEV0 ": %m");
@@ -962,7 +952,7 @@ TEST_F(nl, dump_credentials_at_open)
 
 		dev = open(DEV0, O_RDWR);
 		CHILD_REQUIRE(dev >= 0, 70, "open " DEV0 ": %m");
-		CHILD_REQUIRE(!drop_to_nobody(), 71, "drop to nobody: %m");
+		CHILD_REQUIRE(!snpu_drop_to_nobody(), 71, "drop to nobody: %m");
 		nl = nl_open();
 		CHILD_REQUIRE(nl >= 0, 72, "netlink socket: %m");
 		CHILD_REQUIRE(!resolve(nl, &f), 73, "resolve \"snpu\"");
@@ -975,45 +965,6 @@ TEST_F(nl, dump_credentials_at_open)
 	ASSERT_EQ(kid, waitpid(kid, &status, 0));
 	EXPECT_EQ(0, status) TH_LOG("the child failed at step %d",
 				    WEXITSTATUS(status));
-}
-
-/* Return: 0 or -errno; send @fd over the unix socket @sock. */
-static int send_fd(int sock, int fd)
-{
-	char data = 'F', cbuf[CMSG_SPACE(sizeof(int))] = { 0 };
-	struct iovec iov = { .iov_base = &data, .iov_len = 1 };
-	struct msghdr msg = {
-		.msg_iov = &iov, .msg_iovlen = 1,
-		.msg_control = cbuf, .msg_controllen = sizeof(cbuf),
-	};
-	struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
-
-	c->cmsg_level = SOL_SOCKET;
-	c->cmsg_type = SCM_RIGHTS;
-	c->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(c), &fd, sizeof(int));
-	return sendmsg(sock, &msg, 0) == 1 ? 0 : -errno;
-}
-
-/* Return: the fd received over the unix socket @sock, or -1. */
-static int recv_fd(int sock)
-{
-	char data, cbuf[CMSG_SPACE(sizeof(int))];
-	struct iovec iov = { .iov_base = &data, .iov_len = 1 };
-	struct msghdr msg = {
-		.msg_iov = &iov, .msg_iovlen = 1,
-		.msg_control = cbuf, .msg_controllen = sizeof(cbuf),
-	};
-	struct cmsghdr *c;
-	int fd;
-
-	if (recvmsg(sock, &msg, 0) != 1)
-		return -1;
-	c = CMSG_FIRSTHDR(&msg);
-	if (!c || c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
-		return -1;
-	memcpy(&fd, CMSG_DATA(c), sizeof(int));
-	return fd;
 }
 
 /*
@@ -1039,19 +990,19 @@ TEST_F(nl, dump_socket_of_another_user)
 
 		close(sp[0]);
 		close(fd);
-		CHILD_REQUIRE(!drop_to_nobody(), 80, "drop to nobody: %m");
+		CHILD_REQUIRE(!snpu_drop_to_nobody(), 80, "drop to nobody: %m");
 		dev = open(DEV0, O_RDWR);
 		CHILD_REQUIRE(dev >= 0, 81, "nobody opens " DEV0 ": %m");
 		nl = nl_open();
 		CHILD_REQUIRE(nl >= 0, 82, "netlink socket: %m");
-		ret = send_fd(sp[1], nl);
+		ret = snpu_send_fd(sp[1], nl);
 		CHILD_REQUIRE(!ret, 83, "send the socket: %s", strerror(-ret));
 		/* Hold the file until the test closes its end. */
 		CHILD_REQUIRE(read(sp[1], &c, 1) == 0, 84, "read");
 		_exit(0);
 	}
 	close(sp[1]);
-	nl = recv_fd(sp[0]);
+	nl = snpu_recv_fd(sp[0]);
 	if (nl >= 0) {
 		nl_send_unaddressed = 1;
 		n = dump_pids(nl, &self->f, pids, DUMP_CHILDREN);
@@ -1174,7 +1125,7 @@ TEST_F(nl, events_join_unprivileged)
 		struct sockaddr_nl sa = { .nl_family = AF_NETLINK };
 		int nl, ret;
 
-		CHILD_REQUIRE(!drop_to_nobody(), 40, "drop to nobody: %m");
+		CHILD_REQUIRE(!snpu_drop_to_nobody(), 40, "drop to nobody: %m");
 		nl = nl_open();
 		CHILD_REQUIRE(nl >= 0, 41, "netlink socket: %m");
 		ret = setsockopt(nl, SOL_NETLINK, NETLINK_ADD_MEMBERSHIP,
@@ -1410,7 +1361,7 @@ TEST(smi_events_unprivileged)
 		char line[256];
 		FILE *p;
 
-		CHILD_REQUIRE(!drop_to_nobody(), 50, "drop to nobody: %m");
+		CHILD_REQUIRE(!snpu_drop_to_nobody(), 50, "drop to nobody: %m");
 		p = popen("snpu-smi events -n 1 -t 20 2>&1", "r");
 		CHILD_REQUIRE(p, 51, "popen: %m");
 		CHILD_REQUIRE(fgets(line, sizeof(line), p), 52,
@@ -1447,7 +1398,7 @@ TEST(smi_status_unprivileged)
 		FILE *p;
 
 		close(fd);
-		CHILD_REQUIRE(!drop_to_nobody(), 60, "drop to nobody: %m");
+		CHILD_REQUIRE(!snpu_drop_to_nobody(), 60, "drop to nobody: %m");
 		dev = open(DEV0, O_RDWR);
 		CHILD_REQUIRE(dev >= 0, 61, "nobody opens " DEV0 ": %m");
 		snprintf(me, sizeof(me), "pid %d RUNNING ", getpid());

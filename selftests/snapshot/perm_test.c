@@ -20,7 +20,7 @@
 #include "kselftest_harness.h"
 #include "snpu_test.h"
 
-#define NOBODY		65534
+#define NOBODY		SNPU_TEST_NOBODY
 
 static int snap(int fd, unsigned long cmd, int64_t timeout_ns,
 		struct snpu_snapshot *out)
@@ -46,14 +46,6 @@ static struct snpu_snapshot snap_state(int fd)
 	return s;
 }
 
-/* In a child: become nobody with no supplementary groups. */
-static int drop_to_nobody(void)
-{
-	if (setgroups(0, NULL) || setgid(NOBODY) || setuid(NOBODY))
-		return -errno;
-	return getuid() == NOBODY && geteuid() == NOBODY ? 0 : -EPERM;
-}
-
 /* The result a child sends: its call's result, and what STATE said. */
 struct verdict {
 	int ret;		/* the refused call: 0 or -errno */
@@ -66,7 +58,7 @@ static void child_call(int fd, unsigned long cmd, int64_t timeout_ns,
 		       struct verdict *v)
 {
 	struct snpu_snapshot s;
-	int ret = drop_to_nobody();
+	int ret = snpu_drop_to_nobody();
 
 	memset(v, 0, sizeof(*v));
 	if (ret) {
@@ -77,48 +69,6 @@ static void child_call(int fd, unsigned long cmd, int64_t timeout_ns,
 	v->state_ret = snap(fd, SNPU_IOC_SNAPSHOT_STATE, 0, &s);
 	v->state = s.state;
 	v->pid = s.pid;
-}
-
-static int send_fd(int sock, int fd)
-{
-	char cbuf[CMSG_SPACE(sizeof(int))];
-	char byte = 'F';
-	struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
-	struct msghdr msg = {
-		.msg_iov = &iov, .msg_iovlen = 1,
-		.msg_control = cbuf, .msg_controllen = sizeof(cbuf),
-	};
-	struct cmsghdr *c;
-
-	memset(cbuf, 0, sizeof(cbuf));
-	c = CMSG_FIRSTHDR(&msg);
-	c->cmsg_level = SOL_SOCKET;
-	c->cmsg_type = SCM_RIGHTS;
-	c->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(c), &fd, sizeof(int));
-	return sendmsg(sock, &msg, 0) == 1 ? 0 : -errno;
-}
-
-/* Return: the received descriptor, or -errno. */
-static int recv_fd(int sock)
-{
-	char cbuf[CMSG_SPACE(sizeof(int))];
-	char byte;
-	struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
-	struct msghdr msg = {
-		.msg_iov = &iov, .msg_iovlen = 1,
-		.msg_control = cbuf, .msg_controllen = sizeof(cbuf),
-	};
-	struct cmsghdr *c;
-	int fd;
-
-	if (recvmsg(sock, &msg, MSG_CMSG_CLOEXEC) != 1)
-		return -EIO;
-	c = CMSG_FIRSTHDR(&msg);
-	if (!c || c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
-		return -EPROTO;
-	memcpy(&fd, CMSG_DATA(c), sizeof(int));
-	return fd;
 }
 
 static bool wait_exit0(pid_t pid)
@@ -280,7 +230,7 @@ TEST_F(perm, scm_rights_receiver_eperm)
 
 		close(sv[0]);
 		close(self->fd);
-		fd = recv_fd(sv[1]);
+		fd = snpu_recv_fd(sv[1]);
 		if (fd < 0) {
 			memset(&v, 0, sizeof(v));
 			v.ret = v.state_ret = fd;
@@ -293,7 +243,7 @@ TEST_F(perm, scm_rights_receiver_eperm)
 	/* A second file of the opener's process: the same snapshot state. */
 	fd2 = snpu_open_dev();
 	ASSERT_GE(fd2, 0);
-	ASSERT_EQ(0, send_fd(sv[0], fd2));
+	ASSERT_EQ(0, snpu_send_fd(sv[0], fd2));
 	close(fd2);
 	ASSERT_EQ((ssize_t)sizeof(got), read(sv[0], &got, sizeof(got)));
 	close(sv[0]);

@@ -20,7 +20,7 @@
 #include "kselftest_harness.h"
 #include "snpu_test.h"
 
-#define NOBODY		65534
+#define NOBODY		SNPU_TEST_NOBODY
 
 /* What the child tries, and what it reports. */
 enum { R_STREAM_HIGH, R_STREAM_NORMAL, R_STREAM_LOW, R_OWNER_HIGH,
@@ -64,13 +64,6 @@ static int has_sys_nice(void)
 		return ret;
 	return !!(d[CAP_TO_INDEX(CAP_SYS_NICE)].effective &
 		  CAP_TO_MASK(CAP_SYS_NICE));
-}
-
-static int drop_to_nobody(void)
-{
-	if (setgroups(0, NULL) || setgid(NOBODY) || setuid(NOBODY))
-		return -errno;
-	return 0;
 }
 
 /* Stay root, but without CAP_SYS_NICE (effective and permitted). */
@@ -153,7 +146,7 @@ FIXTURE_TEARDOWN(prio)
 
 TEST_F(prio, nobody_high_stream_eacces)
 {
-	ASSERT_EQ(0, run_child(drop_to_nobody, self->r));
+	ASSERT_EQ(0, run_child(snpu_drop_to_nobody, self->r));
 	ASSERT_EQ(0, self->r[R_SETUP]);
 	ASSERT_EQ(0, self->r[R_HAS_NICE]);
 	EXPECT_EQ(-EACCES, self->r[R_STREAM_HIGH]);
@@ -162,7 +155,7 @@ TEST_F(prio, nobody_high_stream_eacces)
 
 TEST_F(prio, nobody_normal_and_low_streams_allowed)
 {
-	ASSERT_EQ(0, run_child(drop_to_nobody, self->r));
+	ASSERT_EQ(0, run_child(snpu_drop_to_nobody, self->r));
 	ASSERT_EQ(0, self->r[R_SETUP]);
 	EXPECT_EQ(0, self->r[R_STREAM_NORMAL]);
 	EXPECT_EQ(0, self->r[R_STREAM_LOW]);
@@ -170,7 +163,7 @@ TEST_F(prio, nobody_normal_and_low_streams_allowed)
 
 TEST_F(prio, nobody_high_owner_eacces)
 {
-	ASSERT_EQ(0, run_child(drop_to_nobody, self->r));
+	ASSERT_EQ(0, run_child(snpu_drop_to_nobody, self->r));
 	ASSERT_EQ(0, self->r[R_SETUP]);
 	EXPECT_EQ(-EACCES, self->r[R_OWNER_HIGH]);
 	EXPECT_EQ(0, self->r[R_OWNER_NORMAL]);
@@ -246,7 +239,7 @@ static int restore_keeps_priority(void)
 	uint32_t s;
 	int fd;
 
-	if (drop_to_nobody())
+	if (snpu_drop_to_nobody())
 		return 1;
 	fd = snpu_open_dev();
 	if (fd < 0 || snpu_stream_create(fd, SNPU_PRIO_NORMAL, &s))
