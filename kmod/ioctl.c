@@ -88,6 +88,7 @@ static int snpu_ioc_get_info(struct snpu_context *ctx, union snpu_ioc_arg *arg)
 	info->mem_used = atomic64_read(&sdev->mem_used);
 	info->max_block_dim = SNPU_MAX_BLOCK_DIM;
 	info->mem_align = SNPU_MEM_ALIGN;
+	info->max_block_work = SNPU_KERNEL_BLOCK_WORK_MAX;
 	return 0;
 }
 

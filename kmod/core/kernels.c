@@ -154,6 +154,40 @@ static int snpu_kernel_check_values(__u32 kernel, __u32 block_dim,
 	}
 }
 
+/*
+ * Cost of one unit of @kernel, in the units of SNPU_KERNEL_BLOCK_WORK_MAX:
+ * k multiply-adds per output element of GEMM_F32 (@k its scalar k), 1 for
+ * the other kernels.
+ */
+static __u64 snpu_kernel_unit_cost(__u32 kernel, __u64 k)
+{
+	return kernel == SNPU_KERNEL_GEMM_F32 ? k : 1;
+}
+
+/*
+ * The work of the largest block of a launch whose arguments are otherwise
+ * valid: ceil(units / block_dim) * cost per unit. Computed from the
+ * arguments alone, as snpu_kernel_units() computes it from the resolved
+ * launch. No overflow: at most 2^32 units of GEMM_F32 cost at most 2^16
+ * each, the others cost 1.
+ */
+static __u64 snpu_kernel_block_work(__u32 kernel, __u32 block_dim,
+				    const struct snpu_kernel_arg *args)
+{
+	struct snpu_klaunch l = { .kernel = kernel, .block_dim = block_dim };
+	const struct snpu_kernel_desc *d = &snpu_kernel_descs[kernel];
+	unsigned int i;
+
+	for (i = 0; i < d->nargs; i++) {
+		if (d->buffers & (1U << i))
+			l.bytes[i] = args[i].bytes;
+		else
+			l.scalar[i] = args[i].value;
+	}
+	return snpu_div_round_up(snpu_kernel_units(&l), block_dim) *
+	       snpu_kernel_unit_cost(kernel, l.scalar[5]);
+}
+
 /**
  * snpu_kernel_check() - check the arguments of a kernel launch
  * @kernel: SNPU_KERNEL_*
@@ -163,8 +197,10 @@ static int snpu_kernel_check_values(__u32 kernel, __u32 block_dim,
  * Checks what the uapi header documents for each kernel: which arguments
  * are buffers (bytes > 0) and which scalars (bytes 0), that unused ones
  * are zero, the sizes of the buffers against each other and the ranges of
- * the scalars. Never dereferences an address: whether the buffers exist
- * is for the caller to check.
+ * the scalars, and that no block works more than SNPU_KERNEL_BLOCK_WORK_MAX
+ * (its slice of the units times the cost of a unit, k for GEMM_F32, else
+ * 1). Never dereferences an address: whether the buffers exist is for the
+ * caller to check.
  *
  * Return: 0 when the launch is valid, -EINVAL otherwise.
  */
@@ -174,6 +210,7 @@ int snpu_kernel_check(__u32 kernel, __u32 block_dim,
 	const struct snpu_kernel_desc *d;
 	__u64 unused = 0;
 	unsigned int i;
+	int ret;
 
 	if (kernel >= SNPU_KERNEL_COUNT)
 		return -EINVAL;
@@ -195,7 +232,13 @@ int snpu_kernel_check(__u32 kernel, __u32 block_dim,
 		unused |= args[i].value | args[i].bytes;
 	if (unused)
 		return -EINVAL;
-	return snpu_kernel_check_values(kernel, block_dim, args);
+	ret = snpu_kernel_check_values(kernel, block_dim, args);
+	if (ret)
+		return ret;
+	if (snpu_kernel_block_work(kernel, block_dim, args) >
+	    SNPU_KERNEL_BLOCK_WORK_MAX)
+		return -EINVAL;
+	return 0;
 }
 
 /**
@@ -524,10 +567,11 @@ int snpu_kernel_run(const struct snpu_klaunch *l, __u32 block,
  */
 __u64 snpu_kernel_chunk(const struct snpu_klaunch *l)
 {
-	__u64 k;
+	__u64 cost;
 
 	if (l->kernel != SNPU_KERNEL_GEMM_F32)
 		return SNPU_KERNEL_CHUNK;
-	k = l->scalar[5];
-	return k >= SNPU_KERNEL_CHUNK_WORK ? 1 : SNPU_KERNEL_CHUNK_WORK / k;
+	cost = snpu_kernel_unit_cost(l->kernel, l->scalar[5]);
+	return cost >= SNPU_KERNEL_CHUNK_WORK ? 1 :
+	       SNPU_KERNEL_CHUNK_WORK / cost;
 }

@@ -55,6 +55,8 @@ static int show(unsigned int index)
 	       (unsigned long long)info.mem_total >> 20,
 	       (unsigned long long)info.mem_used);
 	printf("  max_block_dim  %u\n", info.max_block_dim);
+	printf("  max_block_work %llu\n",
+	       (unsigned long long)info.max_block_work);
 	printf("  mem_align      %u\n", info.mem_align);
 	return 0;
 }

@@ -162,6 +162,17 @@ TEST_F(info, max_block_dim)
 	EXPECT_GT(info.max_block_dim, 0U);
 }
 
+/* The bound on the work of one block (built-in kernels): 2^24. */
+TEST_F(info, max_block_work)
+{
+	struct snpu_info info;
+
+	ASSERT_EQ(0, get_info(self->fd, &info));
+	EXPECT_EQ(SNPU_KERNEL_BLOCK_WORK_MAX,
+		  (unsigned long long)info.max_block_work);
+	EXPECT_EQ(1ULL << 24, (unsigned long long)info.max_block_work);
+}
+
 TEST_F(info, mem_align_power_of_two)
 {
 	struct snpu_info info;

@@ -60,6 +60,7 @@ TEST_F(out, get_info)
 	GARBAGE(got.mem_used);
 	GARBAGE(got.max_block_dim);
 	GARBAGE(got.mem_align);
+	GARBAGE(got.max_block_work);
 	ASSERT_EQ(0, snpu_ioc(self->fd, SNPU_IOC_GET_INFO, &got));
 	EXPECT_EQ(0, memcmp(&want, &got, sizeof(got)));
 }

@@ -118,7 +118,10 @@
  *        most 4 SQ pollers per user and device (EAGAIN) and idle_ms
  *        clamped to 100;
  *        HOST_ALLOC memory is charged to RLIMIT_MEMLOCK and
- *        the memory cgroup (ENOMEM); SNPU_BG_MAX (BG_REGISTER: ENOSPC).
+ *        the memory cgroup (ENOMEM); SNPU_BG_MAX (BG_REGISTER: ENOSPC);
+ *        the work of one block of a launch is at most
+ *        SNPU_KERNEL_BLOCK_WORK_MAX (EINVAL above), reported in the new
+ *        out field snpu_info.max_block_work (was reserved[0]).
  */
 #ifndef _UAPI_LINUX_SNPU_H
 #define _UAPI_LINUX_SNPU_H
@@ -177,6 +180,8 @@
  * @mem_used: out: device memory in use by all contexts, in bytes
  * @max_block_dim: out: largest block_dim a kernel launch accepts
  * @mem_align: out: granule of device allocations in bytes (a power of two)
+ * @max_block_work: out: most work one block of a launch may do
+ *                  (SNPU_KERNEL_BLOCK_WORK_MAX; see the built-in kernels)
  * @reserved: must be zero
  */
 struct snpu_info {
@@ -191,7 +196,8 @@ struct snpu_info {
 	__u64 mem_used;
 	__u32 max_block_dim;
 	__u32 mem_align;
-	__u64 reserved[4];
+	__u64 max_block_work;
+	__u64 reserved[3];
 };
 
 #define SNPU_INFO_SIZE_VER0	88
@@ -639,7 +645,19 @@ struct snpu_event_elapsed {
  *
  * SPIN and FAIL are test hooks: a launch of either is EOPNOTSUPP unless
  * the module was loaded with test_hooks=1 (SNPU_CAP_TEST_HOOKS).
+ *
+ * A block keeps its core until it ends, so the work of one block is
+ * bounded: ceil(n / block_dim) units (the slice above; for COPY and
+ * CRC32C n counts bytes, for GEMM_F32 elements of c, m * n) times the
+ * cost of a unit, k multiply-adds for GEMM_F32 and 1 for the other
+ * kernels, must not exceed SNPU_KERNEL_BLOCK_WORK_MAX (also reported in
+ * snpu_info.max_block_work); a launch above it is refused with EINVAL.
+ * Raise block_dim to split the work: e.g. GEMM_F32 of m = n = k = 4096
+ * needs block_dim >= 4096. Under TCG emulation a block at the bound
+ * takes well under a second.
  */
+#define SNPU_KERNEL_BLOCK_WORK_MAX	_BITULL(24)
+
 #define SNPU_KERNEL_NOP			0
 #define SNPU_KERNEL_COPY		1
 #define SNPU_KERNEL_FILL		2

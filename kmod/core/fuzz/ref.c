@@ -86,41 +86,14 @@ static bool in_range(__u64 v, __u64 lo, __u64 hi)
 	return v >= lo && v <= hi;
 }
 
-bool ref_launch_valid(__u32 kernel, __u32 block_dim,
-		      const struct snpu_kernel_arg *a)
+/*
+ * The rules on sizes and scalars of each kernel ("Built-in kernels"),
+ * the argument list being fine.
+ */
+static bool ref_values_valid(__u32 kernel, __u32 block_dim,
+			     const struct snpu_kernel_arg *a)
 {
-	const char *sig = ref_signature(kernel);
 	u128 m, n, k;
-	unsigned int i;
-
-	if (!sig || !in_range(block_dim, 1, 65535))
-		return false;
-	for (i = 0; i < SNPU_KERNEL_MAX_ARGS; i++) {
-		char c = i < strlen(sig) ? sig[i] : 0;
-
-		switch (c) {
-		case 0:
-			if (a[i].value || a[i].bytes)
-				return false;
-			break;
-		case 'w':
-			if (a[i].value % 4)
-				return false;
-			/* fall through */
-		case 'b':
-			if (!a[i].bytes)
-				return false;
-			break;
-		case 'u':
-			if (a[i].value > 0xffffffffULL)
-				return false;
-			/* fall through */
-		case 's':
-			if (a[i].bytes)
-				return false;
-			break;
-		}
-	}
 
 	switch (kernel) {
 	case SNPU_KERNEL_COPY:
@@ -159,6 +132,85 @@ bool ref_launch_valid(__u32 kernel, __u32 block_dim,
 	default:
 		return true;
 	}
+}
+
+/*
+ * "A block keeps its core until it ends": ceil(n / block_dim) units of
+ * the kernel, each costing k multiply-adds for GEMM_F32 and 1 otherwise,
+ * at most SNPU_KERNEL_BLOCK_WORK_MAX (2^24). In 128 bits: m * n * k
+ * reaches 2^48.
+ */
+static bool ref_block_work_ok(__u32 kernel, __u32 block_dim,
+			      const struct snpu_kernel_arg *a)
+{
+	u128 n, per_block;
+
+	switch (kernel) {
+	case SNPU_KERNEL_COPY:
+	case SNPU_KERNEL_CRC32C:
+		n = a[1].bytes;
+		break;
+	case SNPU_KERNEL_FILL:
+	case SNPU_KERNEL_ADD_I32:
+	case SNPU_KERNEL_ADD_F32:
+	case SNPU_KERNEL_MUL_I32:
+	case SNPU_KERNEL_MUL_F32:
+	case SNPU_KERNEL_AXPY_F32:
+	case SNPU_KERNEL_RELU_F32:
+		n = a[0].bytes / 4;
+		break;
+	case SNPU_KERNEL_REDUCE_SUM_I32:
+	case SNPU_KERNEL_REDUCE_SUM_F32:
+		n = a[1].bytes / 4;
+		break;
+	case SNPU_KERNEL_GEMM_F32:
+		n = (u128)a[3].value * a[4].value;
+		per_block = (n + block_dim - 1) / block_dim;
+		return per_block * a[5].value <= (u128)1 << 24;
+	default:
+		return true;	/* NOP, SPIN, FAIL: no units */
+	}
+	per_block = (n + block_dim - 1) / block_dim;
+	return per_block <= (u128)1 << 24;
+}
+
+bool ref_launch_valid(__u32 kernel, __u32 block_dim,
+		      const struct snpu_kernel_arg *a)
+{
+	const char *sig = ref_signature(kernel);
+	unsigned int i;
+
+	if (!sig || !in_range(block_dim, 1, 65535))
+		return false;
+	for (i = 0; i < SNPU_KERNEL_MAX_ARGS; i++) {
+		char c = i < strlen(sig) ? sig[i] : 0;
+
+		switch (c) {
+		case 0:
+			if (a[i].value || a[i].bytes)
+				return false;
+			break;
+		case 'w':
+			if (a[i].value % 4)
+				return false;
+			/* fall through */
+		case 'b':
+			if (!a[i].bytes)
+				return false;
+			break;
+		case 'u':
+			if (a[i].value > 0xffffffffULL)
+				return false;
+			/* fall through */
+		case 's':
+			if (a[i].bytes)
+				return false;
+			break;
+		}
+	}
+
+	return ref_values_valid(kernel, block_dim, a) &&
+	       ref_block_work_ok(kernel, block_dim, a);
 }
 
 bool ref_task_valid(const struct snpu_task *t)

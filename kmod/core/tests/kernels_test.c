@@ -585,11 +585,23 @@ TEST(check_gemm)
 	struct snpu_kernel_arg a[NARGS];
 	unsigned int i, j, d;
 
-	/* Every valid dimension, each with exact sizes. */
+	/*
+	 * Every valid dimension, each with exact sizes, over the most blocks:
+	 * accepted unless a block's work (ceil(m * n / 65535) * k) is above
+	 * the bound (check_block_work).
+	 */
 	for (i = 0; i < ARRAY_SIZE(good); i++) {
 		for (j = 0; j < ARRAY_SIZE(good); j++) {
-			gemm_args(a, good[i], good[j], good[(i + j) % 5]);
-			ASSERT_EQ(0, check(SNPU_KERNEL_GEMM_F32, 1, a));
+			__u64 k = good[(i + j) % 5];
+			__u64 mn = good[i] * good[j];
+			__u64 work = (mn + SNPU_MAX_BLOCK_DIM - 1) /
+				     SNPU_MAX_BLOCK_DIM * k;
+
+			gemm_args(a, good[i], good[j], k);
+			ASSERT_EQ(work <= SNPU_KERNEL_BLOCK_WORK_MAX ?
+				  0 : -EINVAL,
+				  check(SNPU_KERNEL_GEMM_F32,
+					SNPU_MAX_BLOCK_DIM, a));
 		}
 	}
 	/* Each of m, n, k out of range; sizes large enough anyway. */
@@ -610,7 +622,9 @@ TEST(check_gemm)
 		gemm_args(a, 5, 6, 7);
 		a[d].bytes--;
 		ASSERT_EQ(-EINVAL, check(SNPU_KERNEL_GEMM_F32, 1, a));
-		gemm_args(a, GEMM_MAX, GEMM_MAX, GEMM_MAX);
+		/* The largest m, within the work of one block. */
+		gemm_args(a, GEMM_MAX, 1, 256);
+		ASSERT_EQ(0, check(SNPU_KERNEL_GEMM_F32, 1, a));
 		a[d].bytes--;
 		ASSERT_EQ(-EINVAL, check(SNPU_KERNEL_GEMM_F32, 1, a));
 		gemm_args(a, 5, 6, 7);
@@ -622,6 +636,105 @@ TEST(check_gemm)
 	ASSERT_EQ(12ULL, a[0].bytes);
 	a[1].bytes = 11;
 	ASSERT_EQ(-EINVAL, check(SNPU_KERNEL_GEMM_F32, 1, a));
+}
+
+/*
+ * No block works more than SNPU_KERNEL_BLOCK_WORK_MAX: ceil(units /
+ * block_dim) times k for GEMM_F32, times 1 for the other kernels. At the
+ * bound accepted, one unit above refused, the same split over two blocks
+ * accepted again.
+ */
+TEST(check_block_work)
+{
+	const __u64 max = SNPU_KERNEL_BLOCK_WORK_MAX;
+	struct snpu_kernel_arg a[NARGS];
+	__u32 k;
+
+	ASSERT_EQ(1ULL << 24, max);
+	/* GEMM: k = 64, so max / 64 = 2^18 elements of c at most. */
+	gemm_args(a, 512, 512, 64);
+	ASSERT_EQ(0, check(SNPU_KERNEL_GEMM_F32, 1, a));
+	/* 2^18 + 1 = 5 * 52429 elements. */
+	gemm_args(a, 5, 52429, 64);
+	ASSERT_EQ(-EINVAL, check(SNPU_KERNEL_GEMM_F32, 1, a));
+	ASSERT_EQ(0, check(SNPU_KERNEL_GEMM_F32, 2, a));
+	/* One element of c costs k: k alone at the bound, not above it. */
+	gemm_args(a, 256, 1, GEMM_MAX);
+	ASSERT_EQ(0, check(SNPU_KERNEL_GEMM_F32, 1, a));
+	gemm_args(a, 257, 1, GEMM_MAX);
+	ASSERT_EQ(-EINVAL, check(SNPU_KERNEL_GEMM_F32, 1, a));
+	ASSERT_EQ(0, check(SNPU_KERNEL_GEMM_F32, 2, a));
+	/* m = n = k = 4096 (2^36 multiply-adds) needs 4096 blocks. */
+	gemm_args(a, 4096, 4096, 4096);
+	ASSERT_EQ(-EINVAL, check(SNPU_KERNEL_GEMM_F32, 4095, a));
+	ASSERT_EQ(0, check(SNPU_KERNEL_GEMM_F32, 4096, a));
+	/* The largest product fits no launch: 2^32 / 65535 blocks * 2^16. */
+	gemm_args(a, GEMM_MAX, GEMM_MAX, GEMM_MAX);
+	ASSERT_EQ(-EINVAL, check(SNPU_KERNEL_GEMM_F32, SNPU_MAX_BLOCK_DIM,
+				 a));
+
+	/* Elementwise: units are 4-byte elements. */
+	valid_args(SNPU_KERNEL_ADD_F32, 1, a);
+	a[0].bytes = max * 4;
+	a[1].bytes = max * 4;
+	a[2].bytes = max * 4;
+	ASSERT_EQ(0, check(SNPU_KERNEL_ADD_F32, 1, a));
+	a[0].bytes = (max + 1) * 4;
+	a[1].bytes = (max + 1) * 4;
+	a[2].bytes = (max + 1) * 4;
+	ASSERT_EQ(-EINVAL, check(SNPU_KERNEL_ADD_F32, 1, a));
+	ASSERT_EQ(0, check(SNPU_KERNEL_ADD_F32, 2, a));
+	/* Extra bytes of the inputs are not units: c decides. */
+	a[0].bytes = max * 4;
+	ASSERT_EQ(0, check(SNPU_KERNEL_ADD_F32, 1, a));
+
+	/* Bytes for COPY and CRC32C, input elements for REDUCE_SUM. */
+	valid_args(SNPU_KERNEL_COPY, 1, a);
+	a[0].bytes = max + 1;
+	a[1].bytes = max;
+	ASSERT_EQ(0, check(SNPU_KERNEL_COPY, 1, a));
+	a[1].bytes = max + 1;
+	ASSERT_EQ(-EINVAL, check(SNPU_KERNEL_COPY, 1, a));
+	ASSERT_EQ(0, check(SNPU_KERNEL_COPY, 2, a));
+	valid_args(SNPU_KERNEL_CRC32C, 2, a);
+	a[1].bytes = 2 * max;
+	ASSERT_EQ(0, check(SNPU_KERNEL_CRC32C, 2, a));
+	a[1].bytes = 2 * max + 1;
+	ASSERT_EQ(-EINVAL, check(SNPU_KERNEL_CRC32C, 2, a));
+	valid_args(SNPU_KERNEL_REDUCE_SUM_I32, 1, a);
+	a[1].bytes = max * 4;
+	ASSERT_EQ(0, check(SNPU_KERNEL_REDUCE_SUM_I32, 1, a));
+	a[1].bytes = (max + 1) * 4;
+	ASSERT_EQ(-EINVAL, check(SNPU_KERNEL_REDUCE_SUM_I32, 1, a));
+
+	/* Every kernel with units, at the bound and one unit above. */
+	for (k = 0; k < SNPU_KERNEL_COUNT; k++) {
+		__u64 unit = k == SNPU_KERNEL_COPY || k == SNPU_KERNEL_CRC32C ?
+			     1 : 4;
+		unsigned int i, src;
+
+		if (k == SNPU_KERNEL_NOP || k == SNPU_KERNEL_SPIN ||
+		    k == SNPU_KERNEL_FAIL || k == SNPU_KERNEL_GEMM_F32)
+			continue;
+		src = k == SNPU_KERNEL_COPY || k == SNPU_KERNEL_CRC32C ||
+		      k == SNPU_KERNEL_REDUCE_SUM_I32 ||
+		      k == SNPU_KERNEL_REDUCE_SUM_F32 ? 1 : 0;
+		valid_args(k, 1, a);
+		for (i = 0; i < NARGS; i++)
+			if (kinfo[k].buffers & (1U << i) && i != 0)
+				a[i].bytes = (max + 1) * unit;
+		a[src].bytes = max * unit;
+		if (src == 0)
+			a[0].bytes = max * unit;
+		else if (k == SNPU_KERNEL_COPY)
+			a[0].bytes = (max + 1) * unit;
+		ASSERT_EQ(0, check(k, 1, a)) TH_LOG("%s", kinfo[k].name);
+		a[src].bytes += unit;
+		ASSERT_EQ(-EINVAL, check(k, 1, a)) TH_LOG("%s", kinfo[k].name);
+	}
+	/* NOP, SPIN and FAIL have no units: any block_dim. */
+	valid_args(SNPU_KERNEL_SPIN, 1, a);
+	ASSERT_EQ(0, check(SNPU_KERNEL_SPIN, 1, a));
 }
 
 TEST(check_reduce)
