@@ -735,6 +735,114 @@ TEST_F(one, gemm_thin_shapes)
 	gemm_check(_metadata, self->fd, self->s, 3, 5, 1000, 4);
 }
 
+/*
+ * ---- the work of one block ----------------------------------------------
+ *
+ * A block keeps its core until it ends: ceil(units / block_dim) times the
+ * cost of a unit (k for GEMM_F32, else 1) is at most
+ * SNPU_KERNEL_BLOCK_WORK_MAX, EINVAL above, and the same work split over
+ * more blocks runs.
+ */
+
+/* GEMM one element of c (k multiply-adds) above the bound: 2^18 + 1. */
+#define BW_GEMM_M	5U
+#define BW_GEMM_N	52429U
+#define BW_GEMM_K	64U
+
+TEST_F(one, block_work_reported)
+{
+	EXPECT_EQ(1ULL << 24, SNPU_KERNEL_BLOCK_WORK_MAX);
+	EXPECT_EQ(SNPU_KERNEL_BLOCK_WORK_MAX,
+		  (unsigned long long)self->info.max_block_work);
+}
+
+/* Submit @t alone: -EINVAL and nothing queued on @s. */
+static void expect_refused_einval(struct __test_metadata *_metadata, int fd,
+				  uint32_t s, struct snpu_task t)
+{
+	struct snpu_stream_query q;
+
+	EXPECT_EQ(-EINVAL, snpu_submit1(fd, t));
+	ASSERT_EQ(0, snpu_stream_query(fd, s, &q));
+	EXPECT_EQ(0U, q.submitted);
+}
+
+TEST_F(one, block_work_gemm_above_bound_einval)
+{
+	const uint64_t cb = (uint64_t)BW_GEMM_M * BW_GEMM_N * 4;
+	const uint64_t ab = (uint64_t)BW_GEMM_M * BW_GEMM_K * 4;
+	const uint64_t bb = (uint64_t)BW_GEMM_K * 65536 * 4;
+	uint64_t da, db, dc;
+
+	ASSERT_EQ(1ULL << 18, SNPU_KERNEL_BLOCK_WORK_MAX / BW_GEMM_K);
+	ASSERT_EQ((1ULL << 18) + 1, (uint64_t)BW_GEMM_M * BW_GEMM_N);
+	ASSERT_EQ(0, dbuf(self->fd, NULL, cb, &dc));
+	ASSERT_EQ(0, dbuf(self->fd, NULL, ab, &da));
+	ASSERT_EQ(0, dbuf(self->fd, NULL, bb, &db));
+	struct snpu_task t = snpu_t_launch(self->s, SNPU_KERNEL_GEMM_F32, 1);
+
+	snpu_t_buf(&t, 0, dc, cb);
+	snpu_t_buf(&t, 1, da, ab);
+	snpu_t_buf(&t, 2, db, (uint64_t)BW_GEMM_K * BW_GEMM_N * 4);
+	snpu_t_scalar(&t, 3, BW_GEMM_M);
+	snpu_t_scalar(&t, 4, BW_GEMM_N);
+	snpu_t_scalar(&t, 5, BW_GEMM_K);
+	expect_refused_einval(_metadata, self->fd, self->s, t);
+	/* At the bound, 4 x 65536 x 64, the one block runs. */
+	snpu_t_buf(&t, 0, dc, 4ULL * 65536 * 4);
+	snpu_t_buf(&t, 1, da, 4ULL * BW_GEMM_K * 4);
+	snpu_t_buf(&t, 2, db, bb);
+	snpu_t_scalar(&t, 3, 4);
+	snpu_t_scalar(&t, 4, 65536);
+	EXPECT_EQ(0, run(self->fd, self->s, t));
+}
+
+/* The same GEMM over 2 blocks runs, bit for bit the reference. */
+TEST_F(one, block_work_gemm_split_runs)
+{
+	gemm_check(_metadata, self->fd, self->s, BW_GEMM_M, BW_GEMM_N,
+		   BW_GEMM_K, 2);
+}
+
+/* ADD_F32 of 2^24 + 1 elements: refused in one block, right in two. */
+TEST_F(one, block_work_add_f32)
+{
+	const uint64_t n = SNPU_KERNEL_BLOCK_WORK_MAX + 1;
+	uint32_t *x = malloc(n * 4), *y = malloc(n * 4), *out = malloc(n * 4);
+	uint64_t a, b, c, i;
+
+	ASSERT_NE(NULL, x);
+	ASSERT_NE(NULL, y);
+	ASSERT_NE(NULL, out);
+	fill_f32((float *)x, n, 11);
+	fill_f32((float *)y, n, 12);
+	ASSERT_EQ(0, dbuf(self->fd, x, n * 4, &a));
+	ASSERT_EQ(0, dbuf(self->fd, y, n * 4, &b));
+	ASSERT_EQ(0, dbuf(self->fd, NULL, n * 4, &c));
+	struct snpu_task t = snpu_t_launch(self->s, SNPU_KERNEL_ADD_F32, 1);
+
+	snpu_t_buf(&t, 0, c, n * 4);
+	snpu_t_buf(&t, 1, a, n * 4);
+	snpu_t_buf(&t, 2, b, n * 4);
+	expect_refused_einval(_metadata, self->fd, self->s, t);
+	t.launch.block_dim = 2;
+	ASSERT_EQ(0, run(self->fd, self->s, t));
+	ASSERT_EQ(0, dread(self->fd, c, out, n * 4));
+	for (i = 0; i < n; i++) {
+		uint32_t want = f2u(u2f(x[i]) + u2f(y[i]));
+
+		if (!f32_same(want, out[i])) {
+			TH_LOG("element %llu: got 0x%08x want 0x%08x",
+			       (unsigned long long)i, out[i], want);
+			break;
+		}
+	}
+	EXPECT_EQ(n, i);
+	free(x);
+	free(y);
+	free(out);
+}
+
 /* SPIN: every block busy-waits ns; events around it see at least that. */
 TEST_F(one, spin_elapsed)
 {
