@@ -748,7 +748,9 @@ struct snpu_task {
  * @reserved: must be zero
  *
  * All or nothing: every task is checked first; on any error nothing is
- * queued and the error names the first bad task's problem. @seq is
+ * queued and the error names the first bad task's problem (EINVAL for a
+ * launch that breaks its kernel's rules, the bound on the work of one
+ * block included: see the built-in kernels). @seq is
  * written back before the tasks are queued: EFAULT when it cannot be
  * written, with nothing queued. A stream in
  * its error state refuses new tasks with EIO until SNPU_IOC_STREAM_RESET.
