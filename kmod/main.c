@@ -52,7 +52,7 @@ struct snpu_quota snpu_quota;
 /* Read by the cores at each task's start; may be changed at run time. */
 unsigned int snpu_task_timeout_ms = 10000;
 module_param_named(task_timeout_ms, snpu_task_timeout_ms, uint, 0644);
-MODULE_PARM_DESC(task_timeout_ms, "watchdog: a task running longer fails with ETIMEDOUT, in ms, 0 = none (default 10000)");
+MODULE_PARM_DESC(task_timeout_ms, "watchdog: a task with a block running longer fails with ETIMEDOUT, in ms, 0 = none (default 10000)");
 
 /* Set at load, cleared at unload: read without a lock in between. */
 static struct snpu_device *snpu_devs[SNPU_MAX_DEVICES];

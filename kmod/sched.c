@@ -38,7 +38,7 @@ static bool snpu_ready(struct snpu_device *sdev)
 	return false;
 }
 
-/* The watchdog's deadline for a job starting now, 0 for none. */
+/* The watchdog's deadline for a block starting now, 0 for none. */
 static u64 snpu_deadline(void)
 {
 	unsigned int ms = READ_ONCE(snpu_task_timeout_ms);
@@ -70,7 +70,6 @@ bool snpu_sched_ready(struct snpu_job *job, struct snpu_job **handoff)
 
 	if (handoff && !*handoff && job->nblocks == 1 && !snpu_ready(sdev)) {
 		job->next_block = 1;
-		job->deadline_ns = snpu_deadline();
 		*handoff = job;
 		return true;
 	}
@@ -206,9 +205,6 @@ static struct snpu_job *snpu_pick(struct snpu_device *sdev, u32 *block)
 		q = list_first_entry(&sdev->ready[p], struct snpu_runq, node);
 		job = list_first_entry(&q->jobs, struct snpu_job, node);
 		*block = job->next_block++;
-		/* The watchdog counts from the job's first block. */
-		if (!*block)
-			job->deadline_ns = snpu_deadline();
 		if (job->next_block == job->nblocks)
 			list_del_init(&job->node);
 		if (list_empty(&q->jobs))
@@ -223,24 +219,25 @@ static struct snpu_job *snpu_pick(struct snpu_device *sdev, u32 *block)
 
 /*
  * Should a running block stop? -ECANCELED when its stream failed or its
- * file is closing, -ETIMEDOUT past the watchdog's deadline, else 0.
+ * file is closing, -ETIMEDOUT past the watchdog's @deadline (0: none),
+ * else 0.
  */
-static int snpu_check(struct snpu_job *job)
+static int snpu_check(struct snpu_job *job, u64 deadline)
 {
 	if (READ_ONCE(job->ctx->dying) || READ_ONCE(job->stream->error))
 		return -ECANCELED;
-	if (job->deadline_ns && ktime_get_ns() > job->deadline_ns)
+	if (deadline && ktime_get_ns() > deadline)
 		return -ETIMEDOUT;
 	return 0;
 }
 
-static int snpu_spin(struct snpu_job *job, u64 ns)
+static int snpu_spin(struct snpu_job *job, u64 deadline, u64 ns)
 {
 	u64 end = ktime_get_ns() + ns;
 	int ret;
 
 	while (ktime_get_ns() < end) {
-		ret = snpu_check(job);
+		ret = snpu_check(job, deadline);
 		if (ret)
 			return ret;
 		cpu_relax();
@@ -250,7 +247,7 @@ static int snpu_spin(struct snpu_job *job, u64 ns)
 }
 
 /* Copy or set in chunks, checking for cancellation between them. */
-static int snpu_run_copy(struct snpu_job *job)
+static int snpu_run_copy(struct snpu_job *job, u64 deadline)
 {
 	/* Overlapping ranges copy like memmove: last chunk first if needed. */
 	bool down = job->copy.src && job->copy.dst > job->copy.src;
@@ -258,7 +255,7 @@ static int snpu_run_copy(struct snpu_job *job)
 	int ret;
 
 	for (done = 0; done < bytes; done += n) {
-		ret = snpu_check(job);
+		ret = snpu_check(job, deadline);
 		if (ret)
 			return ret;
 		n = min_t(u64, bytes - done, SNPU_COPY_CHUNK);
@@ -273,7 +270,7 @@ static int snpu_run_copy(struct snpu_job *job)
 }
 
 /* One block of a launch, in chunks; f32 chunks in an FPU section each. */
-static int snpu_run_block(struct snpu_job *job, u32 block)
+static int snpu_run_block(struct snpu_job *job, u32 block, u64 deadline)
 {
 	const struct snpu_klaunch *l = &job->launch;
 	bool fpu = snpu_kernel_uses_fpu(l->kernel);
@@ -284,7 +281,7 @@ static int snpu_run_block(struct snpu_job *job, u32 block)
 	case SNPU_KERNEL_NOP:
 		return 0;
 	case SNPU_KERNEL_SPIN:
-		return snpu_spin(job, l->scalar[0]);
+		return snpu_spin(job, deadline, l->scalar[0]);
 	case SNPU_KERNEL_FAIL:
 		return -(int)l->scalar[0];
 	}
@@ -292,7 +289,7 @@ static int snpu_run_block(struct snpu_job *job, u32 block)
 	snpu_kernel_slice(l, block, &begin, &end);
 	pos = begin;
 	do {
-		ret = snpu_check(job);
+		ret = snpu_check(job, deadline);
 		if (ret)
 			return ret;
 		stop = min_t(u64, end, pos + chunk);
@@ -307,17 +304,21 @@ static int snpu_run_block(struct snpu_job *job, u32 block)
 	return ret;
 }
 
+/*
+ * Run one block. The watchdog times the block, from when its core took it:
+ * time a job spends waiting for other contexts' turns is not its own.
+ */
 static void snpu_run(struct snpu_job *job, u32 block,
 		     struct snpu_job **handoff)
 {
+	u64 deadline = snpu_deadline();
 	int ret;
 
-	/* A block not started by the deadline is not started. */
-	ret = snpu_check(job);
+	ret = snpu_check(job, deadline);
 	if (!ret && job->op == SNPU_OP_LAUNCH)
-		ret = snpu_run_block(job, block);
+		ret = snpu_run_block(job, block, deadline);
 	else if (!ret)
-		ret = snpu_run_copy(job);
+		ret = snpu_run_copy(job, deadline);
 	if (ret) {
 		atomic_cmpxchg(&job->fail, 0, ret);
 		snpu_sched_drop(job);

@@ -325,8 +325,6 @@ enum snpu_job_state {
  * @done_ns: completion time, CLOCK_MONOTONIC
  * @nblocks: blocks to run
  * @next_block: next block to hand out (under the device's ready_lock)
- * @deadline_ns: the watchdog's deadline, set when the first block is
- *               handed out (under the device's ready_lock), 0 for none
  * @blocks_left: blocks not finished
  * @fail: first error of a block
  * @launch: SNPU_OP_LAUNCH, resolved
@@ -365,7 +363,6 @@ struct snpu_job {
 
 	u32 nblocks;
 	u32 next_block;
-	u64 deadline_ns;
 	atomic_t blocks_left;
 	atomic_t fail;
 	union {

@@ -74,8 +74,9 @@
  *   EDEADLK  a resource-modifying call from the thread that locked the
  *            process (it would wait for itself).
  *   ETIMEDOUT  a wait's timeout expired first; (as a task's result) the
- *            task ran longer than the watchdog allows (module parameter
- *            task_timeout_ms, counted from its first block).
+ *            a block of the task ran longer than the watchdog allows
+ *            (module parameter task_timeout_ms, counted from when a core
+ *            took the block).
  *   ECANCELED  (as a task's result) the task was cancelled: its stream
  *            was aborted or had failed, or its file was closed.
  *   EAGAIN   RING_SETUP with SNPU_RING_SQPOLL: the caller's user already
