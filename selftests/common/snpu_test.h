@@ -22,6 +22,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -558,6 +559,23 @@ static inline int snpu_callback_answer(int fd, int64_t timeout_ns,
 }
 
 /* ---- misc -------------------------------------------------------------- */
+
+/*
+ * Load snpu.ko ($SNPU_KO, else the VM's /opt/snpu/snpu.ko) with the
+ * module parameters @params. Return: 0 or -errno.
+ */
+static inline int snpu_module_load(const char *params)
+{
+	const char *ko = getenv("SNPU_KO");
+	int fd, ret;
+
+	fd = open(ko && *ko ? ko : "/opt/snpu/snpu.ko", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	ret = syscall(__NR_finit_module, fd, params, 0) ? -errno : 0;
+	close(fd);
+	return ret;
+}
 
 /* The unprivileged user the permission tests become. */
 #define SNPU_TEST_NOBODY	65534

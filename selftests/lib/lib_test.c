@@ -30,6 +30,7 @@
 #include "snpu.h"
 
 #include "kselftest_harness.h"
+#include "snpu_proc.h"
 
 #define NS_PER_MS	1000000LL
 #define NS_PER_SEC	1000000000LL
@@ -2096,26 +2097,6 @@ struct restart_helper {
 	int seen;		/* signals counted while it slept */
 };
 
-/* Return: the state letter of thread @tid of this process, or 0. */
-static char thread_state(pid_t tid)
-{
-	char path[64], buf[512], *p;
-	ssize_t n;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", (int)tid);
-	f = fopen(path, "r");
-	if (!f)
-		return 0;
-	n = (ssize_t)fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	if (n <= 0)
-		return 0;
-	buf[n] = '\0';
-	p = strrchr(buf, ')');
-	return p && p[1] == ' ' ? p[2] : 0;
-}
-
 /*
  * With SIGALRM blocked here, the signals go to the waiting thread: once
  * it sleeps in its wait, let three of them arrive, then release it.
@@ -2127,7 +2108,7 @@ static void *release_after_signals(void *arg)
 
 	while (!h->go)
 		usleep(1000);
-	while (thread_state(h->tid) != 'S')
+	while (snpu_thread_state(h->tid) != 'S')
 		usleep(1000);
 	base = alarms;
 	while (alarms < base + 3)

@@ -18,19 +18,6 @@
 
 #define SYSPARM		"/sys/module/snpu/parameters/test_hooks"
 
-static int module_load(const char *params)
-{
-	const char *ko = getenv("SNPU_KO");
-	int fd, ret;
-
-	fd = open(ko && *ko ? ko : "/opt/snpu/snpu.ko", O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	ret = syscall(__NR_finit_module, fd, params, 0) ? -errno : 0;
-	close(fd);
-	return ret;
-}
-
 static int module_unload(void)
 {
 	return syscall(__NR_delete_module, "snpu", O_NONBLOCK) ? -errno : 0;
@@ -134,7 +121,7 @@ FIXTURE_SETUP(hooks)
 	memset(&self->r, 0, sizeof(self->r));
 	if (module_loaded())
 		ASSERT_EQ(0, module_unload());
-	ASSERT_EQ(0, module_load(variant->params))
+	ASSERT_EQ(0, snpu_module_load(variant->params))
 		TH_LOG("insmod %s", variant->params);
 	self->fd = snpu_open_dev();
 	ASSERT_GE(self->fd, 0);

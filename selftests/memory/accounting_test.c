@@ -36,13 +36,13 @@ static int set_memlock(uint64_t bytes)
 	return setrlimit(RLIMIT_MEMLOCK, &r) ? -errno : 0;
 }
 
-/* A "Name:  N kB" line of /proc/self/status, in bytes; -1 if absent. */
-static long long status_kb(const char *name)
+/* A "Name:  N kB" line of the proc file @path, in bytes; -1 if absent. */
+static long long proc_kb(const char *path, const char *name)
 {
 	char line[256];
 	long long v = -1;
 	size_t len = strlen(name);
-	FILE *f = fopen("/proc/self/status", "r");
+	FILE *f = fopen(path, "r");
 
 	if (!f)
 		return -1;
@@ -55,22 +55,14 @@ static long long status_kb(const char *name)
 	return v;
 }
 
+static long long status_kb(const char *name)
+{
+	return proc_kb("/proc/self/status", name);
+}
+
 static long long meminfo(const char *name)
 {
-	char line[256];
-	long long v = -1;
-	size_t len = strlen(name);
-	FILE *f = fopen("/proc/meminfo", "r");
-
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (!strncmp(line, name, len) && line[len] == ':') {
-			v = strtoll(line + len + 1, NULL, 10) * 1024;
-			break;
-		}
-	fclose(f);
-	return v;
+	return proc_kb("/proc/meminfo", name);
 }
 
 static int write_file(const char *path, const char *s)

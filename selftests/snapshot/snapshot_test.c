@@ -2027,19 +2027,6 @@ static int mod_params_now(char *buf, size_t len)
 	return 0;
 }
 
-static int mod_load(const char *params)
-{
-	const char *ko = getenv("SNPU_KO");
-	int fd, ret;
-
-	fd = open(ko && *ko ? ko : "/opt/snpu/snpu.ko", O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	ret = syscall(__NR_finit_module, fd, params, 0) ? -errno : 0;
-	close(fd);
-	return ret;
-}
-
 static int mod_unload(void)
 {
 	uint64_t end = snpu_now_ns() + DONE_NS;
@@ -2071,7 +2058,7 @@ FIXTURE_SETUP(two)
 	ASSERT_EQ(0, mod_unload());
 	self->reloaded = true;
 	snprintf(p, sizeof(p), "%s devices=2", self->params);
-	ASSERT_EQ(0, mod_load(p)) TH_LOG("insmod %s", p);
+	ASSERT_EQ(0, snpu_module_load(p)) TH_LOG("insmod %s", p);
 	self->fd0 = open("/dev/snpu0", O_RDWR | O_CLOEXEC);
 	self->fd1 = open("/dev/snpu1", O_RDWR | O_CLOEXEC);
 	ASSERT_GE(self->fd0, 0);
@@ -2090,7 +2077,7 @@ FIXTURE_TEARDOWN(two)
 		return;
 	/* Back to what the runner loaded. */
 	EXPECT_EQ(0, mod_unload());
-	EXPECT_EQ(0, mod_load(self->params)) TH_LOG("insmod %s", self->params);
+	EXPECT_EQ(0, snpu_module_load(self->params)) TH_LOG("insmod %s", self->params);
 }
 
 TEST_F_TIMEOUT(two, state_shared_across_devices, 120)

@@ -28,36 +28,17 @@
 #include <sys/syscall.h>
 
 #include "kselftest_harness.h"
+#include "snpu_proc.h"
 #include "snpu_test.h"
 
 #define PAGE		4096
 #define PROMPT_MS	5000
 #define ROUNDS		20
 
-/* Return: the state letter of thread @tid of this process, or 0. */
-static char thread_state(pid_t tid)
-{
-	char path[64], buf[512], *p;
-	ssize_t n;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", (int)tid);
-	f = fopen(path, "re");
-	if (!f)
-		return 0;
-	n = (ssize_t)fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	if (n <= 0)
-		return 0;
-	buf[n] = '\0';
-	p = strrchr(buf, ')');
-	return p && p[1] == ' ' ? p[2] : 0;
-}
-
 /* Wait until thread @tid sleeps interruptibly (in the call it makes). */
 static void wait_sleeping(pid_t tid)
 {
-	while (thread_state(tid) != 'S')
+	while (snpu_thread_state(tid) != 'S')
 		usleep(1000);
 }
 

@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * What /proc says of this process, for the selftests that wait for a
+ * thread to block (raw-ioctl suites and libsnpu suites alike: no snpu
+ * header needed).
+ */
+#ifndef _SNPU_PROC_H
+#define _SNPU_PROC_H
+
+#include <stdio.h>
+#include <string.h>
+#include <sys/types.h>
+
+/* Return: the state letter of thread @tid of this process, or 0. */
+static inline char snpu_thread_state(pid_t tid)
+{
+	char path[64], buf[512], *p;
+	ssize_t n;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", (int)tid);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	n = (ssize_t)fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	p = strrchr(buf, ')');
+	return p && p[1] == ' ' ? p[2] : 0;
+}
+
+#endif /* _SNPU_PROC_H */
