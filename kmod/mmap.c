@@ -13,9 +13,54 @@
  * .open for each copy the kernel makes of it, and drops one in .close.
  */
 #include <linux/mm.h>
+#include <linux/sched/signal.h>
+#include <linux/slab.h>
 #include <linux/vmalloc.h>
 
 #include "snpu.h"
+
+/**
+ * snpu_vmalloc_user() - zeroed kernel memory a process may map
+ * @bytes: size, a multiple of the page size
+ *
+ * What the rings and driver-allocated host memory are made of: vfree()
+ * frees it and snpu_vmalloc_fault() maps its pages. The pages are charged
+ * to the caller's memory cgroup, and a cgroup at its limit fails the
+ * allocation rather than invoking its OOM killer: the process asked for a
+ * size, it gets ENOMEM.
+ *
+ * Return: the kernel address, or NULL.
+ */
+void *snpu_vmalloc_user(size_t bytes)
+{
+	const gfp_t gfp = GFP_KERNEL_ACCOUNT | __GFP_ZERO | __GFP_RETRY_MAYFAIL |
+			  __GFP_NOWARN;
+	unsigned int i, npages = bytes >> PAGE_SHIFT;
+	struct page **pages;
+	void *kaddr;
+
+	if (!npages || !PAGE_ALIGNED(bytes) || npages != bytes >> PAGE_SHIFT)
+		return NULL;
+	pages = kvcalloc(npages, sizeof(*pages), gfp);
+	if (!pages)
+		return NULL;
+	for (i = 0; i < npages; i++) {
+		if (fatal_signal_pending(current))
+			goto err;
+		pages[i] = alloc_page(gfp);
+		if (!pages[i])
+			goto err;
+	}
+	/* vfree() then frees the pages and the array. */
+	kaddr = vmap(pages, npages, VM_MAP | VM_MAP_PUT_PAGES, PAGE_KERNEL);
+	if (kaddr)
+		return kaddr;
+err:
+	while (i--)
+		__free_page(pages[i]);
+	kvfree(pages);
+	return NULL;
+}
 
 /**
  * snpu_vmalloc_fault() - fault in a page of vmalloc'ed memory
