@@ -8,6 +8,7 @@
 #define _SNPU_PROC_H
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/types.h>
 
@@ -29,6 +30,28 @@ static inline char snpu_thread_state(pid_t tid)
 	buf[n] = '\0';
 	p = strrchr(buf, ')');
 	return p && p[1] == ' ' ? p[2] : 0;
+}
+
+/*
+ * The value of a "Name:  N kB" line of the proc file @path (such as
+ * /proc/self/status or /proc/meminfo), in kB. Return: it, or -1.
+ */
+static inline long long snpu_proc_kb(const char *path, const char *name)
+{
+	char line[256];
+	long long v = -1;
+	size_t len = strlen(name);
+	FILE *f = fopen(path, "re");
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, name, len) && line[len] == ':') {
+			v = strtoll(line + len + 1, NULL, 10);
+			break;
+		}
+	fclose(f);
+	return v;
 }
 
 #endif /* _SNPU_PROC_H */

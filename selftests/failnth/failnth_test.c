@@ -54,6 +54,7 @@
 
 #include "kselftest_harness.h"
 #include "snpu_test.h"
+#include "snpu_proc.h"
 
 /* More sites than any path has: the loop must end before. */
 #define MAX_NTH			20000
@@ -146,21 +147,6 @@ struct state {
 
 static bool has_snapshot;
 
-static long long vm_locked_kb(void)
-{
-	char line[256];
-	long long kb = -1;
-	FILE *f = fopen("/proc/self/status", "re");
-
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "VmLck: %lld", &kb) == 1)
-			break;
-	fclose(f);
-	return kb;
-}
-
 static int state_get(int fd, struct state *s)
 {
 	int ret;
@@ -171,7 +157,7 @@ static int state_get(int fd, struct state *s)
 		ret = snpu_sysfs_read("mem_used", &s->mem_used);
 	if (!ret)
 		ret = snpu_sysfs_read("contexts", &s->contexts);
-	s->vmlck = vm_locked_kb();
+	s->vmlck = snpu_proc_kb("/proc/self/status", "VmLck");
 	if (!ret && has_snapshot) {
 		s->snap.size = sizeof(s->snap);
 		ret = snpu_ioc(fd, SNPU_IOC_SNAPSHOT_STATE, &s->snap);

@@ -21,6 +21,7 @@
 
 #include "kselftest_harness.h"
 #include "snpu_test.h"
+#include "snpu_proc.h"
 
 #define KiB		(1ULL << 10)
 #define MiB		(1ULL << 20)
@@ -37,32 +38,21 @@ static int set_memlock(uint64_t bytes)
 }
 
 /* A "Name:  N kB" line of the proc file @path, in bytes; -1 if absent. */
-static long long proc_kb(const char *path, const char *name)
+static long long proc_bytes(const char *path, const char *name)
 {
-	char line[256];
-	long long v = -1;
-	size_t len = strlen(name);
-	FILE *f = fopen(path, "r");
+	long long kb = snpu_proc_kb(path, name);
 
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (!strncmp(line, name, len) && line[len] == ':') {
-			v = strtoll(line + len + 1, NULL, 10) * 1024;
-			break;
-		}
-	fclose(f);
-	return v;
+	return kb < 0 ? -1 : kb * 1024;
 }
 
 static long long status_kb(const char *name)
 {
-	return proc_kb("/proc/self/status", name);
+	return proc_bytes("/proc/self/status", name);
 }
 
 static long long meminfo(const char *name)
 {
-	return proc_kb("/proc/meminfo", name);
+	return proc_bytes("/proc/meminfo", name);
 }
 
 static int write_file(const char *path, const char *s)

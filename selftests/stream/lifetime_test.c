@@ -653,22 +653,6 @@ TEST_F(lifetime, backup_callback_answerer_closes_other_fd)
 
 /* ---- releases left by jobs ------------------------------------------------ */
 
-/* Return: VmLck of this process in kB, or -1. */
-static long long vmlck_kb(void)
-{
-	char line[256];
-	long long kb = -1;
-	FILE *f = fopen("/proc/self/status", "re");
-
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "VmLck: %lld kB", &kb) == 1)
-			break;
-	fclose(f);
-	return kb;
-}
-
 /*
  * Host memory (registered and driver-allocated) freed while a queued copy
  * uses it: the copy still succeeds, the quota is free once the copy is
@@ -684,7 +668,7 @@ TEST_F(lifetime, host_free_while_queued_released)
 	uint32_t s;
 	int round;
 
-	lck0 = vmlck_kb();
+	lck0 = snpu_proc_kb("/proc/self/status", "VmLck");
 	ASSERT_LE(0, lck0);
 	ASSERT_EQ(0, snpu_stream_create(self->fd, SNPU_PRIO_NORMAL, &s));
 	ASSERT_EQ(0, snpu_alloc(self->fd, bytes, 0, &dev));
@@ -727,7 +711,7 @@ TEST_F(lifetime, host_free_while_queued_released)
 	close(self->fd);
 	self->fd = snpu_open_dev();
 	ASSERT_LE(0, self->fd);
-	EXPECT_EQ(lck0, vmlck_kb());
+	EXPECT_EQ(lck0, snpu_proc_kb("/proc/self/status", "VmLck"));
 }
 
 TEST_HARNESS_MAIN

@@ -143,35 +143,11 @@ static bool ref_values_valid(__u32 kernel, __u32 block_dim,
 static bool ref_block_work_ok(__u32 kernel, __u32 block_dim,
 			      const struct snpu_kernel_arg *a)
 {
-	u128 n, per_block;
+	u128 per_block = ((u128)ref_units(kernel, a) + block_dim - 1) /
+			 block_dim;
+	u128 cost = kernel == SNPU_KERNEL_GEMM_F32 ? a[5].value : 1;
 
-	switch (kernel) {
-	case SNPU_KERNEL_COPY:
-	case SNPU_KERNEL_CRC32C:
-		n = a[1].bytes;
-		break;
-	case SNPU_KERNEL_FILL:
-	case SNPU_KERNEL_ADD_I32:
-	case SNPU_KERNEL_ADD_F32:
-	case SNPU_KERNEL_MUL_I32:
-	case SNPU_KERNEL_MUL_F32:
-	case SNPU_KERNEL_AXPY_F32:
-	case SNPU_KERNEL_RELU_F32:
-		n = a[0].bytes / 4;
-		break;
-	case SNPU_KERNEL_REDUCE_SUM_I32:
-	case SNPU_KERNEL_REDUCE_SUM_F32:
-		n = a[1].bytes / 4;
-		break;
-	case SNPU_KERNEL_GEMM_F32:
-		n = (u128)a[3].value * a[4].value;
-		per_block = (n + block_dim - 1) / block_dim;
-		return per_block * a[5].value <= (u128)1 << 24;
-	default:
-		return true;	/* NOP, SPIN, FAIL: no units */
-	}
-	per_block = (n + block_dim - 1) / block_dim;
-	return per_block <= (u128)1 << 24;
+	return per_block * cost <= (u128)1 << 24;
 }
 
 bool ref_launch_valid(__u32 kernel, __u32 block_dim,
