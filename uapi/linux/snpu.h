@@ -123,6 +123,8 @@
  *        the work of one block of a launch is at most
  *        SNPU_KERNEL_BLOCK_WORK_MAX (EINVAL above), reported in the new
  *        out field snpu_info.max_block_work (was reserved[0]).
+ *   0.7  Graphs: SNPU_IOC_GRAPH_CREATE, SNPU_IOC_GRAPH_DESTROY and the
+ *        graph launch task SNPU_OP_GRAPH (SNPU_CAP_GRAPHS).
  */
 #ifndef _UAPI_LINUX_SNPU_H
 #define _UAPI_LINUX_SNPU_H
@@ -132,7 +134,7 @@
 #include <linux/types.h>
 
 #define SNPU_ABI_MAJOR		0
-#define SNPU_ABI_MINOR		6
+#define SNPU_ABI_MINOR		7
 
 /*
  * In @flags of STREAM_SYNC, EVENT_SYNC, CALLBACK_WAIT and ENTER: @timeout_ns
@@ -157,6 +159,7 @@
 #define SNPU_CAP_RING		_BITULL(3)	/* command queues */
 #define SNPU_CAP_ATTACHED	_BITULL(4)	/* owners, attached streams */
 #define SNPU_CAP_SNAPSHOT	_BITULL(5)	/* process snapshot */
+#define SNPU_CAP_GRAPHS		_BITULL(7)	/* graphs (ABI 0.7) */
 /*
  * Not a feature but how the module was loaded: the test hooks (kernels
  * SNPU_KERNEL_SPIN and SNPU_KERNEL_FAIL, SNPU_IOC_NOP) are enabled, by the
@@ -166,7 +169,7 @@
 #define SNPU_CAPS_KNOWN		(SNPU_CAP_MEMORY | SNPU_CAP_STREAMS | \
 				 SNPU_CAP_CALLBACKS | SNPU_CAP_RING | \
 				 SNPU_CAP_ATTACHED | SNPU_CAP_SNAPSHOT | \
-				 SNPU_CAP_TEST_HOOKS)
+				 SNPU_CAP_TEST_HOOKS | SNPU_CAP_GRAPHS)
 
 /**
  * struct snpu_info - device description, returned by SNPU_IOC_GET_INFO
@@ -614,6 +617,7 @@ struct snpu_event_elapsed {
 #define SNPU_OP_EVENT_RECORD	4	/* capture the stream's work so far */
 #define SNPU_OP_STREAM_WAIT	5	/* wait for an event's capture */
 #define SNPU_OP_HOST_FUNC	6	/* deliver a callback to the process */
+#define SNPU_OP_GRAPH		7	/* launch a graph (ABI 0.7) */
 
 /*
  * Built-in kernels. A launch runs block_dim blocks in parallel; a block
@@ -701,6 +705,9 @@ struct snpu_kernel_arg {
  *        memory of the context
  * @memset: SNPU_OP_MEMSET: like struct snpu_mem_set
  * @event: SNPU_OP_EVENT_RECORD, SNPU_OP_STREAM_WAIT: the event handle
+ * @graph: SNPU_OP_GRAPH: the graph handle, the device address of each of
+ *         its boundary slots (the ones past the graph's slot count zero)
+ *         and of its scratch (zero when it has none); see "Graphs"
  * @raw: the union as words; unused words must be zero
  */
 struct snpu_task {
@@ -732,6 +739,12 @@ struct snpu_task {
 			__u32 event;
 			__u32 pad;
 		} event;
+		struct {
+			__u32 graph;
+			__u32 pad;
+			__u64 scratch;
+			__u64 slots[8];
+		} graph;
 		__u64 raw[13];
 	};
 };
@@ -803,6 +816,128 @@ struct snpu_callback {
 };
 
 #define SNPU_CALLBACK_SIZE_VER0		56
+
+/*
+ * Graphs (ABI 0.7). A graph is a DAG of tasks uploaded once with
+ * SNPU_IOC_GRAPH_CREATE, checked once, and then launched any number of
+ * times as ONE task (SNPU_OP_GRAPH) through SNPU_IOC_SUBMIT or the SQ.
+ *
+ * Nodes are struct snpu_graph_node: a struct snpu_task (LAUNCH, COPY
+ * device to device, or MEMSET; @stream, @flags and @user_data zero) and,
+ * for each device address of the task, how it is bound (@ref):
+ *
+ *   SNPU_GRAPH_REF_ADDR       the value is a device address of the context,
+ *                             resolved (and its allocation held) at create
+ *   SNPU_GRAPH_REF_SLOT(i)    the value is an offset into boundary slot i,
+ *                             whose address each launch passes; offset plus
+ *                             extent within the slot's declared bytes
+ *   SNPU_GRAPH_REF_SCRATCH    the value is an offset into the launch's
+ *                             scratch, within the graph's scratch bytes
+ *
+ * @ref[i] binds launch argument i (zero for scalars), or for a COPY
+ * @ref[0] the destination and @ref[1] the source, for a MEMSET @ref[0] the
+ * address; the other entries are zero. Internal edges are a fanin CSR:
+ * the predecessors of node n are fanin[fanin_offsets[n] ..
+ * fanin_offsets[n + 1]), each an index below n (so the graph is acyclic),
+ * without duplicates. A node starts when its predecessors are complete;
+ * nodes without predecessors start when the launch does.
+ *
+ * A launch is a task on a stream like any other: it starts when the
+ * stream reaches it, completes (one completion: CQE, event capture,
+ * @completed) when its last node does, and fails with the first failing
+ * node's error, the nodes not yet started cancelled and the stream in its
+ * error state. Each slot address must lie, with the slot's bytes, inside
+ * one allocation (EFAULT at submit), as must the scratch.
+ *
+ * Stitching: a launch that directly follows a launch of the same graph on
+ * its stream, with the same slot and scratch addresses, does not wait for
+ * the whole previous launch: each of its nodes waits only for the nodes
+ * of the previous launch it conflicts with (read after write, write after
+ * read or write after write on overlapping bytes of a slot, the scratch
+ * or a plain address; argument 0 of a kernel and the destination of a
+ * copy or memset are written, the rest read). Those hazard lists are
+ * computed at create. The launch still completes in stream order. A graph
+ * with more than SNPU_GRAPH_MAX_HAZARDS hazard pairs is never stitched.
+ *
+ * Limits: SNPU_GRAPH_MAX_NODES nodes, SNPU_GRAPH_MAX_EDGES edges,
+ * SNPU_GRAPH_MAX_SLOTS slots; graphs per context and the kernel memory of
+ * their definitions are limited by module parameters (ENOSPC).
+ */
+#define SNPU_GRAPH_MAX_NODES		4096
+#define SNPU_GRAPH_MAX_EDGES		65536
+#define SNPU_GRAPH_MAX_SLOTS		8
+#define SNPU_GRAPH_MAX_HAZARDS		65536
+
+#define SNPU_GRAPH_REF_ADDR		0
+#define SNPU_GRAPH_REF_SLOT(i)		(0x100 + (i))
+#define SNPU_GRAPH_REF_SCRATCH		0x200
+
+/**
+ * struct snpu_graph_node - one node of a graph, 160 bytes
+ * @task: the work, as a task; @task.stream, @task.flags and
+ *        @task.user_data must be zero
+ * @ref: SNPU_GRAPH_REF_* for each device address of @task
+ * @reserved: must be zero
+ */
+struct snpu_graph_node {
+	struct snpu_task task;
+	__u32 ref[6];
+	__u64 reserved;
+};
+
+#define SNPU_GRAPH_NODE_SIZE		160
+
+/**
+ * struct snpu_graph_create - SNPU_IOC_GRAPH_CREATE
+ * @size: in: sizeof; out: bytes written
+ * @flags: must be zero
+ * @nodes_count: in: number of nodes, 1..SNPU_GRAPH_MAX_NODES
+ * @edges_count: in: number of edges, 0..SNPU_GRAPH_MAX_EDGES
+ * @slots_count: in: number of boundary slots, 0..SNPU_GRAPH_MAX_SLOTS
+ * @node_size: in: sizeof(struct snpu_graph_node) as the caller knows it;
+ *             bytes past what the kernel knows must be zero
+ * @nodes: in: user pointer to @nodes_count nodes, @node_size bytes apart
+ * @fanin_offsets: in: user pointer to @nodes_count + 1 __u32: 0 first,
+ *                 non-decreasing, @edges_count last
+ * @fanin: in: user pointer to @edges_count __u32 node indices (0 when
+ *         there are no edges)
+ * @slot_bytes: in: user pointer to @slots_count __u64 extents, each > 0
+ *              (0 when there are no slots)
+ * @scratch_bytes: in: bytes of scratch a launch passes, 0 for none
+ * @graph: out: the handle
+ * @pad: must be zero
+ * @reserved: must be zero
+ *
+ * Every node is checked as SNPU_IOC_SUBMIT checks a task (EINVAL,
+ * EOPNOTSUPP for a test hook without test_hooks, EFAULT for a plain
+ * address outside the context's allocations); an edge, count or offset
+ * out of range is EINVAL; ENOSPC past the graph quotas. Nothing is
+ * created on error.
+ */
+struct snpu_graph_create {
+	__u32 size;
+	__u32 flags;
+	__u32 nodes_count;
+	__u32 edges_count;
+	__u32 slots_count;
+	__u32 node_size;
+	__u64 nodes;
+	__u64 fanin_offsets;
+	__u64 fanin;
+	__u64 slot_bytes;
+	__u64 scratch_bytes;
+	__u32 graph;
+	__u32 pad;
+	__u64 reserved[2];
+};
+
+#define SNPU_GRAPH_CREATE_SIZE_VER0	88
+
+/*
+ * SNPU_IOC_GRAPH_DESTROY takes a struct snpu_handle_op (no flags): the
+ * handle goes at once, the definition when the launches in flight are
+ * complete.
+ */
 
 /*
  * Command queues. A context may set up one pair of rings: a submission
@@ -1132,5 +1267,7 @@ struct snpu_state_page {
 #define SNPU_IOC_BG_REGISTER	_IOWR(SNPU_IOC_MAGIC, 0x23, struct snpu_snapshot)
 #define SNPU_IOC_BG_UNREGISTER	_IOWR(SNPU_IOC_MAGIC, 0x24, struct snpu_snapshot)
 #define SNPU_IOC_BG_PARK	_IOWR(SNPU_IOC_MAGIC, 0x25, struct snpu_snapshot)
+#define SNPU_IOC_GRAPH_CREATE	_IOWR(SNPU_IOC_MAGIC, 0x26, struct snpu_graph_create)
+#define SNPU_IOC_GRAPH_DESTROY	_IOW(SNPU_IOC_MAGIC, 0x27, struct snpu_handle_op)
 
 #endif /* _UAPI_LINUX_SNPU_H */
