@@ -119,6 +119,9 @@ $(B)/lib/obj/%.o: lib/%.c $(LIB_HDRS) $(wildcard lib/*.h)
 	@$(if $(Q),echo '  CC      $@')
 	$(Q)$(CC) $(LIB_CFLAGS) -c $< -o $@
 
+# lib/core.c builds the task checks of kmod/core into the library.
+$(B)/lib/obj/core.o: $(CORE_SRCS) $(CORE_HDRS)
+
 $(B)/lib/libsnpu.a: $(LIB_OBJS)
 	@$(if $(Q),echo '  AR      $@')
 	$(Q)rm -f $@ && ar rcs $@ $^
@@ -170,7 +173,8 @@ $(CORE_TESTS): $(B)/unit/%: kmod/core/tests/%.c $(CORE_SRCS) $(CORE_HDRS)
 	$(Q)$(CC) -O1 -g $(WARN) $(SAN) -ffp-contract=off -I$(KSFT_INC) $(CORE_INC) \
 		$< $(CORE_SRCS) -o $@
 
-$(LIB_TESTS): $(B)/unit/%: lib/tests/%.c $(LIB_SRCS) $(LIB_HDRS) $(wildcard lib/*.h)
+$(LIB_TESTS): $(B)/unit/%: lib/tests/%.c $(LIB_SRCS) $(LIB_HDRS) $(wildcard lib/*.h) \
+		$(CORE_SRCS) $(CORE_HDRS)
 	@mkdir -p $(@D)
 	@$(if $(Q),echo '  CC      $@')
 	$(Q)$(CC) -O1 -g $(WARN) $(SAN) -D_GNU_SOURCE -I$(KSFT_INC) -Iuapi -Ilib/include \

@@ -1,0 +1,332 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
+/*
+ * libsnpu: the graph recorder. It turns the tasks a capture takes from
+ * one stream into a graph definition in library memory: one node per
+ * launch, device-to-device copy or memset, and the internal edges the
+ * stream order needs, derived from the device ranges each node touches.
+ *
+ * A node writes argument 0 of a launch (when it is a buffer), the
+ * destination of a copy and the range of a memset; it reads the other
+ * buffers. A node depends on every earlier node that wrote bytes it reads
+ * or writes (read after write, write after write) and on every earlier
+ * node that read bytes it writes (write after read). The access table
+ * keeps, for each range, the node that wrote it last and the nodes that
+ * read it since: a write trims the ranges it covers from the table,
+ * because whatever later conflicts with them conflicts with the write,
+ * which already follows them. Every address is recorded as a plain
+ * device address (SNPU_GRAPH_REF_ADDR): the recorder binds no slot and
+ * no scratch.
+ *
+ * Pure computation: no system call, nothing global; unit tested natively.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+void snpu_rec_init(struct snpu_rec *r)
+{
+	memset(r, 0, sizeof(*r));
+}
+
+void snpu_rec_fini(struct snpu_rec *r)
+{
+	free(r->nodes);
+	free(r->fanin_offsets);
+	free(r->fanin);
+	free(r->acc);
+	free(r->events);
+	memset(r, 0, sizeof(*r));
+}
+
+/* Make room for @more elements of @size bytes after @count in *@p. */
+static int snpu_rec_grow(void **p, uint32_t *cap, uint32_t count,
+			 uint32_t more, size_t size)
+{
+	uint64_t want = (uint64_t)count + more;
+	uint64_t n = *cap ? *cap : 16;
+	void *q;
+
+	if (want <= *cap)
+		return 0;
+	while (n < want)
+		n *= 2;
+	if (n > UINT32_MAX)
+		return -ENOMEM;
+	q = realloc(*p, n * size);
+	if (!q)
+		return -ENOMEM;
+	*p = q;
+	*cap = (uint32_t)n;
+	return 0;
+}
+
+/**
+ * snpu_rec_check() - refuse a task as SNPU_IOC_SUBMIT would
+ * @t: the task
+ * @caps: snpu_info.caps of the device
+ *
+ * The checks the kernel makes from the descriptor alone, in its order:
+ * the descriptor (kmod/core: snpu_task_check()), then the test hooks.
+ * Handles and addresses are not checked here: see graph.c.
+ *
+ * Return: 0, -EINVAL or -EOPNOTSUPP.
+ */
+int snpu_rec_check(const struct snpu_task *t, uint64_t caps)
+{
+	int ret;
+
+	ret = snpu_task_check(t);
+	if (ret)
+		return ret;
+	if (t->op == SNPU_OP_LAUNCH && !(caps & SNPU_CAP_TEST_HOOKS) &&
+	    (t->launch.kernel == SNPU_KERNEL_SPIN ||
+	     t->launch.kernel == SNPU_KERNEL_FAIL))
+		return -EOPNOTSUPP;
+	return 0;
+}
+
+/* The ranges a node touches, at most SNPU_KERNEL_MAX_ARGS. */
+struct snpu_rec_range {
+	uint64_t lo, hi;
+	int write;
+};
+
+static void snpu_rec_range_set(struct snpu_rec_range *r, uint64_t addr,
+			       uint64_t bytes, int write)
+{
+	r->lo = addr;
+	/* A range past the end of the address space: the kernel's EFAULT. */
+	r->hi = addr + bytes < addr ? UINT64_MAX : addr + bytes;
+	r->write = write;
+}
+
+static unsigned int snpu_rec_ranges(const struct snpu_graph_node *n,
+				    struct snpu_rec_range *rg)
+{
+	const struct snpu_task *t = &n->task;
+	unsigned int i, nr = 0;
+	uint32_t bufs;
+
+	switch (t->op) {
+	case SNPU_OP_LAUNCH:
+		bufs = snpu_kernel_buffers(t->launch.kernel);
+		for (i = 0; i < SNPU_KERNEL_MAX_ARGS; i++)
+			if (bufs & (1U << i))
+				snpu_rec_range_set(&rg[nr++],
+						   t->launch.args[i].value,
+						   t->launch.args[i].bytes,
+						   i == 0);
+		break;
+	case SNPU_OP_COPY:
+		snpu_rec_range_set(&rg[nr++], t->copy.dst, t->copy.bytes, 1);
+		snpu_rec_range_set(&rg[nr++], t->copy.src, t->copy.bytes, 0);
+		break;
+	case SNPU_OP_MEMSET:
+		snpu_rec_range_set(&rg[nr++], t->memset.addr, t->memset.bytes,
+				   1);
+		break;
+	}
+	return nr;
+}
+
+static int snpu_u32_cmp(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Remove [lo, hi) from the access table; a range may split in two. */
+static int snpu_rec_trim(struct snpu_rec *r, uint64_t lo, uint64_t hi)
+{
+	uint32_t i, out = 0, count = r->acc_count;
+	struct snpu_rec_access *a;
+
+	for (i = 0; i < count; i++) {
+		a = &r->acc[i];
+		if (a->hi <= lo || a->lo >= hi) {
+			r->acc[out++] = *a;
+			continue;
+		}
+		if (a->lo < lo && a->hi > hi) {
+			/* The tail piece goes to the end; seen next loop. */
+			if (snpu_rec_grow((void **)&r->acc, &r->acc_cap,
+					  r->acc_count, 1, sizeof(*a)))
+				return -ENOMEM;
+			a = &r->acc[i];
+			r->acc[r->acc_count] = *a;
+			r->acc[r->acc_count].lo = hi;
+			r->acc_count++;
+			a->hi = lo;
+			r->acc[out++] = *a;
+		} else if (a->lo < lo) {
+			a->hi = lo;
+			r->acc[out++] = *a;
+		} else if (a->hi > hi) {
+			a->lo = hi;
+			r->acc[out++] = *a;
+		}
+	}
+	/* Pieces appended during the loop were kept in place: move them. */
+	for (; i < r->acc_count; i++)
+		r->acc[out++] = r->acc[i];
+	r->acc_count = out;
+	return 0;
+}
+
+/* Record @ev as recorded by the body; a wait on it is then order only. */
+static int snpu_rec_event(struct snpu_rec *r, uint32_t ev)
+{
+	uint32_t i;
+
+	for (i = 0; i < r->events_count; i++)
+		if (r->events[i] == ev)
+			return 0;
+	if (snpu_rec_grow((void **)&r->events, &r->events_cap,
+			  r->events_count, 1, sizeof(*r->events)))
+		return -ENOMEM;
+	r->events[r->events_count++] = ev;
+	return 0;
+}
+
+/*
+ * Append node @t (a launch, a device-to-device copy or a memset): find
+ * its predecessors from the access table, then enter its own ranges.
+ */
+static int snpu_rec_node(struct snpu_rec *r, const struct snpu_task *t)
+{
+	struct snpu_rec_range rg[SNPU_KERNEL_MAX_ARGS];
+	uint32_t n = r->nodes_count, first = r->edges_count;
+	struct snpu_graph_node *node;
+	unsigned int nr, k;
+	uint32_t i, e;
+
+	if (n >= SNPU_GRAPH_MAX_NODES)
+		return SNPU_REC_UNSUPPORTED;
+	if (snpu_rec_grow((void **)&r->nodes, &r->nodes_cap, n, 1,
+			  sizeof(*r->nodes)))
+		return -ENOMEM;
+	/* fanin_offsets has an entry more than there are nodes. */
+	if (snpu_rec_grow((void **)&r->fanin_offsets, &r->offsets_cap, n + 1,
+			  1, sizeof(*r->fanin_offsets)))
+		return -ENOMEM;
+
+	node = &r->nodes[n];
+	memset(node, 0, sizeof(*node));
+	node->task = *t;
+	node->task.stream = 0;
+	node->task.user_data = 0;
+	nr = snpu_rec_ranges(node, rg);
+
+	/* Predecessors: the edges of node n, as the table was before it. */
+	for (i = 0; i < r->acc_count; i++) {
+		const struct snpu_rec_access *a = &r->acc[i];
+
+		for (k = 0; k < nr; k++) {
+			if (a->hi <= rg[k].lo || a->lo >= rg[k].hi)
+				continue;
+			if (!a->write && !rg[k].write)
+				continue;
+			if (snpu_rec_grow((void **)&r->fanin, &r->edges_cap,
+					  r->edges_count, 1,
+					  sizeof(*r->fanin)))
+				return -ENOMEM;
+			r->fanin[r->edges_count++] = a->node;
+			break;
+		}
+	}
+	/* Sorted, without duplicates. */
+	if (r->edges_count - first > 1)
+		qsort(r->fanin + first, r->edges_count - first,
+		      sizeof(*r->fanin), snpu_u32_cmp);
+	for (i = first, e = first; i < r->edges_count; i++)
+		if (e == first || r->fanin[e - 1] != r->fanin[i])
+			r->fanin[e++] = r->fanin[i];
+	r->edges_count = e;
+	if (e > SNPU_GRAPH_MAX_EDGES) {
+		r->edges_count = first;
+		return SNPU_REC_UNSUPPORTED;
+	}
+
+	/* Then its own ranges: writes replace, reads add up. */
+	for (k = 0; k < nr; k++) {
+		if (rg[k].write && snpu_rec_trim(r, rg[k].lo, rg[k].hi))
+			return -ENOMEM;
+	}
+	for (k = 0; k < nr; k++) {
+		if (snpu_rec_grow((void **)&r->acc, &r->acc_cap, r->acc_count,
+				  1, sizeof(*r->acc)))
+			return -ENOMEM;
+		r->acc[r->acc_count].lo = rg[k].lo;
+		r->acc[r->acc_count].hi = rg[k].hi;
+		r->acc[r->acc_count].node = n;
+		r->acc[r->acc_count].write = rg[k].write;
+		r->acc_count++;
+	}
+	r->fanin_offsets[n] = first;
+	r->fanin_offsets[n + 1] = r->edges_count;
+	r->nodes_count = n + 1;
+	return 0;
+}
+
+/**
+ * snpu_rec_add() - record one task of the captured stream
+ * @r: the recorder
+ * @t: the task, already accepted by snpu_rec_check()
+ *
+ * A launch, a device-to-device copy or a memset becomes a node. An event
+ * record is remembered; a wait on an event the body recorded is stream
+ * order, which the edges already give, and adds nothing. The rest (a
+ * host callback, a copy from or to host memory, a wait on an event
+ * recorded outside the capture, a graph launch, a node past
+ * SNPU_GRAPH_MAX_NODES or an edge past SNPU_GRAPH_MAX_EDGES) cannot be
+ * expressed.
+ *
+ * Return: 0, SNPU_REC_UNSUPPORTED with @r unchanged, or -ENOMEM.
+ */
+int snpu_rec_add(struct snpu_rec *r, const struct snpu_task *t)
+{
+	uint32_t i;
+
+	switch (t->op) {
+	case SNPU_OP_LAUNCH:
+	case SNPU_OP_MEMSET:
+		return snpu_rec_node(r, t);
+	case SNPU_OP_COPY:
+		if (t->copy.dir != SNPU_COPY_D2D)
+			return SNPU_REC_UNSUPPORTED;
+		return snpu_rec_node(r, t);
+	case SNPU_OP_EVENT_RECORD:
+		return snpu_rec_event(r, t->event.event);
+	case SNPU_OP_STREAM_WAIT:
+		for (i = 0; i < r->events_count; i++)
+			if (r->events[i] == t->event.event)
+				return 0;
+		return SNPU_REC_UNSUPPORTED;
+	default:
+		return SNPU_REC_UNSUPPORTED;
+	}
+}
+
+/**
+ * snpu_rec_desc() - the recorded definition, as snpu_graph_create() takes it
+ * @r: the recorder
+ * @desc: filled in; points into @r
+ *
+ * Return: 0, or SNPU_REC_UNSUPPORTED when nothing was recorded.
+ */
+int snpu_rec_desc(const struct snpu_rec *r, struct snpu_graph_desc *desc)
+{
+	memset(desc, 0, sizeof(*desc));
+	if (!r->nodes_count)
+		return SNPU_REC_UNSUPPORTED;
+	desc->nodes = r->nodes;
+	desc->nodes_count = r->nodes_count;
+	desc->edges_count = r->edges_count;
+	if (r->edges_count) {
+		desc->fanin_offsets = r->fanin_offsets;
+		desc->fanin = r->fanin;
+	}
+	return 0;
+}
