@@ -1,0 +1,653 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * libsnpu's graph calls against the real driver: the wrappers, and
+ * capture (snpu_graph_begin(), snpu_graph_begin_ring(), snpu_graph_end()).
+ * A first invocation and a replay are each one task (the stream's
+ * sequence number moves by one) or one SQ entry (the SQ head moves by one,
+ * one CQE); the results equal those of the same body submitted task by
+ * task; each fallback case still does the body's work, in order.
+ *
+ * The body: seven tasks on five 4 KiB buffers of i32, with read after
+ * write, write after read and write after write between them:
+ *
+ *   A = 3; B = 5; C = A + B; D = C * A; E = D (copy); A = 0 (memset);
+ *   C = C + E    ->   A 0, B 5, C 32, D 24, E 24
+ *
+ * Runs in the test VM with the module's defaults and test_hooks=1.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "snpu.h"
+
+#include "kselftest_harness.h"
+
+#define NB		4096ULL		/* bytes of a buffer */
+#define NE		(NB / 4)	/* its i32 elements */
+#define NBUF		5
+#define BODY_TASKS	7
+#define CB_DATA		0xcb0cb0ULL
+
+enum { BA, BB, BC, BD, BE };
+
+static const int32_t want[NBUF] = { 0, 5, 32, 24, 24 };
+
+FIXTURE(graph)
+{
+	struct snpu_device *dev;
+	struct snpu_info info;
+	uint32_t s;
+	uint64_t set[2][NBUF];	/* [0]: task by task, [1]: captured */
+};
+
+FIXTURE_SETUP(graph)
+{
+	int i, j;
+
+	ASSERT_EQ(0, snpu_open(0, 0, &self->dev));
+	ASSERT_EQ(0, snpu_get_info(self->dev, &self->info));
+	ASSERT_NE(0ULL, self->info.caps & SNPU_CAP_GRAPHS);
+	ASSERT_EQ(0, snpu_stream_create(self->dev, SNPU_PRIO_NORMAL, 0,
+					&self->s));
+	for (i = 0; i < 2; i++)
+		for (j = 0; j < NBUF; j++)
+			ASSERT_EQ(0, snpu_mem_alloc(self->dev, NB, 0, 0,
+						    &self->set[i][j]));
+}
+
+FIXTURE_TEARDOWN(graph)
+{
+	snpu_close(self->dev);
+}
+
+static int fill(struct snpu_task *t, uint32_t s, uint64_t dst, uint32_t v)
+{
+	struct snpu_kernel_arg a[2] = { snpu_arg_buf(dst, NB), snpu_arg_u64(v) };
+
+	return snpu_prep_launch(t, s, SNPU_KERNEL_FILL, 2, a, 2);
+}
+
+static int op3(struct snpu_task *t, uint32_t s, uint32_t kernel,
+	       uint64_t c, uint64_t a, uint64_t b)
+{
+	struct snpu_kernel_arg args[3] = {
+		snpu_arg_buf(c, NB), snpu_arg_buf(a, NB), snpu_arg_buf(b, NB),
+	};
+
+	return snpu_prep_launch(t, s, kernel, 2, args, 3);
+}
+
+/* The body's tasks on buffers @b. */
+static void body_tasks(uint32_t s, const uint64_t *b,
+		       struct snpu_task t[BODY_TASKS])
+{
+	fill(&t[0], s, b[BA], 3);
+	fill(&t[1], s, b[BB], 5);
+	op3(&t[2], s, SNPU_KERNEL_ADD_I32, b[BC], b[BA], b[BB]);
+	op3(&t[3], s, SNPU_KERNEL_MUL_I32, b[BD], b[BC], b[BA]);
+	snpu_prep_copy(&t[4], s, SNPU_COPY_D2D, b[BE], b[BD], NB);
+	snpu_prep_memset(&t[5], s, b[BA], 0, NB);
+	op3(&t[6], s, SNPU_KERNEL_ADD_I32, b[BC], b[BC], b[BE]);
+}
+
+/* The body through snpu_submit(), a task per call. */
+static int body(struct snpu_device *dev, uint32_t s, const uint64_t *b)
+{
+	struct snpu_task t[BODY_TASKS];
+	int i, ret;
+
+	body_tasks(s, b, t);
+	for (i = 0; i < BODY_TASKS; i++) {
+		ret = snpu_submit(dev, &t[i], 1, NULL);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+/* The body through the SQ, submitted in two parts. */
+static int ring_body(struct snpu_ring *ring, uint32_t s, const uint64_t *b)
+{
+	struct snpu_task t[BODY_TASKS], *sqe;
+	int i, ret;
+
+	body_tasks(s, b, t);
+	for (i = 0; i < BODY_TASKS; i++) {
+		sqe = snpu_ring_get_sqe(ring);
+		if (!sqe)
+			return -EBUSY;
+		*sqe = t[i];
+		if (i == 3) {
+			ret = snpu_ring_submit(ring);
+			if (ret != 4)
+				return ret < 0 ? ret : -EPROTO;
+		}
+	}
+	ret = snpu_ring_submit(ring);
+	return ret == 3 ? 0 : ret < 0 ? ret : -EPROTO;
+}
+
+/* Every buffer of @b holds its expected value: 1, else 0. */
+static int results_ok(struct snpu_device *dev, const uint64_t *b)
+{
+	static int32_t host[NE];
+	unsigned int i, j;
+
+	for (i = 0; i < NBUF; i++) {
+		if (snpu_memcpy_d2h(dev, host, b[i], NB))
+			return 0;
+		for (j = 0; j < NE; j++)
+			if (host[j] != want[i])
+				return 0;
+	}
+	return 1;
+}
+
+/* The two sets of buffers hold the same bytes: 1, else 0. */
+static int sets_equal(struct snpu_device *dev, const uint64_t *x,
+		      const uint64_t *y)
+{
+	static char hx[NB], hy[NB];
+	unsigned int i;
+
+	for (i = 0; i < NBUF; i++) {
+		if (snpu_memcpy_d2h(dev, hx, x[i], NB) ||
+		    snpu_memcpy_d2h(dev, hy, y[i], NB))
+			return 0;
+		if (memcmp(hx, hy, NB))
+			return 0;
+	}
+	return 1;
+}
+
+/* Overwrite every buffer of @b, so that a result must be computed anew. */
+static int garble(struct snpu_device *dev, const uint64_t *b)
+{
+	unsigned int i;
+	int ret;
+
+	for (i = 0; i < NBUF; i++) {
+		ret = snpu_memset(dev, b[i], 0xee, NB);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+static uint64_t submitted(struct snpu_device *dev, uint32_t s)
+{
+	struct snpu_stream_query q;
+
+	if (snpu_stream_query(dev, s, &q))
+		return ~0ULL;
+	return q.submitted;
+}
+
+/* Complete the next host callback, which must carry @user_data. */
+static int serve_one(struct snpu_device *dev, uint64_t user_data)
+{
+	struct snpu_callback_info cb;
+	int ret;
+
+	ret = snpu_callback_wait(dev, -1, &cb);
+	if (ret)
+		return ret;
+	if (cb.user_data != user_data)
+		return -EBADMSG;
+	return snpu_callback_done(dev, cb.cookie, 0);
+}
+
+/* ---- the wrappers ------------------------------------------------------ */
+
+/* Two nodes on two slots: slot 0 = 9, then slot 1 = slot 0. */
+TEST_F(graph, create_launch_destroy)
+{
+	struct snpu_graph_node nodes[2];
+	const uint32_t offsets[3] = { 0, 0, 1 }, fanin[1] = { 0 };
+	const uint64_t slot_bytes[2] = { NB, NB };
+	struct snpu_graph_desc desc;
+	uint64_t slots[2] = { self->set[1][BA], self->set[1][BB] };
+	static int32_t host[NE];
+	uint32_t g;
+	unsigned int i;
+
+	memset(nodes, 0, sizeof(nodes));
+	fill(&nodes[0].task, 0, 0, 9);
+	nodes[0].ref[0] = SNPU_GRAPH_REF_SLOT(0);
+	snpu_prep_copy(&nodes[1].task, 0, SNPU_COPY_D2D, 0, 0, NB);
+	nodes[1].ref[0] = SNPU_GRAPH_REF_SLOT(1);
+	nodes[1].ref[1] = SNPU_GRAPH_REF_SLOT(0);
+	memset(&desc, 0, sizeof(desc));
+	desc.nodes = nodes;
+	desc.nodes_count = 2;
+	desc.fanin_offsets = offsets;
+	desc.fanin = fanin;
+	desc.edges_count = 1;
+	desc.slot_bytes = slot_bytes;
+	desc.slots_count = 2;
+	ASSERT_EQ(0, snpu_graph_create(self->dev, &desc, &g));
+	ASSERT_EQ(0, snpu_graph_launch(self->dev, self->s, g, slots, 2, 0));
+	ASSERT_EQ(0, snpu_stream_synchronize(self->dev, self->s, -1));
+	ASSERT_EQ(0, snpu_memcpy_d2h(self->dev, host, slots[1], NB));
+	for (i = 0; i < NE; i++)
+		ASSERT_EQ(9, host[i]);
+	EXPECT_EQ(-EINVAL, snpu_graph_launch(self->dev, self->s, g, slots,
+					     SNPU_GRAPH_MAX_SLOTS + 1, 0));
+	ASSERT_EQ(0, snpu_graph_destroy(self->dev, g));
+	EXPECT_EQ(-ENOENT, snpu_graph_destroy(self->dev, g));
+	EXPECT_EQ(-ENOENT, snpu_graph_launch(self->dev, self->s, g, slots,
+					     2, 0));
+}
+
+/* The driver's rules reach the caller: a node with a stream is EINVAL. */
+TEST_F(graph, create_refused)
+{
+	struct snpu_graph_node node;
+	struct snpu_graph_desc desc;
+	uint32_t g;
+
+	memset(&node, 0, sizeof(node));
+	fill(&node.task, self->s, self->set[0][BA], 1);
+	memset(&desc, 0, sizeof(desc));
+	desc.nodes = &node;
+	desc.nodes_count = 1;
+	EXPECT_EQ(-EINVAL, snpu_graph_create(self->dev, &desc, &g));
+	node.task.stream = 0;
+	node.task.launch.args[0].value = 0x10;	/* no allocation */
+	EXPECT_EQ(-EFAULT, snpu_graph_create(self->dev, &desc, &g));
+}
+
+/* ---- capture through SUBMIT --------------------------------------------- */
+
+TEST_F(graph, first_invocation_is_one_task)
+{
+	uint64_t seq;
+
+	ASSERT_EQ(0, body(self->dev, self->s, self->set[0]));
+	ASSERT_EQ(0, snpu_stream_synchronize(self->dev, self->s, -1));
+	seq = submitted(self->dev, self->s);
+
+	ASSERT_EQ(0, snpu_graph_begin(self->dev, self->s, 1));
+	ASSERT_EQ(0, body(self->dev, self->s, self->set[1]));
+	/* Nothing queued while recording. */
+	EXPECT_EQ(seq, submitted(self->dev, self->s));
+	ASSERT_EQ(0, snpu_graph_end(self->dev));
+	EXPECT_EQ(seq + 1, submitted(self->dev, self->s));
+	ASSERT_EQ(0, snpu_stream_synchronize(self->dev, self->s, -1));
+	EXPECT_TRUE(results_ok(self->dev, self->set[1]));
+	EXPECT_TRUE(sets_equal(self->dev, self->set[0], self->set[1]));
+}
+
+TEST_F(graph, replay_is_one_task)
+{
+	uint64_t seq;
+	int i;
+
+	ASSERT_EQ(0, snpu_graph_begin(self->dev, self->s, 1));
+	ASSERT_EQ(0, body(self->dev, self->s, self->set[1]));
+	ASSERT_EQ(0, snpu_graph_end(self->dev));
+	ASSERT_EQ(0, snpu_stream_synchronize(self->dev, self->s, -1));
+	for (i = 0; i < 3; i++) {
+		ASSERT_EQ(0, garble(self->dev, self->set[1]));
+		seq = submitted(self->dev, self->s);
+		ASSERT_EQ(SNPU_GRAPH_CACHED,
+			  snpu_graph_begin(self->dev, self->s, 1));
+		EXPECT_EQ(seq + 1, submitted(self->dev, self->s));
+		ASSERT_EQ(0, snpu_stream_synchronize(self->dev, self->s, -1));
+		EXPECT_TRUE(results_ok(self->dev, self->set[1]));
+	}
+	/* No capture is in progress after a cached begin. */
+	EXPECT_EQ(-EINVAL, snpu_graph_end(self->dev));
+}
+
+/* Back-to-back replays (stitched by the driver) end as one replay does. */
+TEST_F(graph, replays_back_to_back)
+{
+	uint64_t seq;
+	int i;
+
+	ASSERT_EQ(0, snpu_graph_begin(self->dev, self->s, 1));
+	ASSERT_EQ(0, body(self->dev, self->s, self->set[1]));
+	ASSERT_EQ(0, snpu_graph_end(self->dev));
+	seq = submitted(self->dev, self->s);
+	for (i = 0; i < 20; i++)
+		ASSERT_EQ(SNPU_GRAPH_CACHED,
+			  snpu_graph_begin(self->dev, self->s, 1));
+	EXPECT_EQ(seq + 20, submitted(self->dev, self->s));
+	ASSERT_EQ(0, snpu_stream_synchronize(self->dev, self->s, -1));
+	EXPECT_TRUE(results_ok(self->dev, self->set[1]));
+}
+
+TEST_F(graph, forget_records_again)
+{
+	uint64_t seq;
+
+	ASSERT_EQ(0, snpu_graph_begin(self->dev, self->s, 5));
+	ASSERT_EQ(0, body(self->dev, self->s, self->set[1]));
+	ASSERT_EQ(0, snpu_graph_end(self->dev));
+	EXPECT_EQ(-ENOENT, snpu_graph_forget(self->dev, 6));
+	ASSERT_EQ(0, snpu_graph_forget(self->dev, 5));
+	ASSERT_EQ(0, garble(self->dev, self->set[1]));
+	seq = submitted(self->dev, self->s);
+	ASSERT_EQ(0, snpu_graph_begin(self->dev, self->s, 5));
+	ASSERT_EQ(0, body(self->dev, self->s, self->set[1]));
+	ASSERT_EQ(0, snpu_graph_end(self->dev));
+	EXPECT_EQ(seq + 1, submitted(self->dev, self->s));
+	ASSERT_EQ(0, snpu_stream_synchronize(self->dev, self->s, -1));
+	EXPECT_TRUE(results_ok(self->dev, self->set[1]));
+}
+
+/* A task refused while recording: the ordinary path's errno, each time. */
+TEST_F(graph, refused_task_errno)
+{
+	struct snpu_task bad[4];
+	int i, plain[4];
+
+	fill(&bad[0], self->s, self->set[1][BA], 1);
+	bad[0].launch.block_dim = 0;
+	fill(&bad[1], self->s, self->set[1][BA], 1);
+	bad[1].launch.block_dim = self->info.max_block_dim + 1;
+	fill(&bad[2], self->s, self->set[1][BA], 1);
+	bad[2].launch.args[0].bytes = 6;		/* not a multiple of 4 */
+	snpu_prep_memset(&bad[3], self->s, self->set[1][BA], 300, NB);
+	for (i = 0; i < 4; i++) {
+		plain[i] = snpu_submit(self->dev, &bad[i], 1, NULL);
+		EXPECT_EQ(-EINVAL, plain[i]);
+	}
+	ASSERT_EQ(0, snpu_graph_begin(self->dev, self->s, 1));
+	for (i = 0; i < 4; i++)
+		EXPECT_EQ(plain[i], snpu_submit(self->dev, &bad[i], 1, NULL));
+	ASSERT_EQ(0, body(self->dev, self->s, self->set[1]));
+	ASSERT_EQ(0, snpu_graph_end(self->dev));
+	ASSERT_EQ(0, snpu_stream_synchronize(self->dev, self->s, -1));
+	EXPECT_TRUE(results_ok(self->dev, self->set[1]));
+}
+
+/* Other streams run during a capture. */
+TEST_F(graph, other_stream_runs)
+{
+	static int32_t host[NE];
+	struct snpu_task t;
+	uint32_t s2;
+
+	ASSERT_EQ(0, snpu_stream_create(self->dev, SNPU_PRIO_NORMAL, 0, &s2));
+	ASSERT_EQ(0, snpu_graph_begin(self->dev, self->s, 1));
+	ASSERT_EQ(0, body(self->dev, self->s, self->set[1]));
+	fill(&t, s2, self->set[0][BA], 11);
+	ASSERT_EQ(0, snpu_submit(self->dev, &t, 1, NULL));
+	ASSERT_EQ(0, snpu_stream_synchronize(self->dev, s2, -1));
+	ASSERT_EQ(0, snpu_memcpy_d2h(self->dev, host, self->set[0][BA], NB));
+	EXPECT_EQ(11, host[0]);
+	EXPECT_EQ(11, host[NE - 1]);
+	ASSERT_EQ(0, snpu_graph_end(self->dev));
+	ASSERT_EQ(0, snpu_stream_synchronize(self->dev, self->s, -1));
+	EXPECT_TRUE(results_ok(self->dev, self->set[1]));
+}
+
+/* ---- fallback: the work is done the ordinary way ------------------------ */
+
+TEST_F(graph, fallback_host_callback)
+{
+	uint64_t seq = submitted(self->dev, self->s);
+
+	ASSERT_EQ(0, snpu_graph_begin(self->dev, self->s, 1));
+	ASSERT_EQ(0, body(self->dev, self->s, self->set[1]));
+	ASSERT_EQ(0, snpu_launch_host_func(self->dev, self->s, CB_DATA));
+	EXPECT_EQ(SNPU_GRAPH_NOT_RECORDED, snpu_graph_end(self->dev));
+	EXPECT_EQ(seq + BODY_TASKS + 1, submitted(self->dev, self->s));
+	ASSERT_EQ(0, serve_one(self->dev, CB_DATA));
+	ASSERT_EQ(0, snpu_stream_synchronize(self->dev, self->s, -1));
+	EXPECT_TRUE(results_ok(self->dev, self->set[1]));
+	/* Not cached: the next begin records. */
+	ASSERT_EQ(0, snpu_graph_begin(self->dev, self->s, 1));
+	ASSERT_EQ(0, body(self->dev, self->s, self->set[1]));
+	EXPECT_EQ(0, snpu_graph_end(self->dev));
+}
+
+TEST_F(graph, fallback_wait_outside)
+{
+	uint32_t ev;
+
+	ASSERT_EQ(0, snpu_event_create(self->dev, &ev));
+	ASSERT_EQ(0, snpu_event_record(self->dev, ev, self->s));
+	ASSERT_EQ(0, snpu_graph_begin(self->dev, self->s, 1));
+	ASSERT_EQ(0, snpu_stream_wait_event(self->dev, self->s, ev));
+	ASSERT_EQ(0, body(self->dev, self->s, self->set[1]));
+	EXPECT_EQ(SNPU_GRAPH_NOT_RECORDED, snpu_graph_end(self->dev));
+	ASSERT_EQ(0, snpu_stream_synchronize(self->dev, self->s, -1));
+	EXPECT_TRUE(results_ok(self->dev, self->set[1]));
+}
+
+/* A record and a wait inside the body are order; the event is recorded. */
+TEST_F(graph, event_pair_inside)
+{
+	struct snpu_event_query q;
+	uint32_t ev;
+	uint64_t seq;
+
+	ASSERT_EQ(0, snpu_event_create(self->dev, &ev));
+	seq = submitted(self->dev, self->s);
+	ASSERT_EQ(0, snpu_graph_begin(self->dev, self->s, 1));
+	ASSERT_EQ(0, body(self->dev, self->s, self->set[1]));
+	ASSERT_EQ(0, snpu_event_record(self->dev, ev, self->s));
+	ASSERT_EQ(0, snpu_stream_wait_event(self->dev, self->s, ev));
+	ASSERT_EQ(0, snpu_graph_end(self->dev));
+	/* The launch, then the event's record. */
+	EXPECT_EQ(seq + 2, submitted(self->dev, self->s));
+	ASSERT_EQ(0, snpu_event_synchronize(self->dev, ev, -1));
+	ASSERT_EQ(0, snpu_event_query(self->dev, ev, &q));
+	EXPECT_TRUE(results_ok(self->dev, self->set[1]));
+}
+
+TEST_F(graph, fallback_host_copy)
+{
+	struct snpu_host_buf hb;
+	int32_t *p;
+	unsigned int i;
+
+	ASSERT_EQ(0, snpu_host_alloc(self->dev, NB, &hb));
+	p = hb.ptr;
+	for (i = 0; i < NE; i++)
+		p[i] = 5;
+	ASSERT_EQ(0, snpu_graph_begin(self->dev, self->s, 1));
+	ASSERT_EQ(0, body(self->dev, self->s, self->set[1]));
+	ASSERT_EQ(0, snpu_memcpy_async(self->dev, self->s, SNPU_COPY_H2D,
+				       self->set[1][BB], (uintptr_t)p, NB));
+	EXPECT_EQ(SNPU_GRAPH_NOT_RECORDED, snpu_graph_end(self->dev));
+	ASSERT_EQ(0, snpu_stream_synchronize(self->dev, self->s, -1));
+	EXPECT_TRUE(results_ok(self->dev, self->set[1]));
+	EXPECT_EQ(0, snpu_host_free(self->dev, &hb));
+}
+
+/*
+ * Past SNPU_GRAPH_MAX_NODES: NOP launches (they complete as they are
+ * queued on an idle stream, so the fallback never fills the quota of
+ * tasks in flight), then the body, whose first task is one node too many.
+ */
+TEST_F(graph, fallback_node_limit)
+{
+	uint64_t seq = submitted(self->dev, self->s);
+	unsigned int i;
+
+	ASSERT_EQ(0, snpu_graph_begin(self->dev, self->s, 1));
+	for (i = 0; i < SNPU_GRAPH_MAX_NODES; i++)
+		ASSERT_EQ(0, snpu_launch(self->dev, self->s, SNPU_KERNEL_NOP,
+					 1, NULL, 0));
+	EXPECT_EQ(seq, submitted(self->dev, self->s));
+	ASSERT_EQ(0, body(self->dev, self->s, self->set[1]));
+	EXPECT_EQ(SNPU_GRAPH_NOT_RECORDED, snpu_graph_end(self->dev));
+	EXPECT_EQ(seq + SNPU_GRAPH_MAX_NODES + BODY_TASKS,
+		  submitted(self->dev, self->s));
+	ASSERT_EQ(0, snpu_stream_synchronize(self->dev, self->s, -1));
+	EXPECT_TRUE(results_ok(self->dev, self->set[1]));
+}
+
+/* The context's graph quota is full: GRAPH_CREATE's ENOSPC. */
+TEST_F(graph, fallback_create_enospc)
+{
+	struct snpu_graph_node node;
+	struct snpu_graph_desc desc;
+	uint32_t g, first = 0;
+	unsigned int n;
+	int ret = 0;
+
+	memset(&node, 0, sizeof(node));
+	fill(&node.task, 0, self->set[0][BA], 1);
+	memset(&desc, 0, sizeof(desc));
+	desc.nodes = &node;
+	desc.nodes_count = 1;
+	for (n = 0; n < 4096; n++) {
+		ret = snpu_graph_create(self->dev, &desc, &g);
+		if (ret)
+			break;
+		if (!n)
+			first = g;
+	}
+	ASSERT_EQ(-ENOSPC, ret);
+	ASSERT_EQ(0, snpu_graph_begin(self->dev, self->s, 1));
+	ASSERT_EQ(0, body(self->dev, self->s, self->set[1]));
+	EXPECT_EQ(SNPU_GRAPH_NOT_RECORDED, snpu_graph_end(self->dev));
+	ASSERT_EQ(0, snpu_stream_synchronize(self->dev, self->s, -1));
+	EXPECT_TRUE(results_ok(self->dev, self->set[1]));
+	/* With room again, it is recorded. */
+	ASSERT_EQ(0, snpu_graph_destroy(self->dev, first));
+	ASSERT_EQ(0, garble(self->dev, self->set[1]));
+	ASSERT_EQ(0, snpu_graph_begin(self->dev, self->s, 1));
+	ASSERT_EQ(0, body(self->dev, self->s, self->set[1]));
+	EXPECT_EQ(0, snpu_graph_end(self->dev));
+	ASSERT_EQ(0, snpu_stream_synchronize(self->dev, self->s, -1));
+	EXPECT_TRUE(results_ok(self->dev, self->set[1]));
+}
+
+/*
+ * An address outside the allocations is not checked while recording:
+ * create refuses it, and the ordinary path gives SUBMIT's EFAULT, after
+ * the tasks before it.
+ */
+TEST_F(graph, fallback_bad_address)
+{
+	static int32_t host[NE];
+	struct snpu_task t;
+
+	ASSERT_EQ(0, snpu_graph_begin(self->dev, self->s, 1));
+	fill(&t, self->s, self->set[1][BA], 4);
+	ASSERT_EQ(0, snpu_submit(self->dev, &t, 1, NULL));
+	snpu_prep_memset(&t, self->s, 0x10, 0, NB);
+	ASSERT_EQ(0, snpu_submit(self->dev, &t, 1, NULL));
+	EXPECT_EQ(-EFAULT, snpu_graph_end(self->dev));
+	EXPECT_EQ(-EFAULT, snpu_submit(self->dev, &t, 1, NULL));
+	ASSERT_EQ(0, snpu_stream_synchronize(self->dev, self->s, -1));
+	ASSERT_EQ(0, snpu_memcpy_d2h(self->dev, host, self->set[1][BA], NB));
+	EXPECT_EQ(4, host[NE - 1]);
+}
+
+/* ---- capture through the ring ------------------------------------------- */
+
+/* Take one CQE; it must carry @user_data and success. */
+static int one_cqe(struct snpu_ring *ring, uint64_t user_data)
+{
+	struct snpu_cqe *cqe;
+	int ret;
+
+	ret = snpu_ring_wait_cqe(ring, &cqe);
+	if (ret)
+		return ret;
+	ret = cqe->user_data != user_data ? -EBADMSG : cqe->result;
+	snpu_ring_cqe_seen(ring, cqe);
+	return ret;
+}
+
+TEST_F(graph, ring_first_and_replay_one_entry)
+{
+	struct snpu_cqe *cqe;
+	struct snpu_ring ring;
+	uint32_t head;
+
+	ASSERT_EQ(0, snpu_ring_init(self->dev, 64, 0, &ring));
+	ASSERT_EQ(0, ring_body(&ring, self->s, self->set[0]));
+	ASSERT_EQ(0, snpu_stream_synchronize(self->dev, self->s, -1));
+	while (!snpu_ring_peek_cqe(&ring, &cqe))
+		snpu_ring_cqe_seen(&ring, cqe);
+
+	head = __atomic_load_n(ring.sq.khead, __ATOMIC_ACQUIRE);
+	ASSERT_EQ(0, snpu_graph_begin_ring(self->dev, &ring, self->s, 1,
+					   0x77));
+	ASSERT_EQ(0, ring_body(&ring, self->s, self->set[1]));
+	ASSERT_EQ(0, snpu_graph_end(self->dev));
+	EXPECT_EQ(head + 1, __atomic_load_n(ring.sq.khead, __ATOMIC_ACQUIRE));
+	EXPECT_EQ(0, one_cqe(&ring, 0x77));
+	ASSERT_EQ(0, snpu_stream_synchronize(self->dev, self->s, -1));
+	EXPECT_EQ(-EAGAIN, snpu_ring_peek_cqe(&ring, &cqe));
+	EXPECT_TRUE(results_ok(self->dev, self->set[1]));
+	EXPECT_TRUE(sets_equal(self->dev, self->set[0], self->set[1]));
+
+	ASSERT_EQ(0, garble(self->dev, self->set[1]));
+	head = __atomic_load_n(ring.sq.khead, __ATOMIC_ACQUIRE);
+	ASSERT_EQ(SNPU_GRAPH_CACHED,
+		  snpu_graph_begin_ring(self->dev, &ring, self->s, 1, 0x78));
+	EXPECT_EQ(head + 1, __atomic_load_n(ring.sq.khead, __ATOMIC_ACQUIRE));
+	EXPECT_EQ(0, one_cqe(&ring, 0x78));
+	ASSERT_EQ(0, snpu_stream_synchronize(self->dev, self->s, -1));
+	EXPECT_EQ(-EAGAIN, snpu_ring_peek_cqe(&ring, &cqe));
+	EXPECT_TRUE(results_ok(self->dev, self->set[1]));
+	snpu_ring_exit(&ring);
+}
+
+/* A host callback in a ring body: every entry goes to the SQ, in order. */
+TEST_F(graph, ring_fallback_host_callback)
+{
+	struct snpu_task *sqe;
+	struct snpu_ring ring;
+	struct snpu_cqe *cqe;
+	uint32_t head;
+	int i;
+
+	ASSERT_EQ(0, snpu_ring_init(self->dev, 64, 0, &ring));
+	head = __atomic_load_n(ring.sq.khead, __ATOMIC_ACQUIRE);
+	ASSERT_EQ(0, snpu_graph_begin_ring(self->dev, &ring, self->s, 1, 0));
+	ASSERT_EQ(0, ring_body(&ring, self->s, self->set[1]));
+	sqe = snpu_ring_get_sqe(&ring);
+	ASSERT_NE(NULL, sqe);
+	snpu_prep_host_func(sqe, self->s, CB_DATA);
+	ASSERT_EQ(1, snpu_ring_submit(&ring));
+	EXPECT_EQ(SNPU_GRAPH_NOT_RECORDED, snpu_graph_end(self->dev));
+	EXPECT_EQ(head + BODY_TASKS + 1,
+		  __atomic_load_n(ring.sq.khead, __ATOMIC_ACQUIRE));
+	ASSERT_EQ(0, serve_one(self->dev, CB_DATA));
+	ASSERT_EQ(0, snpu_stream_synchronize(self->dev, self->s, -1));
+	for (i = 0; i < BODY_TASKS; i++)
+		EXPECT_EQ(0, one_cqe(&ring, 0));
+	EXPECT_EQ(0, one_cqe(&ring, CB_DATA));
+	EXPECT_EQ(-EAGAIN, snpu_ring_peek_cqe(&ring, &cqe));
+	EXPECT_TRUE(results_ok(self->dev, self->set[1]));
+	snpu_ring_exit(&ring);
+}
+
+/* A refused entry in a ring body: its CQE has the error, the rest runs. */
+TEST_F(graph, ring_refused_entry)
+{
+	struct snpu_task *sqe;
+	struct snpu_ring ring;
+	int i;
+
+	ASSERT_EQ(0, snpu_ring_init(self->dev, 64, 0, &ring));
+	ASSERT_EQ(0, snpu_graph_begin_ring(self->dev, &ring, self->s, 1, 0));
+	sqe = snpu_ring_get_sqe(&ring);
+	ASSERT_NE(NULL, sqe);
+	fill(sqe, self->s, self->set[1][BA], 1);
+	sqe->launch.block_dim = 0;
+	sqe->user_data = 0xbad;
+	ASSERT_EQ(1, snpu_ring_submit(&ring));
+	ASSERT_EQ(0, ring_body(&ring, self->s, self->set[1]));
+	EXPECT_EQ(SNPU_GRAPH_NOT_RECORDED, snpu_graph_end(self->dev));
+	EXPECT_EQ(-EINVAL, one_cqe(&ring, 0xbad));
+	for (i = 0; i < BODY_TASKS; i++)
+		EXPECT_EQ(0, one_cqe(&ring, 0));
+	ASSERT_EQ(0, snpu_stream_synchronize(self->dev, self->s, -1));
+	EXPECT_TRUE(results_ok(self->dev, self->set[1]));
+	snpu_ring_exit(&ring);
+}
+
+TEST_HARNESS_MAIN
