@@ -11,6 +11,7 @@
  * are made up: nothing runs. A ring is plain memory flagged
  * SNPU_RING_SQPOLL, so that a submit only publishes its tail.
  */
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
@@ -334,6 +335,207 @@ TEST(rec_check_errno)
 	snpu_prep_launch(&t, S, SNPU_KERNEL_SPIN, 1, &spin, 1);
 	EXPECT_EQ(-EOPNOTSUPP, snpu_rec_check(&t, 0));
 	EXPECT_EQ(0, snpu_rec_check(&t, SNPU_CAP_TEST_HOOKS));
+}
+
+/* ---- random bodies: any order the edges allow gives the same bytes ---- */
+
+/*
+ * A model of the device memory [A, A + MEM): the nodes the recorder
+ * keeps, run on the CPU one at a time. When the edges miss a conflict,
+ * some order they allow swaps the two nodes, and the bytes differ.
+ */
+#define MEM	512U
+
+static uint8_t *at(uint8_t *mem, uint64_t addr)
+{
+	return mem + (addr - A);
+}
+
+static void run_node(uint8_t *mem, const struct snpu_task *t)
+{
+	uint64_t i, n;
+	uint32_t x, y;
+
+	switch (t->op) {
+	case SNPU_OP_MEMSET:
+		memset(at(mem, t->memset.addr), (int)t->memset.value,
+		       t->memset.bytes);
+		return;
+	case SNPU_OP_COPY:
+		for (i = 0; i < t->copy.bytes; i++)
+			*at(mem, t->copy.dst + i) = *at(mem, t->copy.src + i);
+		return;
+	}
+	n = t->launch.args[0].bytes / 4;
+	for (i = 0; i < n; i++) {
+		uint8_t *c = at(mem, t->launch.args[0].value + 4 * i);
+
+		switch (t->launch.kernel) {
+		case SNPU_KERNEL_FILL:
+			x = (uint32_t)t->launch.args[1].value;
+			memcpy(c, &x, 4);
+			break;
+		case SNPU_KERNEL_COPY:
+			memcpy(c, at(mem, t->launch.args[1].value + 4 * i), 4);
+			break;
+		default:
+			memcpy(&x, at(mem, t->launch.args[1].value + 4 * i), 4);
+			memcpy(&y, at(mem, t->launch.args[2].value + 4 * i), 4);
+			x = t->launch.kernel == SNPU_KERNEL_ADD_I32 ?
+				x + y : x * y;
+			memcpy(c, &x, 4);
+		}
+	}
+}
+
+/* A random range of @bytes inside the model, 4-byte aligned. */
+static uint64_t rnd_at(unsigned int *seed, uint64_t bytes)
+{
+	return A + 4 * (rand_r(seed) % ((MEM - bytes) / 4 + 1));
+}
+
+static struct snpu_task rnd_task(unsigned int *seed)
+{
+	uint64_t bytes = 4 * (1 + rand_r(seed) % 24);
+	struct snpu_task t;
+
+	switch (rand_r(seed) % 6) {
+	case 0:
+		return mset(rnd_at(seed, bytes), bytes);
+	case 1:
+		t = d2d(rnd_at(seed, bytes), rnd_at(seed, bytes), bytes);
+		return t;
+	case 2:
+		t = fill(rnd_at(seed, bytes), bytes);
+		t.launch.args[1].value = (uint32_t)rand_r(seed);
+		return t;
+	case 3: {
+		struct snpu_kernel_arg args[2] = {
+			snpu_arg_buf(rnd_at(seed, bytes), bytes),
+			snpu_arg_buf(rnd_at(seed, bytes), bytes),
+		};
+
+		snpu_prep_launch(&t, S, SNPU_KERNEL_COPY, 1, args, 2);
+		return t;
+	}
+	case 4:
+		return launch3(SNPU_KERNEL_ADD_I32, rnd_at(seed, bytes),
+			       rnd_at(seed, bytes), rnd_at(seed, bytes),
+			       bytes);
+	default:
+		return launch3(SNPU_KERNEL_MUL_I32, rnd_at(seed, bytes),
+			       rnd_at(seed, bytes), rnd_at(seed, bytes),
+			       bytes);
+	}
+}
+
+/*
+ * Run the recorded nodes in a random order that the edges allow: a node
+ * is ready when all its predecessors ran.
+ */
+static void run_any_order(const struct snpu_rec *r, uint8_t *mem,
+			  unsigned int *seed)
+{
+	uint32_t n = r->nodes_count, i, e, k, nready;
+	uint32_t *left = calloc(n, sizeof(*left));
+	uint32_t *ready = calloc(n, sizeof(*ready));
+	uint8_t *done = calloc(n, 1);
+
+	for (i = 0; i < n; i++)
+		left[i] = r->fanin_offsets[i + 1] - r->fanin_offsets[i];
+	nready = 0;
+	for (i = 0; i < n; i++)
+		if (!left[i])
+			ready[nready++] = i;
+	while (nready) {
+		k = rand_r(seed) % nready;
+		i = ready[k];
+		ready[k] = ready[--nready];
+		run_node(mem, &r->nodes[i].task);
+		done[i] = 1;
+		/* Successors: the nodes whose fanin names i. */
+		for (k = i + 1; k < n; k++)
+			for (e = r->fanin_offsets[k];
+			     e < r->fanin_offsets[k + 1]; e++)
+				if (r->fanin[e] == i && !--left[k])
+					ready[nready++] = k;
+	}
+	for (i = 0; i < n; i++)
+		assert(done[i]);
+	free(left);
+	free(ready);
+	free(done);
+}
+
+TEST_F(rec, random_bodies_any_order)
+{
+	static uint8_t init[MEM], in_order[MEM], mem[MEM];
+	struct snpu_task body[64];
+	unsigned int seed = 1, iter, i, n, k;
+	uint32_t e;
+
+	for (iter = 0; iter < 400; iter++) {
+		snpu_rec_fini(&self->r);
+		snpu_rec_init(&self->r);
+		for (i = 0; i < MEM; i++)
+			init[i] = (uint8_t)rand_r(&seed);
+		n = 1 + rand_r(&seed) % 64;
+		memcpy(in_order, init, MEM);
+		for (i = 0; i < n; i++) {
+			body[i] = rnd_task(&seed);
+			ASSERT_EQ(0, snpu_rec_check(&body[i], 0));
+			ASSERT_EQ(0, snpu_rec_add(&self->r, &body[i]));
+			run_node(in_order, &body[i]);
+		}
+		ASSERT_EQ(n, self->r.nodes_count);
+		/* The CSR as GRAPH_CREATE wants it. */
+		ASSERT_EQ(0U, self->r.fanin_offsets[0]);
+		ASSERT_EQ(self->r.edges_count, self->r.fanin_offsets[n]);
+		for (i = 0; i < n; i++)
+			for (e = self->r.fanin_offsets[i];
+			     e < self->r.fanin_offsets[i + 1]; e++) {
+				ASSERT_LT(self->r.fanin[e], i);
+				if (e > self->r.fanin_offsets[i])
+					ASSERT_LT(self->r.fanin[e - 1],
+						  self->r.fanin[e]);
+			}
+		for (k = 0; k < 8; k++) {
+			memcpy(mem, init, MEM);
+			run_any_order(&self->r, mem, &seed);
+			ASSERT_EQ(0, memcmp(mem, in_order, MEM));
+		}
+	}
+}
+
+/*
+ * The test of the test: the same bodies without their edges are not
+ * order-free, so the comparison above can fail.
+ */
+TEST_F(rec, random_bodies_need_their_edges)
+{
+	static uint8_t init[MEM], in_order[MEM], mem[MEM];
+	struct snpu_task t;
+	unsigned int seed = 1, iter, i, n, differ = 0;
+
+	for (iter = 0; iter < 50; iter++) {
+		snpu_rec_fini(&self->r);
+		snpu_rec_init(&self->r);
+		for (i = 0; i < MEM; i++)
+			init[i] = (uint8_t)rand_r(&seed);
+		n = 16 + rand_r(&seed) % 48;
+		memcpy(in_order, init, MEM);
+		for (i = 0; i < n; i++) {
+			t = rnd_task(&seed);
+			ASSERT_EQ(0, snpu_rec_add(&self->r, &t));
+			run_node(in_order, &t);
+		}
+		memset(self->r.fanin_offsets, 0,
+		       (n + 1) * sizeof(*self->r.fanin_offsets));
+		memcpy(mem, init, MEM);
+		run_any_order(&self->r, mem, &seed);
+		differ += !!memcmp(mem, in_order, MEM);
+	}
+	EXPECT_LT(25U, differ);
 }
 
 /* ---- capture on a device --------------------------------------------- */
