@@ -650,4 +650,253 @@ TEST_F(graph, ring_refused_entry)
 	snpu_ring_exit(&ring);
 }
 
+/* ---- random bodies: captured equals task by task ------------------------ */
+
+#define FZ_BYTES	16384ULL	/* one allocation per set */
+#define FZ_MAX		40		/* nodes of a body */
+
+/* A random 4-byte aligned range of @bytes in a set, as an offset. */
+static uint64_t fz_off(unsigned int *seed, uint64_t bytes)
+{
+	return 4 * (rand_r(seed) % ((FZ_BYTES - bytes) / 4 + 1));
+}
+
+/* Do [a, a + n) and [b, b + n) share a byte? */
+static int fz_overlap(uint64_t a, uint64_t b, uint64_t n)
+{
+	return a < b + n && b < a + n;
+}
+
+/*
+ * A random body as offsets: memsets, device copies, FILL, COPY, ADD_I32
+ * and MUL_I32 launches of 1 to 4 blocks on overlapping ranges. Within a
+ * node, what it writes is disjoint from what it reads, or (ADD, MUL) the
+ * same range, so that its blocks never race with each other.
+ */
+static unsigned int fz_body(unsigned int *seed, struct snpu_task *t)
+{
+	unsigned int i, n = 1 + rand_r(seed) % FZ_MAX;
+	uint64_t bytes, c, a, b;
+	uint32_t bd;
+
+	for (i = 0; i < n; i++) {
+		bytes = 4 * (1 + rand_r(seed) % 256);
+		bd = 1 + rand_r(seed) % 4;
+		c = fz_off(seed, bytes);
+		do {
+			a = fz_off(seed, bytes);
+		} while (fz_overlap(a, c, bytes));
+		b = rand_r(seed) % 2 ? c : a;
+		switch (rand_r(seed) % 6) {
+		case 0:
+			snpu_prep_memset(&t[i], 0, c, rand_r(seed) % 256,
+					 bytes);
+			break;
+		case 1:
+			snpu_prep_copy(&t[i], 0, SNPU_COPY_D2D, c, a, bytes);
+			break;
+		case 2:
+			fill(&t[i], 0, c, (uint32_t)rand_r(seed));
+			t[i].launch.args[0].bytes = bytes;
+			t[i].launch.block_dim = bd;
+			break;
+		case 3: {
+			struct snpu_kernel_arg args[2] = {
+				snpu_arg_buf(c, bytes), snpu_arg_buf(a, bytes),
+			};
+
+			snpu_prep_launch(&t[i], 0, SNPU_KERNEL_COPY, bd,
+					 args, 2);
+			break;
+		}
+		default: {
+			struct snpu_kernel_arg args[3] = {
+				snpu_arg_buf(c, bytes), snpu_arg_buf(a, bytes),
+				snpu_arg_buf(b, bytes),
+			};
+
+			/* c = c op a, or c = a op a. */
+			if (b == a)
+				args[1] = snpu_arg_buf(c, bytes);
+			snpu_prep_launch(&t[i], 0, rand_r(seed) % 2 ?
+					 SNPU_KERNEL_ADD_I32 :
+					 SNPU_KERNEL_MUL_I32, bd, args, 3);
+		}
+		}
+	}
+	return n;
+}
+
+/* Task @t of a body on @stream over the set at @base. */
+static struct snpu_task fz_at(const struct snpu_task *t, uint32_t stream,
+			      uint64_t base)
+{
+	struct snpu_task u = *t;
+	unsigned int i;
+
+	u.stream = stream;
+	switch (u.op) {
+	case SNPU_OP_MEMSET:
+		u.memset.addr += base;
+		break;
+	case SNPU_OP_COPY:
+		u.copy.dst += base;
+		u.copy.src += base;
+		break;
+	default:
+		for (i = 0; i < SNPU_KERNEL_MAX_ARGS; i++)
+			if (u.launch.args[i].bytes)
+				u.launch.args[i].value += base;
+	}
+	return u;
+}
+
+/* Both sets hold the same random bytes. */
+static int fz_init(struct snpu_device *dev, unsigned int *seed,
+		   const uint64_t *base)
+{
+	static uint8_t host[FZ_BYTES];
+	unsigned int i;
+	int ret;
+
+	for (i = 0; i < FZ_BYTES; i++)
+		host[i] = (uint8_t)rand_r(seed);
+	ret = snpu_memcpy_h2d(dev, base[0], host, FZ_BYTES);
+	return ret ? ret : snpu_memcpy_h2d(dev, base[1], host, FZ_BYTES);
+}
+
+static int fz_same(struct snpu_device *dev, const uint64_t *base)
+{
+	static uint8_t x[FZ_BYTES], y[FZ_BYTES];
+
+	if (snpu_memcpy_d2h(dev, x, base[0], FZ_BYTES) ||
+	    snpu_memcpy_d2h(dev, y, base[1], FZ_BYTES))
+		return 0;
+	return !memcmp(x, y, FZ_BYTES);
+}
+
+/* The body task by task on set 0, @times over. */
+static int fz_plain(struct snpu_device *dev, uint32_t s,
+		    const struct snpu_task *t, unsigned int n,
+		    uint64_t base, int times)
+{
+	struct snpu_task u;
+	unsigned int i;
+	int ret;
+
+	while (times--)
+		for (i = 0; i < n; i++) {
+			u = fz_at(&t[i], s, base);
+			ret = snpu_submit(dev, &u, 1, NULL);
+			if (ret)
+				return ret;
+		}
+	return snpu_stream_synchronize(dev, s, -1);
+}
+
+/* The body on set 1 through @ring, or through snpu_submit() without. */
+static int fz_captured_body(struct snpu_device *dev, struct snpu_ring *ring,
+			    uint32_t s, const struct snpu_task *t,
+			    unsigned int n, uint64_t base)
+{
+	struct snpu_task u, *sqe;
+	unsigned int i;
+	int ret;
+
+	for (i = 0; i < n; i++) {
+		u = fz_at(&t[i], s, base);
+		if (!ring) {
+			ret = snpu_submit(dev, &u, 1, NULL);
+			if (ret)
+				return ret;
+			continue;
+		}
+		sqe = snpu_ring_get_sqe(ring);
+		if (!sqe) {
+			ret = snpu_ring_submit(ring);
+			if (ret < 0)
+				return ret;
+			sqe = snpu_ring_get_sqe(ring);
+			if (!sqe)
+				return -EBUSY;
+		}
+		*sqe = u;
+	}
+	ret = ring ? snpu_ring_submit(ring) : 0;
+	return ret < 0 ? ret : 0;
+}
+
+/* Begin on @ring (launches with user_data 1), or on SUBMIT without. */
+static int fz_begin(struct snpu_device *dev, struct snpu_ring *ring,
+		    uint32_t s, uint64_t key)
+{
+	if (ring)
+		return snpu_graph_begin_ring(dev, ring, s, key, 1);
+	return snpu_graph_begin(dev, s, key);
+}
+
+/* Drain the CQ: every CQE must be a success. */
+static int fz_drain(struct snpu_ring *ring, unsigned int *count)
+{
+	struct snpu_cqe *cqe;
+	int ret = 0;
+
+	while (ring && !snpu_ring_peek_cqe(ring, &cqe)) {
+		if (cqe->result && !ret)
+			ret = cqe->result;
+		(*count)++;
+		snpu_ring_cqe_seen(ring, cqe);
+	}
+	return ret;
+}
+
+/*
+ * 24 random bodies, half through SUBMIT and half through the ring: the
+ * first invocation (recorded, one launch) and then two back-to-back
+ * replays (stitched) leave set 1 as the body task by task leaves set 0.
+ */
+TEST_F(graph, random_bodies_both_transports)
+{
+	struct snpu_task body[FZ_MAX];
+	struct snpu_ring ring, *r;
+	unsigned int seed = 7, iter, n, cqes;
+	uint64_t base[2], seq;
+	int launches;
+
+	ASSERT_EQ(0, snpu_mem_alloc(self->dev, FZ_BYTES, 0, 0, &base[0]));
+	ASSERT_EQ(0, snpu_mem_alloc(self->dev, FZ_BYTES, 0, 0, &base[1]));
+	ASSERT_EQ(0, snpu_ring_init(self->dev, 16, 0, &ring));
+	for (iter = 0; iter < 24; iter++) {
+		r = iter % 2 ? &ring : NULL;
+		n = fz_body(&seed, body);
+
+		ASSERT_EQ(0, fz_init(self->dev, &seed, base));
+		ASSERT_EQ(0, fz_plain(self->dev, self->s, body, n, base[0],
+				      1));
+		seq = submitted(self->dev, self->s);
+		cqes = 0;
+		ASSERT_EQ(0, fz_begin(self->dev, r, self->s, iter));
+		ASSERT_EQ(0, fz_captured_body(self->dev, r, self->s, body, n,
+					      base[1]));
+		ASSERT_EQ(0, snpu_graph_end(self->dev));
+		ASSERT_EQ(seq + 1, submitted(self->dev, self->s));
+		ASSERT_EQ(0, snpu_stream_synchronize(self->dev, self->s, -1));
+		ASSERT_EQ(0, fz_drain(r, &cqes));
+		ASSERT_TRUE(fz_same(self->dev, base));
+
+		ASSERT_EQ(0, fz_init(self->dev, &seed, base));
+		ASSERT_EQ(0, fz_plain(self->dev, self->s, body, n, base[0],
+				      2));
+		for (launches = 0; launches < 2; launches++)
+			ASSERT_EQ(SNPU_GRAPH_CACHED,
+				  fz_begin(self->dev, r, self->s, iter));
+		ASSERT_EQ(0, snpu_stream_synchronize(self->dev, self->s, -1));
+		ASSERT_EQ(0, fz_drain(r, &cqes));
+		ASSERT_EQ(r ? 3U : 0U, cqes);
+		ASSERT_TRUE(fz_same(self->dev, base));
+		ASSERT_EQ(0, snpu_graph_forget(self->dev, iter));
+	}
+	snpu_ring_exit(&ring);
+}
+
 TEST_HARNESS_MAIN
