@@ -35,7 +35,7 @@
  * Most events a recorded body may record: each is recorded again after
  * every launch of its graph, in the launch's batch.
  */
-#define SNPU_GRAPH_MAX_EVENTS	64
+#define SNPU_GRAPH_MAX_EVENTS	16
 
 /*
  * One cached definition: the graph created for @key, and the events its
@@ -502,11 +502,13 @@ int snpu_capture_ring_submit(struct snpu_ring *ring, unsigned int wait_nr)
 /*
  * Launch @g on @stream, with its events recorded again after it, on the
  * capture's transport (the ring's entries with @user_data for the
- * launch, 0 for the event records).
+ * launch, 0 for the event records). @routed: through the routing of
+ * snpu_submit(), for a launch while another capture may be in progress
+ * (not under graph_lock).
  */
 static int snpu_graph_go(struct snpu_device *dev, struct snpu_ring *ring,
 			 uint32_t stream, const struct snpu_graph_cached *g,
-			 uint64_t user_data)
+			 uint64_t user_data, int routed)
 {
 	struct snpu_task t[1 + SNPU_GRAPH_MAX_EVENTS];
 	uint32_t i, n = 1 + g->events_count;
@@ -515,6 +517,8 @@ static int snpu_graph_go(struct snpu_device *dev, struct snpu_ring *ring,
 	snpu_prep_graph(&t[0], stream, g->graph, NULL, 0, 0);
 	for (i = 0; i < g->events_count; i++)
 		snpu_prep_event_record(&t[1 + i], stream, g->events[i]);
+	if (!ring && routed)
+		return snpu_capture_submit(dev, t, n, NULL);
 	if (!ring)
 		return snpu_capture_direct(dev, t, n, NULL);
 	t[0].user_data = user_data;
@@ -525,15 +529,52 @@ static int snpu_graph_go(struct snpu_device *dev, struct snpu_ring *ring,
 	return ret < 0 ? ret : 0;
 }
 
+/*
+ * A cached @key: launch it. The entry is copied under the lock and
+ * launched without it, so that replays of several threads do not wait
+ * for each other. While another capture is in progress, a SUBMIT launch
+ * goes through its routing (on the captured stream, it breaks that
+ * capture, so that the order stays); a ring launch on the captured
+ * stream is refused.
+ *
+ * Return: SNPU_GRAPH_CACHED, 0 when @key is not cached, or -errno.
+ */
+static int snpu_graph_hit(struct snpu_device *dev, struct snpu_ring *ring,
+			  uint32_t stream, uint64_t key, uint64_t user_data)
+{
+	struct snpu_graph_cached **pp, hit;
+	struct snpu_capture *cap;
+	int ret;
+
+	pthread_mutex_lock(&dev->graph_lock);
+	pp = snpu_graph_find(dev, key);
+	if (pp)
+		hit = **pp;
+	cap = atomic_load_explicit(&dev->capture, memory_order_relaxed);
+	ret = cap && !cap->broken && cap->stream == stream ? -EBUSY : 0;
+	pthread_mutex_unlock(&dev->graph_lock);
+	if (!pp)
+		return 0;
+	if (ring && ret)
+		return ret;
+	ret = snpu_graph_go(dev, ring, stream, &hit, user_data, 1);
+	return ret ? ret : SNPU_GRAPH_CACHED;
+}
+
 static int snpu_graph_start(struct snpu_device *dev, struct snpu_ring *ring,
 			    uint32_t stream, uint64_t key, uint64_t user_data)
 {
-	struct snpu_graph_cached **pp;
 	struct snpu_stream_query q;
 	struct snpu_capture *cap;
 	struct snpu_info info;
 	uint64_t caps;
 	int ret;
+
+	ret = snpu_graph_hit(dev, ring, stream, key, user_data);
+	if (ret)
+		return ret;
+	if (atomic_load_explicit(&dev->capture, memory_order_acquire))
+		return -EBUSY;
 
 	if (dev->graph_ops) {
 		caps = dev->graph_ops->caps;
@@ -550,22 +591,9 @@ static int snpu_graph_start(struct snpu_device *dev, struct snpu_ring *ring,
 			return ret;
 	}
 
-	pthread_mutex_lock(&dev->graph_lock);
-	if (atomic_load_explicit(&dev->capture, memory_order_relaxed)) {
-		ret = -EBUSY;
-		goto out;
-	}
-	pp = snpu_graph_find(dev, key);
-	if (pp) {
-		ret = snpu_graph_go(dev, ring, stream, *pp, user_data);
-		ret = ret ? ret : SNPU_GRAPH_CACHED;
-		goto out;
-	}
-
-	ret = -ENOMEM;
 	cap = calloc(1, sizeof(*cap));
 	if (!cap)
-		goto out;
+		return -ENOMEM;
 	cap->dev = dev;
 	cap->ring = ring;
 	cap->stream = stream;
@@ -574,24 +602,37 @@ static int snpu_graph_start(struct snpu_device *dev, struct snpu_ring *ring,
 	cap->caps = caps;
 	snpu_rec_init(&cap->rec);
 	if (ring) {
-		/* What the caller prepared before begin goes first. */
-		ret = snpu_ring_submit_direct(ring, 0);
-		if (ret < 0) {
-			free(cap);
-			goto out;
-		}
 		cap->sqbuf = calloc(ring->sq.entries, sizeof(*cap->sqbuf));
 		if (!cap->sqbuf) {
-			ret = -ENOMEM;
 			free(cap);
-			goto out;
+			return -ENOMEM;
 		}
+	}
+
+	pthread_mutex_lock(&dev->graph_lock);
+	/* Another thread's capture started, or cached the key, meanwhile. */
+	if (snpu_graph_find(dev, key)) {
+		pthread_mutex_unlock(&dev->graph_lock);
+		snpu_capture_free(cap);
+		return snpu_graph_start(dev, ring, stream, key, user_data);
+	}
+	if (atomic_load_explicit(&dev->capture, memory_order_relaxed)) {
+		ret = -EBUSY;
+		goto fail;
+	}
+	if (ring) {
+		/* What the caller prepared before begin goes first. */
+		ret = snpu_ring_submit_direct(ring, 0);
+		if (ret < 0)
+			goto fail;
 		snpu_ring_to_buffer(cap);
 	}
 	atomic_store_explicit(&dev->capture, cap, memory_order_release);
-	ret = 0;
-out:
 	pthread_mutex_unlock(&dev->graph_lock);
+	return 0;
+fail:
+	pthread_mutex_unlock(&dev->graph_lock);
+	snpu_capture_free(cap);
 	return ret;
 }
 
@@ -657,7 +698,8 @@ int snpu_graph_end(struct snpu_device *dev)
 	dev->graphs = g;
 	if (cap->ring)
 		snpu_ring_to_real(cap);
-	ret = snpu_graph_go(dev, cap->ring, cap->stream, g, cap->user_data);
+	ret = snpu_graph_go(dev, cap->ring, cap->stream, g, cap->user_data,
+			    0);
 out:
 	atomic_store_explicit(&dev->capture, NULL, memory_order_relaxed);
 	pthread_mutex_unlock(&dev->graph_lock);

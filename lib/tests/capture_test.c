@@ -765,6 +765,38 @@ TEST_F(cap, begin_end_misuse)
 	ASSERT_EQ(0, snpu_graph_end(self->dev));
 }
 
+/* A cached key during another capture: launched, on another stream at once. */
+TEST_F(cap, hit_during_capture_other_stream)
+{
+	ASSERT_EQ(0, snpu_graph_begin(self->dev, S, 1));
+	ASSERT_EQ(0, sub(self->dev, mset(A, N)));
+	ASSERT_EQ(0, snpu_graph_end(self->dev));
+	ASSERT_EQ(0, snpu_graph_begin(self->dev, S, 2));
+	ASSERT_EQ(0, sub(self->dev, mset(B, N)));
+	ASSERT_EQ(SNPU_GRAPH_CACHED, snpu_graph_begin(self->dev, OTHER, 1));
+	ASSERT_EQ(2U, self->f->submits);
+	EXPECT_EQ((uint32_t)SNPU_OP_GRAPH, self->f->tasks[1].op);
+	EXPECT_EQ(OTHER, self->f->tasks[1].stream);
+	/* The capture goes on. */
+	ASSERT_EQ(0, snpu_graph_end(self->dev));
+	EXPECT_EQ(2U, self->f->next_graph);
+}
+
+/* On the captured stream: inside the body, so the capture breaks, in order. */
+TEST_F(cap, hit_during_capture_same_stream)
+{
+	ASSERT_EQ(0, snpu_graph_begin(self->dev, S, 1));
+	ASSERT_EQ(0, sub(self->dev, mset(A, N)));
+	ASSERT_EQ(0, snpu_graph_end(self->dev));
+	ASSERT_EQ(0, snpu_graph_begin(self->dev, S, 2));
+	ASSERT_EQ(0, sub(self->dev, mset(B, N)));
+	ASSERT_EQ(SNPU_GRAPH_CACHED, snpu_graph_begin(self->dev, S, 1));
+	ASSERT_EQ(3U, self->f->submits);
+	EXPECT_EQ((uint32_t)SNPU_OP_MEMSET, self->f->tasks[1].op);
+	EXPECT_EQ((uint32_t)SNPU_OP_GRAPH, self->f->tasks[2].op);
+	EXPECT_EQ(SNPU_GRAPH_NOT_RECORDED, snpu_graph_end(self->dev));
+}
+
 /* The ordinary path's errno at the submit call; nothing recorded. */
 TEST_F(cap, invalid_task_refused)
 {
