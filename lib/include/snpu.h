@@ -9,7 +9,9 @@
  *
  * Threads: every call on a struct snpu_device may run concurrently with any
  * other call on the same device from other threads, except snpu_close().
- * The kernel serializes what must be serialized; the library adds no lock.
+ * The kernel serializes what must be serialized; the library adds a lock
+ * only where Documentation/lib/index.rst says (owner misses, the join
+ * check, snapshot callbacks, the graph cache and captures).
  * The snpu_prep_*() and snpu_arg_*() helpers only touch the memory they
  * are given.
  *
