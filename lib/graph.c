@@ -59,6 +59,7 @@ struct snpu_graph_cached {
  * @caps: snpu_info.caps, for the checks of snpu_rec_check()
  * @broken: the body went to the ordinary path
  * @error: the first error of that path, returned by snpu_graph_end()
+ * @last: the result of the last batch that path submitted
  * @rec: the definition being recorded
  * @tasks: the captured tasks as given, in order
  * @batches: where each snpu_submit() batch of @tasks ends
@@ -76,6 +77,7 @@ struct snpu_capture {
 	uint64_t caps;
 	int broken;
 	int error;
+	int last;
 	struct snpu_rec rec;
 	struct snpu_task *tasks;
 	uint32_t tasks_count, tasks_cap;
@@ -259,12 +261,15 @@ static int snpu_ring_push(struct snpu_ring *ring, const struct snpu_task *t)
 /*
  * The body cannot be a graph: submit the tasks kept so far the ordinary
  * way, in order, batch by batch, and let the rest of the body go the
- * ordinary way. Stops at the first error, kept in @cap->error.
+ * ordinary way. The caller was told each batch was taken, so a batch the
+ * kernel refuses does not stop the ones after it, as it would not have
+ * without capture; the first error is kept in @cap->error. The ring stops
+ * at an error of its own (a full SQ).
  */
 static void snpu_capture_break(struct snpu_capture *cap)
 {
 	uint32_t b, start = 0, i;
-	int ret = 0;
+	int ret = 0, r;
 
 	if (cap->broken)
 		return;
@@ -279,10 +284,12 @@ static void snpu_capture_break(struct snpu_capture *cap)
 			ret = ret < 0 ? ret : 0;
 		}
 	} else {
-		for (b = 0; b < cap->batches_count && !ret; b++) {
-			ret = snpu_capture_direct(cap->dev, cap->tasks + start,
-						  cap->batches[b] - start,
-						  NULL);
+		for (b = 0; b < cap->batches_count; b++) {
+			r = snpu_capture_direct(cap->dev, cap->tasks + start,
+						cap->batches[b] - start, NULL);
+			if (r && !ret)
+				ret = r;
+			cap->last = r;
 			start = cap->batches[b];
 		}
 	}
@@ -384,20 +391,17 @@ static int snpu_capture_submit_locked(struct snpu_capture *cap,
 				break;
 		if (mine || i < count)
 			snpu_capture_break(cap);
-		if (cap->error)
-			return cap->error;
 		return snpu_capture_direct(dev, tasks, count, seq);
 	}
 	if (snpu_capture_keep(cap, tasks, count)) {
 		snpu_capture_break(cap);
-		if (cap->error)
-			return cap->error;
 		return snpu_capture_direct(dev, tasks, count, seq);
 	}
 	for (i = 0; i < count && !cap->broken; i++)
 		snpu_capture_record(cap, &tasks[i]);
-	if (cap->error)
-		return cap->error;
+	/* Broken by this batch: it was kept, and went out last. */
+	if (cap->broken)
+		return cap->last;
 	if (seq)
 		*seq = 0;
 	return 0;

@@ -31,6 +31,7 @@
 #define C	0x300000ULL
 #define D	0x400000ULL
 #define N	4096ULL		/* their bytes */
+#define BAD	0x10ULL		/* no allocation: the double's EFAULT */
 
 /* ---- the recorder alone ---------------------------------------------- */
 
@@ -602,8 +603,14 @@ static int fake_submit(struct snpu_device *dev, const struct snpu_task *t,
 {
 	struct fake *f = FAKE(dev);
 
+	unsigned int i;
+
 	if (f->submit_ret)
 		return f->submit_ret;
+	/* An address outside the allocations, as the kernel refuses it. */
+	for (i = 0; i < count; i++)
+		if (t[i].op == SNPU_OP_MEMSET && t[i].memset.addr == BAD)
+			return -EFAULT;
 	if (f->ntasks + count > MAX_CALLS)
 		return -ENOSPC;
 	memcpy(&f->tasks[f->ntasks], t, count * sizeof(*t));
@@ -995,6 +1002,35 @@ TEST_F(cap, fallback_error)
 	self->f->submit_ret = -EFAULT;
 	EXPECT_EQ(-EFAULT, snpu_graph_end(self->dev));
 	EXPECT_EQ(-EINVAL, snpu_graph_end(self->dev));
+}
+
+/* A refused batch does not stop the ones after it: they were taken. */
+TEST_F(cap, fallback_refused_batch_then_more)
+{
+	self->f->create_ret = -EFAULT;
+	ASSERT_EQ(0, snpu_graph_begin(self->dev, S, 1));
+	ASSERT_EQ(0, sub(self->dev, mset(A, N)));
+	ASSERT_EQ(0, sub(self->dev, mset(BAD, N)));
+	ASSERT_EQ(0, sub(self->dev, mset(B, N)));
+	EXPECT_EQ(-EFAULT, snpu_graph_end(self->dev));
+	ASSERT_EQ(2U, self->f->ntasks);
+	EXPECT_EQ(A, self->f->tasks[0].memset.addr);
+	EXPECT_EQ(B, self->f->tasks[1].memset.addr);
+}
+
+/* The batch that breaks a capture gets its own result. */
+TEST_F(cap, breaking_batch_result)
+{
+	struct snpu_task t[2];
+
+	ASSERT_EQ(0, snpu_graph_begin(self->dev, S, 1));
+	ASSERT_EQ(0, sub(self->dev, mset(BAD, N)));
+	snpu_prep_host_func(&t[0], S, 1);
+	t[1] = mset(A, N);
+	ASSERT_EQ(0, snpu_submit(self->dev, t, 2, NULL));
+	EXPECT_EQ(-EFAULT, snpu_graph_end(self->dev));
+	ASSERT_EQ(2U, self->f->ntasks);
+	EXPECT_EQ((uint32_t)SNPU_OP_HOST_FUNC, self->f->tasks[0].op);
 }
 
 TEST_F(cap, empty_body)

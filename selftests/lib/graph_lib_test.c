@@ -523,8 +523,8 @@ TEST_F(graph, fallback_create_enospc)
 
 /*
  * An address outside the allocations is not checked while recording:
- * create refuses it, and the ordinary path gives SUBMIT's EFAULT, after
- * the tasks before it.
+ * create refuses it, and the ordinary path gives SUBMIT's EFAULT for
+ * that task; the tasks before and after it run.
  */
 TEST_F(graph, fallback_bad_address)
 {
@@ -536,11 +536,16 @@ TEST_F(graph, fallback_bad_address)
 	ASSERT_EQ(0, snpu_submit(self->dev, &t, 1, NULL));
 	snpu_prep_memset(&t, self->s, 0x10, 0, NB);
 	ASSERT_EQ(0, snpu_submit(self->dev, &t, 1, NULL));
+	fill(&t, self->s, self->set[1][BB], 6);
+	ASSERT_EQ(0, snpu_submit(self->dev, &t, 1, NULL));
 	EXPECT_EQ(-EFAULT, snpu_graph_end(self->dev));
+	snpu_prep_memset(&t, self->s, 0x10, 0, NB);
 	EXPECT_EQ(-EFAULT, snpu_submit(self->dev, &t, 1, NULL));
 	ASSERT_EQ(0, snpu_stream_synchronize(self->dev, self->s, -1));
 	ASSERT_EQ(0, snpu_memcpy_d2h(self->dev, host, self->set[1][BA], NB));
 	EXPECT_EQ(4, host[NE - 1]);
+	ASSERT_EQ(0, snpu_memcpy_d2h(self->dev, host, self->set[1][BB], NB));
+	EXPECT_EQ(6, host[0]);
 }
 
 /* ---- capture through the ring ------------------------------------------- */
