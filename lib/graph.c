@@ -161,15 +161,23 @@ static void snpu_capture_free(struct snpu_capture *cap)
 	free(cap);
 }
 
-/* The graphs themselves go with the file. */
+static void snpu_ring_to_real(struct snpu_capture *cap);
+
+/*
+ * The graphs themselves go with the file. A capture still in progress is
+ * dropped; its ring gets its own SQ side back.
+ */
 void snpu_graph_fini(struct snpu_device *dev)
 {
 	struct snpu_capture *cap;
 	struct snpu_graph_cached *g;
 
 	cap = atomic_load_explicit(&dev->capture, memory_order_relaxed);
-	if (cap)
+	if (cap) {
+		if (cap->ring && !cap->broken)
+			snpu_ring_to_real(cap);
 		snpu_capture_free(cap);
+	}
 	while ((g = dev->graphs)) {
 		dev->graphs = g->next;
 		free(g);

@@ -1280,6 +1280,24 @@ TEST_F(cap, ring_end_takes_unsubmitted)
 	EXPECT_EQ(1U, m.tail);
 }
 
+/* Closing the device during a capture gives the ring its fields back. */
+TEST_F(cap, ring_fini_restores)
+{
+	struct snpu_ring ring;
+	struct fake_ring m;
+
+	fake_ring_init(&ring, &m, self->dev->fd);
+	ASSERT_EQ(0, snpu_graph_begin_ring(self->dev, &ring, S, 3, 0));
+	ASSERT_EQ(0, ring_put(&ring, mset(A, N)));
+	snpu_graph_fini(self->dev);
+	snpu_graph_init(self->dev);
+	EXPECT_EQ(&m.head, ring.sq.khead);
+	EXPECT_EQ(&m.sqes[0], ring.sq.sqes);
+	EXPECT_EQ(0U, ring.flags & SNPU_RING_LIB_CAPTURE);
+	EXPECT_EQ(0U, m.tail);
+	EXPECT_EQ(-EINVAL, snpu_graph_end(self->dev));
+}
+
 TEST_F(cap, ring_begin_misuse)
 {
 	struct snpu_ring ring;

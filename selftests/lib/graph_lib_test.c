@@ -16,6 +16,7 @@
  * Runs in the test VM with the module's defaults and test_hooks=1.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -383,6 +384,53 @@ TEST_F(graph, other_stream_runs)
 	EXPECT_EQ(11, host[NE - 1]);
 	ASSERT_EQ(0, snpu_graph_end(self->dev));
 	ASSERT_EQ(0, snpu_stream_synchronize(self->dev, self->s, -1));
+	EXPECT_TRUE(results_ok(self->dev, self->set[1]));
+}
+
+struct replayer {
+	struct snpu_device *dev;
+	uint32_t s;
+	int bad;	/* replays that did not launch */
+};
+
+static void *replay_loop(void *arg)
+{
+	struct replayer *r = arg;
+	int i;
+
+	for (i = 0; i < 20; i++) {
+		if (snpu_graph_begin(r->dev, r->s, 2) != SNPU_GRAPH_CACHED ||
+		    snpu_stream_synchronize(r->dev, r->s, -1))
+			r->bad++;
+	}
+	return NULL;
+}
+
+/*
+ * Another thread replays a cached key on its own stream while this one
+ * records a body: its replays launch at once, the capture goes on.
+ */
+TEST_F(graph, replays_of_another_thread_during_capture)
+{
+	struct replayer r = { .dev = self->dev };
+	pthread_t th;
+	uint64_t seq;
+
+	ASSERT_EQ(0, snpu_stream_create(self->dev, SNPU_PRIO_NORMAL, 0,
+					&r.s));
+	ASSERT_EQ(0, snpu_graph_begin(self->dev, r.s, 2));
+	ASSERT_EQ(0, body(self->dev, r.s, self->set[0]));
+	ASSERT_EQ(0, snpu_graph_end(self->dev));
+	seq = submitted(self->dev, self->s);
+	ASSERT_EQ(0, snpu_graph_begin(self->dev, self->s, 1));
+	ASSERT_EQ(0, pthread_create(&th, NULL, replay_loop, &r));
+	ASSERT_EQ(0, body(self->dev, self->s, self->set[1]));
+	ASSERT_EQ(0, pthread_join(th, NULL));
+	EXPECT_EQ(0, r.bad);
+	ASSERT_EQ(0, snpu_graph_end(self->dev));
+	EXPECT_EQ(seq + 1, submitted(self->dev, self->s));
+	ASSERT_EQ(0, snpu_stream_synchronize(self->dev, self->s, -1));
+	EXPECT_TRUE(results_ok(self->dev, self->set[0]));
 	EXPECT_TRUE(results_ok(self->dev, self->set[1]));
 }
 
