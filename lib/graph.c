@@ -174,7 +174,7 @@ void snpu_graph_fini(struct snpu_device *dev)
 
 	cap = atomic_load_explicit(&dev->capture, memory_order_relaxed);
 	if (cap) {
-		if (cap->ring && !cap->broken)
+		if (cap->ring && (cap->ring->flags & SNPU_RING_LIB_CAPTURE))
 			snpu_ring_to_real(cap);
 		snpu_capture_free(cap);
 	}
@@ -284,7 +284,8 @@ static void snpu_capture_break(struct snpu_capture *cap)
 	cap->broken = 1;
 	snpu_rec_fini(&cap->rec);
 	if (cap->ring) {
-		snpu_ring_to_real(cap);
+		if (cap->ring->flags & SNPU_RING_LIB_CAPTURE)
+			snpu_ring_to_real(cap);
 		for (i = 0; i < cap->tasks_count && !ret; i++)
 			ret = snpu_ring_push(cap->ring, &cap->tasks[i]);
 		if (!ret) {
@@ -706,12 +707,24 @@ int snpu_graph_end(struct snpu_device *dev)
 	if (g->events_count)
 		memcpy(g->events, cap->rec.events,
 		       g->events_count * sizeof(*g->events));
-	g->next = dev->graphs;
-	dev->graphs = g;
 	if (cap->ring)
 		snpu_ring_to_real(cap);
 	ret = snpu_graph_go(dev, cap->ring, cap->stream, g, cap->user_data,
 			    0);
+	if (ret && !cap->ring) {
+		/*
+		 * SUBMIT queued nothing: the body goes the ordinary way,
+		 * where the same error shows where it belongs. (An SQ entry
+		 * may be taken later, so a ring launch is never undone.)
+		 */
+		snpu_graph_destroy(dev, graph);
+		free(g);
+		snpu_capture_break(cap);
+		ret = cap->error ? cap->error : SNPU_GRAPH_NOT_RECORDED;
+		goto out;
+	}
+	g->next = dev->graphs;
+	dev->graphs = g;
 out:
 	atomic_store_explicit(&dev->capture, NULL, memory_order_relaxed);
 	pthread_mutex_unlock(&dev->graph_lock);

@@ -559,6 +559,7 @@ struct fake {
 	unsigned int ntasks;
 	unsigned int batch[MAX_CALLS];
 	int submit_ret;
+	int launch_ret;		/* what a batch with a graph launch gets */
 };
 
 #define FAKE(d) ((struct fake *)(d))
@@ -608,9 +609,12 @@ static int fake_submit(struct snpu_device *dev, const struct snpu_task *t,
 	if (f->submit_ret)
 		return f->submit_ret;
 	/* An address outside the allocations, as the kernel refuses it. */
-	for (i = 0; i < count; i++)
+	for (i = 0; i < count; i++) {
 		if (t[i].op == SNPU_OP_MEMSET && t[i].memset.addr == BAD)
 			return -EFAULT;
+		if (t[i].op == SNPU_OP_GRAPH && f->launch_ret)
+			return f->launch_ret;
+	}
 	if (f->ntasks + count > MAX_CALLS)
 		return -ENOSPC;
 	memcpy(&f->tasks[f->ntasks], t, count * sizeof(*t));
@@ -1031,6 +1035,23 @@ TEST_F(cap, breaking_batch_result)
 	EXPECT_EQ(-EFAULT, snpu_graph_end(self->dev));
 	ASSERT_EQ(2U, self->f->ntasks);
 	EXPECT_EQ((uint32_t)SNPU_OP_HOST_FUNC, self->f->tasks[0].op);
+}
+
+/* The first launch refused: not cached, the body the ordinary way. */
+TEST_F(cap, launch_refused_falls_back)
+{
+	self->f->launch_ret = -ENOSPC;
+	ASSERT_EQ(0, snpu_graph_begin(self->dev, S, 1));
+	ASSERT_EQ(0, body(self->dev));
+	EXPECT_EQ(SNPU_GRAPH_NOT_RECORDED, snpu_graph_end(self->dev));
+	EXPECT_EQ(1U, self->f->creates);
+	EXPECT_EQ(1U, self->f->destroys);
+	expect_body_ordinary(_metadata, self->f, 0);
+	EXPECT_EQ(4U, self->f->ntasks);
+	self->f->launch_ret = 0;
+	EXPECT_EQ(0, snpu_graph_begin(self->dev, S, 1));
+	ASSERT_EQ(0, body(self->dev));
+	EXPECT_EQ(0, snpu_graph_end(self->dev));
 }
 
 TEST_F(cap, empty_body)
