@@ -532,6 +532,41 @@ TEST_F(graph, fallback_node_limit)
 	EXPECT_TRUE(results_ok(self->dev, self->set[1]));
 }
 
+/*
+ * Past SNPU_GRAPH_MAX_EDGES: 2048 memsets of 4 bytes each, then copies
+ * that each read all 8 KiB, so depend on every memset (2048 edges each):
+ * the 33rd copy is one edge too many. Then the body.
+ */
+TEST_F(graph, fallback_edge_limit)
+{
+	static uint8_t host[8192];
+	uint64_t src, dst, seq;
+	unsigned int i, copies = SNPU_GRAPH_MAX_EDGES / 2048 + 1;
+
+	ASSERT_EQ(0, snpu_mem_alloc(self->dev, 8192, 0, 0, &src));
+	ASSERT_EQ(0, snpu_mem_alloc(self->dev, 8192ULL * copies, 0, 0,
+				    &dst));
+	seq = submitted(self->dev, self->s);
+	ASSERT_EQ(0, snpu_graph_begin(self->dev, self->s, 1));
+	for (i = 0; i < 2048; i++)
+		ASSERT_EQ(0, snpu_memset_async(self->dev, self->s, src + 4 * i,
+					       i % 251, 4));
+	for (i = 0; i < copies; i++)
+		ASSERT_EQ(0, snpu_memcpy_async(self->dev, self->s,
+					       SNPU_COPY_D2D, dst + 8192 * i,
+					       src, 8192));
+	ASSERT_EQ(0, body(self->dev, self->s, self->set[1]));
+	EXPECT_EQ(SNPU_GRAPH_NOT_RECORDED, snpu_graph_end(self->dev));
+	EXPECT_EQ(seq + 2048 + copies + BODY_TASKS,
+		  submitted(self->dev, self->s));
+	ASSERT_EQ(0, snpu_stream_synchronize(self->dev, self->s, -1));
+	EXPECT_TRUE(results_ok(self->dev, self->set[1]));
+	ASSERT_EQ(0, snpu_memcpy_d2h(self->dev, host,
+				     dst + 8192ULL * (copies - 1), 8192));
+	for (i = 0; i < 8192; i++)
+		ASSERT_EQ(i / 4 % 251, host[i]);
+}
+
 /* The context's graph quota is full: GRAPH_CREATE's ENOSPC. */
 TEST_F(graph, fallback_create_enospc)
 {
