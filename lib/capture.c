@@ -13,7 +13,10 @@
  * keeps, for each range, the node that wrote it last and the nodes that
  * read it since: a write trims the ranges it covers from the table,
  * because whatever later conflicts with them conflicts with the write,
- * which already follows them. Every address is recorded as a plain
+ * which already follows them. The table is kept in order of start, so
+ * the entries a range may overlap are found by binary search: those
+ * starting before its end and not before its start minus the longest
+ * range entered. Every address is recorded as a plain
  * device address (SNPU_GRAPH_REF_ADDR): the recorder binds no slot and
  * no scratch.
  *
@@ -35,6 +38,7 @@ void snpu_rec_fini(struct snpu_rec *r)
 	free(r->fanin_offsets);
 	free(r->fanin);
 	free(r->acc);
+	free(r->pieces);
 	free(r->events);
 	memset(r, 0, sizeof(*r));
 }
@@ -137,41 +141,90 @@ static int snpu_u32_cmp(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* Remove [lo, hi) from the access table; a range may split in two. */
+/* The first entry of the access table whose start is at or after @lo. */
+static uint32_t snpu_rec_lower(const struct snpu_rec *r, uint64_t lo)
+{
+	uint32_t a = 0, b = r->acc_count, m;
+
+	while (a < b) {
+		m = a + (b - a) / 2;
+		if (r->acc[m].lo < lo)
+			a = m + 1;
+		else
+			b = m;
+	}
+	return a;
+}
+
+/*
+ * The entries that may overlap [lo, hi): those that start before @hi,
+ * and not before lo - the longest range: [*@s, *@e).
+ */
+static void snpu_rec_window(const struct snpu_rec *r, uint64_t lo,
+			    uint64_t hi, uint32_t *s, uint32_t *e)
+{
+	*s = snpu_rec_lower(r, lo > r->acc_maxlen ? lo - r->acc_maxlen : 0);
+	*e = snpu_rec_lower(r, hi);
+}
+
+/* Enter @a in the access table, in order of start. */
+static int snpu_rec_insert(struct snpu_rec *r,
+			   const struct snpu_rec_access *a)
+{
+	uint32_t at;
+
+	if (snpu_rec_grow((void **)&r->acc, &r->acc_cap, r->acc_count, 1,
+			  sizeof(*a)))
+		return -ENOMEM;
+	at = snpu_rec_lower(r, a->lo);
+	if (at < r->acc_count)
+		memmove(&r->acc[at + 1], &r->acc[at],
+			(r->acc_count - at) * sizeof(*a));
+	r->acc[at] = *a;
+	r->acc_count++;
+	if (a->hi - a->lo > r->acc_maxlen)
+		r->acc_maxlen = a->hi - a->lo;
+	return 0;
+}
+
+/*
+ * Remove [lo, hi) from the access table. An entry that starts before it
+ * keeps its start (and its place); what is left of an entry past @hi
+ * starts at @hi, so it moves: such pieces are entered again afterwards.
+ */
 static int snpu_rec_trim(struct snpu_rec *r, uint64_t lo, uint64_t hi)
 {
-	uint32_t i, out = 0, count = r->acc_count;
-	struct snpu_rec_access *a;
+	struct snpu_rec_access a;
+	uint32_t s, e, i, out, pieces = 0;
 
-	for (i = 0; i < count; i++) {
-		a = &r->acc[i];
-		if (a->hi <= lo || a->lo >= hi) {
-			r->acc[out++] = *a;
+	snpu_rec_window(r, lo, hi, &s, &e);
+	if (s == e)
+		return 0;
+	if (snpu_rec_grow((void **)&r->pieces, &r->pieces_cap, 0, e - s,
+			  sizeof(*r->pieces)))
+		return -ENOMEM;
+	for (i = s, out = s; i < e; i++) {
+		a = r->acc[i];
+		if (a.hi <= lo) {
+			r->acc[out++] = a;
 			continue;
 		}
-		if (a->lo < lo && a->hi > hi) {
-			/* The tail piece goes to the end; seen next loop. */
-			if (snpu_rec_grow((void **)&r->acc, &r->acc_cap,
-					  r->acc_count, 1, sizeof(*a)))
-				return -ENOMEM;
-			a = &r->acc[i];
-			r->acc[r->acc_count] = *a;
-			r->acc[r->acc_count].lo = hi;
-			r->acc_count++;
-			a->hi = lo;
-			r->acc[out++] = *a;
-		} else if (a->lo < lo) {
-			a->hi = lo;
-			r->acc[out++] = *a;
-		} else if (a->hi > hi) {
-			a->lo = hi;
-			r->acc[out++] = *a;
+		if (a.hi > hi) {
+			r->pieces[pieces] = a;
+			r->pieces[pieces++].lo = hi;
+		}
+		if (a.lo < lo) {
+			a.hi = lo;
+			r->acc[out++] = a;
 		}
 	}
-	/* Pieces appended during the loop were kept in place: move them. */
-	for (; i < r->acc_count; i++)
-		r->acc[out++] = r->acc[i];
-	r->acc_count = out;
+	if (e < r->acc_count)
+		memmove(&r->acc[out], &r->acc[e],
+			(r->acc_count - e) * sizeof(a));
+	r->acc_count -= e - out;
+	for (i = 0; i < pieces; i++)
+		if (snpu_rec_insert(r, &r->pieces[i]))
+			return -ENOMEM;
 	return 0;
 }
 
@@ -200,7 +253,7 @@ static int snpu_rec_node(struct snpu_rec *r, const struct snpu_task *t)
 	uint32_t n = r->nodes_count, first = r->edges_count;
 	struct snpu_graph_node *node;
 	unsigned int nr, k;
-	uint32_t i, e;
+	uint32_t i, e, s, end;
 
 	if (n >= SNPU_GRAPH_MAX_NODES)
 		return SNPU_REC_UNSUPPORTED;
@@ -219,21 +272,22 @@ static int snpu_rec_node(struct snpu_rec *r, const struct snpu_task *t)
 	node->task.user_data = 0;
 	nr = snpu_rec_ranges(node, rg);
 
-	/* Predecessors: the edges of node n, as the table was before it. */
-	for (i = 0; i < r->acc_count; i++) {
-		const struct snpu_rec_access *a = &r->acc[i];
+	/*
+	 * Predecessors: the edges of node n, as the table was before it;
+	 * an entry may be found by several ranges, the sort below dedups.
+	 */
+	for (k = 0; k < nr; k++) {
+		snpu_rec_window(r, rg[k].lo, rg[k].hi, &s, &end);
+		for (i = s; i < end; i++) {
+			const struct snpu_rec_access *a = &r->acc[i];
 
-		for (k = 0; k < nr; k++) {
-			if (a->hi <= rg[k].lo || a->lo >= rg[k].hi)
-				continue;
-			if (!a->write && !rg[k].write)
+			if (a->hi <= rg[k].lo || (!a->write && !rg[k].write))
 				continue;
 			if (snpu_rec_grow((void **)&r->fanin, &r->edges_cap,
 					  r->edges_count, 1,
 					  sizeof(*r->fanin)))
 				return -ENOMEM;
 			r->fanin[r->edges_count++] = a->node;
-			break;
 		}
 	}
 	/* Sorted, without duplicates. */
@@ -255,14 +309,13 @@ static int snpu_rec_node(struct snpu_rec *r, const struct snpu_task *t)
 			return -ENOMEM;
 	}
 	for (k = 0; k < nr; k++) {
-		if (snpu_rec_grow((void **)&r->acc, &r->acc_cap, r->acc_count,
-				  1, sizeof(*r->acc)))
+		struct snpu_rec_access a = {
+			.lo = rg[k].lo, .hi = rg[k].hi,
+			.node = n, .write = (uint32_t)rg[k].write,
+		};
+
+		if (snpu_rec_insert(r, &a))
 			return -ENOMEM;
-		r->acc[r->acc_count].lo = rg[k].lo;
-		r->acc[r->acc_count].hi = rg[k].hi;
-		r->acc[r->acc_count].node = n;
-		r->acc[r->acc_count].write = rg[k].write;
-		r->acc_count++;
 	}
 	r->fanin_offsets[n] = first;
 	r->fanin_offsets[n + 1] = r->edges_count;

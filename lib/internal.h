@@ -91,8 +91,10 @@ uint32_t snpu_kernel_buffers(uint32_t kernel);
  * @nodes, @fanin_offsets (@nodes_count + 1 entries) and @fanin make the
  * definition as SNPU_IOC_GRAPH_CREATE takes it; the predecessors of each
  * node are sorted and unique. @acc is the access table: ranges with the
- * node that last wrote them or read them since. @events are the events
- * recorded by the body, which a wait in the body may name.
+ * node that last wrote them or read them since, in order of start;
+ * @acc_maxlen is the longest range ever entered, @pieces room for the
+ * pieces a trim moves. @events are the events recorded by the body,
+ * which a wait in the body may name.
  */
 struct snpu_rec_access {
 	uint64_t lo, hi;	/* [lo, hi) */
@@ -105,10 +107,12 @@ struct snpu_rec {
 	uint32_t *fanin_offsets;
 	uint32_t *fanin;
 	struct snpu_rec_access *acc;
+	struct snpu_rec_access *pieces;
 	uint32_t *events;
+	uint64_t acc_maxlen;
 	uint32_t nodes_count, nodes_cap, offsets_cap;
 	uint32_t edges_count, edges_cap;
-	uint32_t acc_count, acc_cap;
+	uint32_t acc_count, acc_cap, pieces_cap;
 	uint32_t events_count, events_cap;
 };
 
