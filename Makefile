@@ -87,7 +87,7 @@ help:
 	@echo '                 and latency, attached-stream misses; snpu-bench-snapshot:'
 	@echo '                 backup/restore GB/s, lock latency, checkpoint cost'
 	@echo '  bench-native   attached-stream cache hits on the host (-O2, no sanitizers);'
-	@echo '                 fails if a hit allocates'
+	@echo '                 fails if a hit allocates; the cost per node of graph capture'
 	@echo '  deps           install every Debian package any target needs'
 	@echo '  install        library, headers and libsnpu.pc under DESTDIR/PREFIX'
 	@echo '  clean          remove build outputs'
@@ -275,8 +275,9 @@ $(B)/bench/%: lib/bench/%.c $(LIB_SRCS) $(LIB_HDRS) $(wildcard lib/*.h lib/tools
 	@$(if $(Q),echo '  CC      $@')
 	$(Q)$(CC) -O2 -g $(WARN) -D_GNU_SOURCE -Iuapi -Ilib/include $< $(LIB_SRCS) -o $@
 
-bench-native: $(B)/bench/attached_bench
+bench-native: $(B)/bench/attached_bench $(B)/bench/capture_bench
 	$(Q)$(B)/bench/attached_bench
+	$(Q)$(B)/bench/capture_bench
 
 # ---- debug tier ------------------------------------------------------------
 
