@@ -529,7 +529,7 @@ int snpu_graph_launch(struct snpu_device *dev, uint32_t stream,
  * puts in @ring's SQ instead. See Documentation/lib/snpu_graph_begin.rst.
  */
 #define SNPU_GRAPH_CACHED		1
-#define SNPU_GRAPH_NOT_RECORDED		1
+#define SNPU_GRAPH_NOT_RECORDED		2
 
 int snpu_graph_begin(struct snpu_device *dev, uint32_t stream, uint64_t key);
 int snpu_graph_begin_ring(struct snpu_device *dev, struct snpu_ring *ring,
