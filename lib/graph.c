@@ -58,6 +58,7 @@ struct snpu_graph_cached {
  * @user_data: the launch's user_data (ring)
  * @caps: snpu_info.caps, for the checks of snpu_rec_check()
  * @broken: the body went to the ordinary path
+ * @closing: snpu_graph_end() has it: tasks of the stream go on as usual
  * @error: the first error of that path, returned by snpu_graph_end()
  * @last: the result of the last batch that path submitted
  * @rec: the definition being recorded
@@ -76,6 +77,7 @@ struct snpu_capture {
 	uint64_t user_data;
 	uint64_t caps;
 	int broken;
+	int closing;
 	int error;
 	int last;
 	struct snpu_rec rec;
@@ -422,9 +424,26 @@ int snpu_capture_submit(struct snpu_device *dev, const struct snpu_task *tasks,
 	struct snpu_capture *cap;
 	int ret;
 
+	uint32_t stream;
+	unsigned int i;
+
+	/*
+	 * A batch with no task of the captured stream and no wait (which
+	 * might name an event the body recorded) has nothing to do with
+	 * the capture: no lock.
+	 */
+	stream = atomic_load_explicit(&dev->capture_stream,
+				      memory_order_acquire);
+	for (i = 0; i < count; i++)
+		if (tasks[i].stream == stream ||
+		    tasks[i].op == SNPU_OP_STREAM_WAIT)
+			break;
+	if (i == count)
+		return snpu_capture_direct(dev, tasks, count, seq);
+
 	pthread_mutex_lock(&dev->graph_lock);
 	cap = atomic_load_explicit(&dev->capture, memory_order_relaxed);
-	if (!cap || cap->broken) {
+	if (!cap || cap->broken || cap->closing) {
 		pthread_mutex_unlock(&dev->graph_lock);
 		return snpu_capture_direct(dev, tasks, count, seq);
 	}
@@ -440,7 +459,8 @@ int snpu_capture_submit(struct snpu_device *dev, const struct snpu_task *tasks,
  * the captured stream are recorded; a wait for completions, or an entry
  * that the kernel would refuse (its error then comes in a CQE, as
  * without capture), breaks the capture. Entries of other streams go to
- * the real SQ, submitted before this returns.
+ * the real SQ, submitted before this returns. A wait for completions
+ * (@wait_nr) is left to the caller, who waits without the lock.
  *
  * Return: 0, or -errno.
  */
@@ -484,7 +504,7 @@ static int snpu_capture_ring_take(struct snpu_capture *cap,
 	if (!cap->broken && wait_nr)
 		snpu_capture_break(cap);
 	if (cap->broken) {
-		ret = snpu_ring_submit_direct(ring, wait_nr);
+		ret = snpu_ring_submit_direct(ring, 0);
 		return ret < 0 ? ret : cap->error;
 	}
 	cap->bhead = tail;
@@ -507,6 +527,9 @@ int snpu_capture_ring_submit(struct snpu_ring *ring, unsigned int wait_nr)
 	pthread_mutex_lock(&cap->dev->graph_lock);
 	ret = snpu_capture_ring_take(cap, wait_nr);
 	pthread_mutex_unlock(&cap->dev->graph_lock);
+	/* Broken by the wait: the ring is the caller's again. */
+	if (!ret && wait_nr)
+		ret = snpu_ring_submit_direct(ring, wait_nr);
 	return ret < 0 ? ret : (int)taken;
 }
 
@@ -564,7 +587,8 @@ static int snpu_graph_hit(struct snpu_device *dev, struct snpu_ring *ring,
 	if (pp)
 		hit = **pp;
 	cap = atomic_load_explicit(&dev->capture, memory_order_relaxed);
-	ret = cap && !cap->broken && cap->stream == stream ? -EBUSY : 0;
+	ret = cap && !cap->broken && !cap->closing && cap->stream == stream ?
+		-EBUSY : 0;
 	pthread_mutex_unlock(&dev->graph_lock);
 	if (!pp)
 		return 0;
@@ -640,6 +664,8 @@ static int snpu_graph_start(struct snpu_device *dev, struct snpu_ring *ring,
 			goto fail;
 		snpu_ring_to_buffer(cap);
 	}
+	atomic_store_explicit(&dev->capture_stream, stream,
+			      memory_order_relaxed);
 	atomic_store_explicit(&dev->capture, cap, memory_order_release);
 	pthread_mutex_unlock(&dev->graph_lock);
 	return 0;
@@ -665,6 +691,14 @@ int snpu_graph_begin_ring(struct snpu_device *dev, struct snpu_ring *ring,
 	return snpu_graph_start(dev, ring, stream, key, user_data);
 }
 
+/*
+ * The capture is closed first, under the lock; then it is the caller's
+ * alone, and the create, the launch or the fallback run without the
+ * lock, so that no thread waits for the lock while this one waits in
+ * the kernel (for the snapshot lock, say). Tasks of the stream that
+ * other threads submit meanwhile go on as usual, unordered with the
+ * body's, as they would be without capture.
+ */
 int snpu_graph_end(struct snpu_device *dev)
 {
 	struct snpu_graph_cached *g = NULL;
@@ -677,14 +711,16 @@ int snpu_graph_end(struct snpu_device *dev)
 		return -EINVAL;
 	pthread_mutex_lock(&dev->graph_lock);
 	cap = atomic_load_explicit(&dev->capture, memory_order_relaxed);
-	if (!cap) {
+	if (!cap || cap->closing) {
 		pthread_mutex_unlock(&dev->graph_lock);
 		return -EINVAL;
 	}
-
 	/* What the body put in the ring and did not submit yet. */
 	if (cap->ring && !cap->broken)
 		snpu_capture_ring_take(cap, 0);
+	cap->closing = 1;
+	pthread_mutex_unlock(&dev->graph_lock);
+
 	/* Nothing to launch (no node), or too many events: ordinary path. */
 	if (!cap->broken && (snpu_rec_desc(&cap->rec, &desc) ||
 			     cap->rec.events_count > SNPU_GRAPH_MAX_EVENTS))
@@ -697,6 +733,7 @@ int snpu_graph_end(struct snpu_device *dev)
 	}
 	if (cap->broken) {
 		free(g);
+		g = NULL;
 		ret = cap->error ? cap->error : SNPU_GRAPH_NOT_RECORDED;
 		goto out;
 	}
@@ -719,13 +756,16 @@ int snpu_graph_end(struct snpu_device *dev)
 		 */
 		snpu_graph_destroy(dev, graph);
 		free(g);
+		g = NULL;
 		snpu_capture_break(cap);
 		ret = cap->error ? cap->error : SNPU_GRAPH_NOT_RECORDED;
-		goto out;
 	}
-	g->next = dev->graphs;
-	dev->graphs = g;
 out:
+	pthread_mutex_lock(&dev->graph_lock);
+	if (g) {
+		g->next = dev->graphs;
+		dev->graphs = g;
+	}
 	atomic_store_explicit(&dev->capture, NULL, memory_order_relaxed);
 	pthread_mutex_unlock(&dev->graph_lock);
 	snpu_capture_free(cap);

@@ -40,6 +40,7 @@ struct snpu_device {
 	struct snpu_snap_cb snap_cb[SNPU_SNAPSHOT_STAGES];
 	const struct snpu_state_page *_Atomic state_page;
 	struct snpu_capture *_Atomic capture;
+	_Atomic uint32_t capture_stream;
 	pthread_mutex_t graph_lock;
 	struct snpu_graph_cached *graphs;
 	const struct snpu_graph_ops *graph_ops;
@@ -48,7 +49,7 @@ struct snpu_device {
 /*
  * The device's graph fields (graph.c): @capture is the capture in progress
  * (at most one per device), NULL when none: snpu_submit() and the rings
- * look at it first. @graph_lock protects @graphs, the definitions cached
+ * look at it first; @capture_stream is its stream, stored before it. @graph_lock protects @graphs, the definitions cached
  * by key, and the start and end of a capture. @graph_ops, NULL for the
  * driver, lets the unit tests see what would be created and submitted.
  */

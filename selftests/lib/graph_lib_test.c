@@ -713,6 +713,76 @@ TEST_F(graph, ring_fallback_host_callback)
 	snpu_ring_exit(&ring);
 }
 
+struct server {
+	struct snpu_device *dev;
+	uint32_t s;
+	uint64_t buf;
+	int ret;
+};
+
+/* Serve the callback, submitting work of another stream from it. */
+static void *serve_and_submit(void *arg)
+{
+	struct server *sv = arg;
+	struct snpu_callback_info cb;
+	struct snpu_task t;
+
+	sv->ret = snpu_callback_wait(sv->dev, -1, &cb);
+	if (!sv->ret && cb.user_data != CB_DATA)
+		sv->ret = -EBADMSG;
+	if (!sv->ret) {
+		fill(&t, sv->s, sv->buf, 12);
+		sv->ret = snpu_submit(sv->dev, &t, 1, NULL);
+	}
+	if (!sv->ret)
+		sv->ret = snpu_callback_done(sv->dev, cb.cookie, 0);
+	return NULL;
+}
+
+/*
+ * A ring body that waits for a completion which needs another thread,
+ * whose callback submits work: the wait holds no lock that thread needs.
+ */
+TEST_F(graph, ring_wait_needs_another_thread)
+{
+	struct server sv = { .dev = self->dev, .buf = self->set[0][BA] };
+	static int32_t host[NE];
+	struct snpu_task *sqe;
+	struct snpu_ring ring;
+	pthread_t th;
+	int i;
+
+	ASSERT_EQ(0, snpu_stream_create(self->dev, SNPU_PRIO_NORMAL, 0,
+					&sv.s));
+	ASSERT_EQ(0, snpu_ring_init(self->dev, 64, 0, &ring));
+	ASSERT_EQ(0, pthread_create(&th, NULL, serve_and_submit, &sv));
+	ASSERT_EQ(0, snpu_graph_begin_ring(self->dev, &ring, self->s, 1, 0));
+	sqe = snpu_ring_get_sqe(&ring);
+	ASSERT_NE(NULL, sqe);
+	snpu_prep_host_func(sqe, self->s, CB_DATA);
+	sqe = snpu_ring_get_sqe(&ring);
+	ASSERT_NE(NULL, sqe);
+	snpu_prep_launch(sqe, self->s, SNPU_KERNEL_NOP, 1, NULL, 0);
+	/*
+	 * The host callback is first: no CQE before the thread served it.
+	 * The wait breaks the capture (the callback alone would too).
+	 */
+	ASSERT_EQ(2, snpu_ring_submit_and_wait(&ring, 1));
+	ASSERT_EQ(0, ring_body(&ring, self->s, self->set[1]));
+	ASSERT_EQ(0, pthread_join(th, NULL));
+	ASSERT_EQ(0, sv.ret);
+	EXPECT_EQ(SNPU_GRAPH_NOT_RECORDED, snpu_graph_end(self->dev));
+	ASSERT_EQ(0, snpu_stream_synchronize(self->dev, self->s, -1));
+	ASSERT_EQ(0, snpu_stream_synchronize(self->dev, sv.s, -1));
+	EXPECT_EQ(0, one_cqe(&ring, CB_DATA));
+	for (i = 0; i < BODY_TASKS + 1; i++)
+		EXPECT_EQ(0, one_cqe(&ring, 0));
+	EXPECT_TRUE(results_ok(self->dev, self->set[1]));
+	ASSERT_EQ(0, snpu_memcpy_d2h(self->dev, host, sv.buf, NB));
+	EXPECT_EQ(12, host[0]);
+	snpu_ring_exit(&ring);
+}
+
 /* A refused entry in a ring body: its CQE has the error, the rest runs. */
 TEST_F(graph, ring_refused_entry)
 {
