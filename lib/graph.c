@@ -151,7 +151,7 @@ void snpu_graph_init(struct snpu_device *dev)
 {
 	pthread_mutex_init(&dev->graph_lock, NULL);
 	atomic_store_explicit(&dev->capture, NULL, memory_order_relaxed);
-	dev->graphs = NULL;
+	memset(dev->graphs, 0, sizeof(dev->graphs));
 }
 
 static void snpu_capture_free(struct snpu_capture *cap)
@@ -173,6 +173,7 @@ void snpu_graph_fini(struct snpu_device *dev)
 {
 	struct snpu_capture *cap;
 	struct snpu_graph_cached *g;
+	unsigned int i;
 
 	cap = atomic_load_explicit(&dev->capture, memory_order_relaxed);
 	if (cap) {
@@ -180,11 +181,21 @@ void snpu_graph_fini(struct snpu_device *dev)
 			snpu_ring_to_real(cap);
 		snpu_capture_free(cap);
 	}
-	while ((g = dev->graphs)) {
-		dev->graphs = g->next;
-		free(g);
+	for (i = 0; i < SNPU_GRAPH_BUCKETS; i++) {
+		while ((g = dev->graphs[i])) {
+			dev->graphs[i] = g->next;
+			free(g);
+		}
 	}
 	pthread_mutex_destroy(&dev->graph_lock);
+}
+
+/* The chain of @key: a multiplicative hash of the key's 64 bits. */
+static struct snpu_graph_cached **snpu_graph_bucket(struct snpu_device *dev,
+						    uint64_t key)
+{
+	return &dev->graphs[(key * 0x9e3779b97f4a7c15ULL) >>
+			    (64 - SNPU_GRAPH_BUCKET_BITS)];
 }
 
 static struct snpu_graph_cached **snpu_graph_find(struct snpu_device *dev,
@@ -192,7 +203,7 @@ static struct snpu_graph_cached **snpu_graph_find(struct snpu_device *dev,
 {
 	struct snpu_graph_cached **pp;
 
-	for (pp = &dev->graphs; *pp; pp = &(*pp)->next)
+	for (pp = snpu_graph_bucket(dev, key); *pp; pp = &(*pp)->next)
 		if ((*pp)->key == key)
 			return pp;
 	return NULL;
@@ -763,8 +774,8 @@ int snpu_graph_end(struct snpu_device *dev)
 out:
 	pthread_mutex_lock(&dev->graph_lock);
 	if (g) {
-		g->next = dev->graphs;
-		dev->graphs = g;
+		g->next = *snpu_graph_bucket(dev, g->key);
+		*snpu_graph_bucket(dev, g->key) = g;
 	}
 	atomic_store_explicit(&dev->capture, NULL, memory_order_relaxed);
 	pthread_mutex_unlock(&dev->graph_lock);

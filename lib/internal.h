@@ -15,6 +15,10 @@
 
 struct snpu_joins;
 struct snpu_capture;
+
+/* Buckets of a device's cache of graphs by key (graph.c). */
+#define SNPU_GRAPH_BUCKET_BITS	6
+#define SNPU_GRAPH_BUCKETS	(1U << SNPU_GRAPH_BUCKET_BITS)
 struct snpu_graph_cached;
 struct snpu_graph_ops;
 
@@ -42,16 +46,17 @@ struct snpu_device {
 	struct snpu_capture *_Atomic capture;
 	_Atomic uint32_t capture_stream;
 	pthread_mutex_t graph_lock;
-	struct snpu_graph_cached *graphs;
+	struct snpu_graph_cached *graphs[SNPU_GRAPH_BUCKETS];
 	const struct snpu_graph_ops *graph_ops;
 };
 
 /*
  * The device's graph fields (graph.c): @capture is the capture in progress
  * (at most one per device), NULL when none: snpu_submit() and the rings
- * look at it first; @capture_stream is its stream, stored before it. @graph_lock protects @graphs, the definitions cached
- * by key, and the start and end of a capture. @graph_ops, NULL for the
- * driver, lets the unit tests see what would be created and submitted.
+ * look at it first; @capture_stream is its stream, stored before it.
+ * @graph_lock protects @graphs, the hash table of the definitions cached
+ * by key, and the capture's state. @graph_ops, NULL for the driver, lets
+ * the unit tests and benchmarks see what would be created and submitted.
  */
 struct snpu_graph_ops {
 	int (*create)(struct snpu_device *dev,

@@ -746,6 +746,34 @@ TEST_F(cap, keys_are_distinct)
 	EXPECT_EQ(2U, self->f->tasks[3].graph.graph);
 }
 
+/* Many keys, several per bucket: each replays its own graph. */
+TEST_F(cap, many_keys)
+{
+	uint64_t key;
+	unsigned int i;
+
+	for (i = 0; i < 300; i++) {
+		key = i % 2 ? i : (uint64_t)i << 40;
+		ASSERT_EQ(0, snpu_graph_begin(self->dev, S, key));
+		ASSERT_EQ(0, sub(self->dev, mset(A + 4 * i, 4)));
+		ASSERT_EQ(0, snpu_graph_end(self->dev));
+	}
+	for (i = 0; i < 300; i++) {
+		key = i % 2 ? i : (uint64_t)i << 40;
+		ASSERT_EQ(SNPU_GRAPH_CACHED,
+			  snpu_graph_begin(self->dev, S, key));
+		ASSERT_EQ(i + 1, self->f->tasks[300 + i].graph.graph);
+	}
+	for (i = 0; i < 300; i += 3) {
+		key = i % 2 ? i : (uint64_t)i << 40;
+		ASSERT_EQ(0, snpu_graph_forget(self->dev, key));
+		ASSERT_EQ(i + 1, self->f->destroyed);
+	}
+	EXPECT_EQ(100U, self->f->destroys);
+	EXPECT_EQ(SNPU_GRAPH_CACHED, snpu_graph_begin(self->dev, S, 1));
+	EXPECT_EQ(0, snpu_graph_forget(self->dev, 1));
+}
+
 TEST_F(cap, forget)
 {
 	ASSERT_EQ(0, snpu_graph_begin(self->dev, S, 9));
