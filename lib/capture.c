@@ -16,9 +16,13 @@
  * which already follows them. The table is kept in order of start, so
  * the entries a range may overlap are found by binary search: those
  * starting before its end and not before its start minus the longest
- * range entered. Every address is recorded as a plain
- * device address (SNPU_GRAPH_REF_ADDR): the recorder binds no slot and
- * no scratch.
+ * range entered.
+ *
+ * The edges come from the addresses of the recording. A range inside one
+ * of the capture's boundary slots is recorded as an offset into it
+ * (SNPU_GRAPH_REF_SLOT), so that a launch may bind the slot elsewhere; a
+ * range partly inside a slot cannot be; any other address stays plain
+ * (SNPU_GRAPH_REF_ADDR). The recorder uses no scratch.
  *
  * Pure computation: no system call, nothing global; unit tested natively.
  */
@@ -132,6 +136,65 @@ static unsigned int snpu_rec_ranges(const struct snpu_graph_node *n,
 		break;
 	}
 	return nr;
+}
+
+/*
+ * Bind one address of @bytes: inside slot i, it becomes an offset into it
+ * (SNPU_GRAPH_REF_SLOT(i)); outside every slot, it stays plain.
+ *
+ * Return: 0, or SNPU_REC_UNSUPPORTED for a range partly in a slot.
+ */
+static int snpu_rec_bind(const struct snpu_rec *r, __u64 *value,
+			 uint64_t bytes, __u32 *ref)
+{
+	uint64_t lo = *value, hi = lo + bytes < lo ? UINT64_MAX : lo + bytes;
+	uint64_t b, e;
+	uint32_t i;
+
+	for (i = 0; i < r->slots_count; i++) {
+		b = r->slot_base[i];
+		e = b + r->slot_bytes[i];
+		if (hi <= b || lo >= e)
+			continue;
+		if (lo < b || hi > e)
+			return SNPU_REC_UNSUPPORTED;
+		*value = lo - b;
+		*ref = SNPU_GRAPH_REF_SLOT(i);
+		return 0;
+	}
+	*ref = SNPU_GRAPH_REF_ADDR;
+	return 0;
+}
+
+/* Bind every device address of @n (see snpu_rec_bind()). */
+static int snpu_rec_bind_node(const struct snpu_rec *r,
+			      struct snpu_graph_node *n)
+{
+	struct snpu_task *t = &n->task;
+	uint32_t bufs, i;
+	int ret = 0;
+
+	if (!r->slots_count)
+		return 0;
+	switch (t->op) {
+	case SNPU_OP_LAUNCH:
+		bufs = snpu_kernel_buffers(t->launch.kernel);
+		for (i = 0; i < SNPU_KERNEL_MAX_ARGS && !ret; i++)
+			if (bufs & (1U << i))
+				ret = snpu_rec_bind(r, &t->launch.args[i].value,
+						    t->launch.args[i].bytes,
+						    &n->ref[i]);
+		return ret;
+	case SNPU_OP_COPY:
+		ret = snpu_rec_bind(r, &t->copy.dst, t->copy.bytes, &n->ref[0]);
+		return ret ? ret : snpu_rec_bind(r, &t->copy.src,
+						 t->copy.bytes, &n->ref[1]);
+	case SNPU_OP_MEMSET:
+		return snpu_rec_bind(r, &t->memset.addr, t->memset.bytes,
+				     &n->ref[0]);
+	default:
+		return 0;
+	}
 }
 
 static int snpu_u32_cmp(const void *a, const void *b)
@@ -271,6 +334,8 @@ static int snpu_rec_node(struct snpu_rec *r, const struct snpu_task *t)
 	node->task.stream = 0;
 	node->task.user_data = 0;
 	nr = snpu_rec_ranges(node, rg);
+	if (snpu_rec_bind_node(r, node))
+		return SNPU_REC_UNSUPPORTED;
 
 	/*
 	 * Predecessors: the edges of node n, as the table was before it;
@@ -377,6 +442,9 @@ int snpu_rec_desc(const struct snpu_rec *r, struct snpu_graph_desc *desc)
 	desc->nodes = r->nodes;
 	desc->nodes_count = r->nodes_count;
 	desc->edges_count = r->edges_count;
+	desc->slots_count = r->slots_count;
+	if (r->slots_count)
+		desc->slot_bytes = r->slot_bytes;
 	if (r->edges_count) {
 		desc->fanin_offsets = r->fanin_offsets;
 		desc->fanin = r->fanin;

@@ -38,8 +38,8 @@
 #define SNPU_GRAPH_MAX_EVENTS	16
 
 /*
- * One cached definition: the graph created for @key, and the events its
- * body recorded.
+ * One cached definition: the graph created for @key, the events its body
+ * recorded, and the extents of its boundary slots.
  */
 struct snpu_graph_cached {
 	struct snpu_graph_cached *next;
@@ -47,6 +47,15 @@ struct snpu_graph_cached {
 	uint32_t graph;
 	uint32_t events_count;
 	uint32_t events[SNPU_GRAPH_MAX_EVENTS];
+	uint32_t slots_count;
+	uint64_t slot_bytes[SNPU_GRAPH_MAX_SLOTS];
+};
+
+/* The boundary slots a begin names: @count addresses and extents. */
+struct snpu_graph_bind {
+	const uint64_t *slots;
+	const uint64_t *bytes;
+	unsigned int count;
 };
 
 /**
@@ -62,6 +71,7 @@ struct snpu_graph_cached {
  * @error: the first error of that path, returned by snpu_graph_end()
  * @last: the result of the last batch that path submitted
  * @rec: the definition being recorded
+ * @slots: the slot addresses of this invocation
  * @tasks: the captured tasks as given, in order
  * @batches: where each snpu_submit() batch of @tasks ends
  * @real: the SQ fields of @ring that the capture replaced
@@ -81,6 +91,7 @@ struct snpu_capture {
 	int error;
 	int last;
 	struct snpu_rec rec;
+	uint64_t slots[SNPU_GRAPH_MAX_SLOTS];
 	struct snpu_task *tasks;
 	uint32_t tasks_count, tasks_cap;
 	uint32_t *batches;
@@ -555,13 +566,13 @@ int snpu_capture_ring_submit(struct snpu_ring *ring, unsigned int wait_nr)
  */
 static int snpu_graph_go(struct snpu_device *dev, struct snpu_ring *ring,
 			 uint32_t stream, const struct snpu_graph_cached *g,
-			 uint64_t user_data, int routed)
+			 const uint64_t *slots, uint64_t user_data, int routed)
 {
 	struct snpu_task t[1 + SNPU_GRAPH_MAX_EVENTS];
 	uint32_t i, n = 1 + g->events_count;
 	int ret = 0;
 
-	snpu_prep_graph(&t[0], stream, g->graph, NULL, 0, 0);
+	snpu_prep_graph(&t[0], stream, g->graph, slots, g->slots_count, 0);
 	for (i = 0; i < g->events_count; i++)
 		snpu_prep_event_record(&t[1 + i], stream, g->events[i]);
 	if (!ring && routed)
@@ -582,12 +593,14 @@ static int snpu_graph_go(struct snpu_device *dev, struct snpu_ring *ring,
  * for each other. While another capture is in progress, a SUBMIT launch
  * goes through its routing (on the captured stream, it breaks that
  * capture, so that the order stays); a ring launch on the captured
- * stream is refused.
+ * stream is refused, and so are slots that are not the recorded ones
+ * in number and extents.
  *
  * Return: SNPU_GRAPH_CACHED, 0 when @key is not cached, or -errno.
  */
 static int snpu_graph_hit(struct snpu_device *dev, struct snpu_ring *ring,
-			  uint32_t stream, uint64_t key, uint64_t user_data)
+			  uint32_t stream, uint64_t key, uint64_t user_data,
+			  const struct snpu_graph_bind *bind)
 {
 	struct snpu_graph_cached **pp, hit;
 	struct snpu_capture *cap;
@@ -605,20 +618,49 @@ static int snpu_graph_hit(struct snpu_device *dev, struct snpu_ring *ring,
 		return 0;
 	if (ring && ret)
 		return ret;
-	ret = snpu_graph_go(dev, ring, stream, &hit, user_data, 1);
+	if (hit.slots_count != bind->count ||
+	    (bind->count && memcmp(hit.slot_bytes, bind->bytes,
+				   bind->count * sizeof(*bind->bytes))))
+		return -EINVAL;
+	ret = snpu_graph_go(dev, ring, stream, &hit, bind->slots, user_data,
+			    1);
 	return ret ? ret : SNPU_GRAPH_CACHED;
 }
 
+/* Slots within limits, each non-empty, not wrapping, disjoint. */
+static int snpu_graph_bind_check(const struct snpu_graph_bind *b)
+{
+	unsigned int i, j;
+
+	if (b->count > SNPU_GRAPH_MAX_SLOTS ||
+	    (b->count && (!b->slots || !b->bytes)))
+		return -EINVAL;
+	for (i = 0; i < b->count; i++) {
+		if (!b->bytes[i] || b->slots[i] + b->bytes[i] < b->slots[i])
+			return -EINVAL;
+		for (j = 0; j < i; j++)
+			if (b->slots[i] < b->slots[j] + b->bytes[j] &&
+			    b->slots[j] < b->slots[i] + b->bytes[i])
+				return -EINVAL;
+	}
+	return 0;
+}
+
 static int snpu_graph_start(struct snpu_device *dev, struct snpu_ring *ring,
-			    uint32_t stream, uint64_t key, uint64_t user_data)
+			    uint32_t stream, uint64_t key, uint64_t user_data,
+			    const struct snpu_graph_bind *bind)
 {
 	struct snpu_stream_query q;
 	struct snpu_capture *cap;
 	struct snpu_info info;
 	uint64_t caps;
+	unsigned int i;
 	int ret;
 
-	ret = snpu_graph_hit(dev, ring, stream, key, user_data);
+	ret = snpu_graph_bind_check(bind);
+	if (ret)
+		return ret;
+	ret = snpu_graph_hit(dev, ring, stream, key, user_data, bind);
 	if (ret)
 		return ret;
 	if (atomic_load_explicit(&dev->capture, memory_order_acquire))
@@ -649,6 +691,12 @@ static int snpu_graph_start(struct snpu_device *dev, struct snpu_ring *ring,
 	cap->user_data = user_data;
 	cap->caps = caps;
 	snpu_rec_init(&cap->rec);
+	for (i = 0; i < bind->count; i++) {
+		cap->slots[i] = bind->slots[i];
+		cap->rec.slot_base[i] = bind->slots[i];
+		cap->rec.slot_bytes[i] = bind->bytes[i];
+	}
+	cap->rec.slots_count = bind->count;
 	if (ring) {
 		cap->sqbuf = calloc(ring->sq.entries, sizeof(*cap->sqbuf));
 		if (!cap->sqbuf) {
@@ -662,7 +710,8 @@ static int snpu_graph_start(struct snpu_device *dev, struct snpu_ring *ring,
 	if (snpu_graph_find(dev, key)) {
 		pthread_mutex_unlock(&dev->graph_lock);
 		snpu_capture_free(cap);
-		return snpu_graph_start(dev, ring, stream, key, user_data);
+		return snpu_graph_start(dev, ring, stream, key, user_data,
+					bind);
 	}
 	if (atomic_load_explicit(&dev->capture, memory_order_relaxed)) {
 		ret = -EBUSY;
@@ -686,20 +735,36 @@ fail:
 	return ret;
 }
 
+int snpu_graph_begin_slots(struct snpu_device *dev, struct snpu_ring *ring,
+			   uint32_t stream, uint64_t key, uint64_t user_data,
+			   const uint64_t *slots, const uint64_t *slot_bytes,
+			   unsigned int slots_count)
+{
+	struct snpu_graph_bind bind = {
+		.slots = slots,
+		.bytes = slot_bytes,
+		.count = slots_count,
+	};
+
+	if (!dev || (ring && (!ring->mem || ring->fd != dev->fd ||
+			      (ring->flags & SNPU_RING_LIB_CAPTURE))))
+		return -EINVAL;
+	return snpu_graph_start(dev, ring, stream, key, user_data, &bind);
+}
+
 int snpu_graph_begin(struct snpu_device *dev, uint32_t stream, uint64_t key)
 {
-	if (!dev)
-		return -EINVAL;
-	return snpu_graph_start(dev, NULL, stream, key, 0);
+	return snpu_graph_begin_slots(dev, NULL, stream, key, 0, NULL, NULL,
+				      0);
 }
 
 int snpu_graph_begin_ring(struct snpu_device *dev, struct snpu_ring *ring,
 			  uint32_t stream, uint64_t key, uint64_t user_data)
 {
-	if (!dev || !ring || !ring->mem || ring->fd != dev->fd ||
-	    (ring->flags & SNPU_RING_LIB_CAPTURE))
+	if (!ring)
 		return -EINVAL;
-	return snpu_graph_start(dev, ring, stream, key, user_data);
+	return snpu_graph_begin_slots(dev, ring, stream, key, user_data, NULL,
+				      NULL, 0);
 }
 
 /*
@@ -755,10 +820,12 @@ int snpu_graph_end(struct snpu_device *dev)
 	if (g->events_count)
 		memcpy(g->events, cap->rec.events,
 		       g->events_count * sizeof(*g->events));
+	g->slots_count = cap->rec.slots_count;
+	memcpy(g->slot_bytes, cap->rec.slot_bytes, sizeof(g->slot_bytes));
 	if (cap->ring)
 		snpu_ring_to_real(cap);
-	ret = snpu_graph_go(dev, cap->ring, cap->stream, g, cap->user_data,
-			    0);
+	ret = snpu_graph_go(dev, cap->ring, cap->stream, g, cap->slots,
+			    cap->user_data, 0);
 	if (ret && !cap->ring) {
 		/*
 		 * SUBMIT queued nothing: the body goes the ordinary way,

@@ -100,7 +100,8 @@ uint32_t snpu_kernel_buffers(uint32_t kernel);
  * node that last wrote them or read them since, in order of start;
  * @acc_maxlen is the longest range ever entered, @pieces room for the
  * pieces a trim moves. @events are the events recorded by the body,
- * which a wait in the body may name.
+ * which a wait in the body may name. @slot_base and @slot_bytes are the
+ * boundary slots (@slots_count of them, disjoint), set before recording.
  */
 struct snpu_rec_access {
 	uint64_t lo, hi;	/* [lo, hi) */
@@ -116,6 +117,9 @@ struct snpu_rec {
 	struct snpu_rec_access *pieces;
 	uint32_t *events;
 	uint64_t acc_maxlen;
+	uint64_t slot_base[SNPU_GRAPH_MAX_SLOTS];
+	uint64_t slot_bytes[SNPU_GRAPH_MAX_SLOTS];
+	uint32_t slots_count;
 	uint32_t nodes_count, nodes_cap, offsets_cap;
 	uint32_t edges_count, edges_cap;
 	uint32_t acc_count, acc_cap, pieces_cap;

@@ -526,7 +526,10 @@ int snpu_graph_launch(struct snpu_device *dev, uint32_t stream,
  * snpu_graph_end() returns 0 when the body ran as one graph launch, or
  * SNPU_GRAPH_NOT_RECORDED when it could not be expressed and its tasks
  * went the ordinary way. snpu_graph_begin_ring() records what the body
- * puts in @ring's SQ instead. See Documentation/lib/snpu_graph_begin.rst.
+ * puts in @ring's SQ instead; snpu_graph_begin_slots() (either transport)
+ * binds the body's boundary buffers as slots, which each launch of the
+ * cached graph may place elsewhere. See
+ * Documentation/lib/snpu_graph_begin.rst.
  */
 #define SNPU_GRAPH_CACHED		1
 #define SNPU_GRAPH_NOT_RECORDED		2
@@ -534,6 +537,10 @@ int snpu_graph_launch(struct snpu_device *dev, uint32_t stream,
 int snpu_graph_begin(struct snpu_device *dev, uint32_t stream, uint64_t key);
 int snpu_graph_begin_ring(struct snpu_device *dev, struct snpu_ring *ring,
 			  uint32_t stream, uint64_t key, uint64_t user_data);
+int snpu_graph_begin_slots(struct snpu_device *dev, struct snpu_ring *ring,
+			   uint32_t stream, uint64_t key, uint64_t user_data,
+			   const uint64_t *slots, const uint64_t *slot_bytes,
+			   unsigned int slots_count);
 int snpu_graph_end(struct snpu_device *dev);
 int snpu_graph_forget(struct snpu_device *dev, uint64_t key);
 

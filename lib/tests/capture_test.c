@@ -238,6 +238,54 @@ TEST_F(rec, node_fields)
 	EXPECT_EQ(0U, n->reserved);
 }
 
+/* Ranges inside a slot become offsets into it; the rest stay plain. */
+TEST_F(rec, slots_bind)
+{
+	const struct snpu_graph_node *n;
+
+	self->r.slot_base[0] = A;
+	self->r.slot_bytes[0] = N;
+	self->r.slot_base[1] = C;
+	self->r.slot_bytes[1] = 2 * N;
+	self->r.slots_count = 2;
+	ASSERT_EQ(0, add(&self->r, d2d(C + N, A + 8, 16)));
+	ASSERT_EQ(0, add(&self->r, launch3(SNPU_KERNEL_ADD_I32, B, A, C + 4,
+					   N)));
+	ASSERT_EQ(0, add(&self->r, mset(C + N + 4, 4)));
+	n = &self->r.nodes[0];
+	EXPECT_EQ((uint32_t)SNPU_GRAPH_REF_SLOT(1), n->ref[0]);
+	EXPECT_EQ(N, n->task.copy.dst);
+	EXPECT_EQ((uint32_t)SNPU_GRAPH_REF_SLOT(0), n->ref[1]);
+	EXPECT_EQ(8U, n->task.copy.src);
+	n = &self->r.nodes[1];
+	EXPECT_EQ((uint32_t)SNPU_GRAPH_REF_ADDR, n->ref[0]);
+	EXPECT_EQ(B, n->task.launch.args[0].value);
+	EXPECT_EQ((uint32_t)SNPU_GRAPH_REF_SLOT(0), n->ref[1]);
+	EXPECT_EQ(0U, n->task.launch.args[1].value);
+	EXPECT_EQ((uint32_t)SNPU_GRAPH_REF_SLOT(1), n->ref[2]);
+	EXPECT_EQ(4U, n->task.launch.args[2].value);
+	/* Edges from the recorded addresses: the memset after the copy. */
+	EXPECT_EQ(1U << 0, preds(&self->r, 2));
+	EXPECT_EQ(1U << 0, preds(&self->r, 1));
+}
+
+/* A range that is partly in a slot cannot be bound. */
+TEST_F(rec, slots_partial)
+{
+	struct snpu_task t = mset(A + N - 4, 8);
+
+	self->r.slot_base[0] = A;
+	self->r.slot_bytes[0] = N;
+	self->r.slots_count = 1;
+	EXPECT_EQ(SNPU_REC_UNSUPPORTED, snpu_rec_add(&self->r, &t));
+	t = mset(A - 4, 8);
+	EXPECT_EQ(SNPU_REC_UNSUPPORTED, snpu_rec_add(&self->r, &t));
+	EXPECT_EQ(0U, self->r.nodes_count);
+	t = mset(A + N, 8);
+	EXPECT_EQ(0, snpu_rec_add(&self->r, &t));
+	EXPECT_EQ((uint32_t)SNPU_GRAPH_REF_ADDR, self->r.nodes[0].ref[0]);
+}
+
 TEST_F(rec, unsupported)
 {
 	struct snpu_task t;
@@ -772,6 +820,76 @@ TEST_F(cap, many_keys)
 	EXPECT_EQ(100U, self->f->destroys);
 	EXPECT_EQ(SNPU_GRAPH_CACHED, snpu_graph_begin(self->dev, S, 1));
 	EXPECT_EQ(0, snpu_graph_forget(self->dev, 1));
+}
+
+/* Slots: recorded as offsets, bound anew by each launch. */
+TEST_F(cap, slots_launches)
+{
+	const uint64_t slots[2] = { A, B }, bytes[2] = { N, N };
+	const uint64_t other[2] = { C, D }, bigger[2] = { N, 2 * N };
+
+	ASSERT_EQ(0, snpu_graph_begin_slots(self->dev, NULL, S, 1, 0, slots,
+					    bytes, 2));
+	ASSERT_EQ(0, sub(self->dev, mset(A, N)));
+	ASSERT_EQ(0, sub(self->dev, d2d(B, A, N)));
+	ASSERT_EQ(0, snpu_graph_end(self->dev));
+	ASSERT_EQ(2U, self->f->nodes_count);
+	EXPECT_EQ((uint32_t)SNPU_GRAPH_REF_SLOT(1), self->f->nodes[1].ref[0]);
+	EXPECT_EQ(0U, self->f->nodes[1].task.copy.dst);
+	EXPECT_EQ(A, self->f->tasks[0].graph.slots[0]);
+	EXPECT_EQ(B, self->f->tasks[0].graph.slots[1]);
+	EXPECT_EQ(0U, self->f->tasks[0].graph.slots[2]);
+	/* A replay elsewhere. */
+	ASSERT_EQ(SNPU_GRAPH_CACHED,
+		  snpu_graph_begin_slots(self->dev, NULL, S, 1, 0, other,
+					 bytes, 2));
+	EXPECT_EQ(C, self->f->tasks[1].graph.slots[0]);
+	EXPECT_EQ(D, self->f->tasks[1].graph.slots[1]);
+	/* Not the recorded slots: refused, nothing launched. */
+	EXPECT_EQ(-EINVAL, snpu_graph_begin_slots(self->dev, NULL, S, 1, 0,
+						  other, bigger, 2));
+	EXPECT_EQ(-EINVAL, snpu_graph_begin_slots(self->dev, NULL, S, 1, 0,
+						  other, bytes, 1));
+	EXPECT_EQ(-EINVAL, snpu_graph_begin(self->dev, S, 1));
+	EXPECT_EQ(2U, self->f->submits);
+	EXPECT_EQ(1U, self->f->creates);
+}
+
+TEST_F(cap, slots_refused)
+{
+	uint64_t slots[9] = { A, A + N / 2 }, bytes[9] = { N, N };
+
+	EXPECT_EQ(-EINVAL, snpu_graph_begin_slots(self->dev, NULL, S, 1, 0,
+						  slots, bytes, 2));
+	slots[1] = B;
+	bytes[1] = 0;
+	EXPECT_EQ(-EINVAL, snpu_graph_begin_slots(self->dev, NULL, S, 1, 0,
+						  slots, bytes, 2));
+	bytes[1] = N;
+	slots[1] = UINT64_MAX - 8;
+	EXPECT_EQ(-EINVAL, snpu_graph_begin_slots(self->dev, NULL, S, 1, 0,
+						  slots, bytes, 2));
+	EXPECT_EQ(-EINVAL, snpu_graph_begin_slots(self->dev, NULL, S, 1, 0,
+						  slots, bytes, 9));
+	EXPECT_EQ(-EINVAL, snpu_graph_begin_slots(self->dev, NULL, S, 1, 0,
+						  NULL, bytes, 1));
+	EXPECT_EQ(-EINVAL, snpu_graph_begin_slots(NULL, NULL, S, 1, 0,
+						  slots, bytes, 1));
+	EXPECT_EQ(-EINVAL, snpu_graph_end(self->dev));
+}
+
+/* A task partly in a slot breaks the capture. */
+TEST_F(cap, slots_partial_falls_back)
+{
+	const uint64_t slots[1] = { A }, bytes[1] = { N };
+
+	ASSERT_EQ(0, snpu_graph_begin_slots(self->dev, NULL, S, 1, 0, slots,
+					    bytes, 1));
+	ASSERT_EQ(0, sub(self->dev, mset(A, N)));
+	ASSERT_EQ(0, sub(self->dev, d2d(B, A + 8, N)));
+	EXPECT_EQ(SNPU_GRAPH_NOT_RECORDED, snpu_graph_end(self->dev));
+	EXPECT_EQ(2U, self->f->ntasks);
+	EXPECT_EQ(0U, self->f->creates);
 }
 
 TEST_F(cap, forget)

@@ -321,6 +321,38 @@ TEST_F(graph, replays_back_to_back)
 	EXPECT_TRUE(results_ok(self->dev, self->set[1]));
 }
 
+/* Slots: the cached graph replays on other buffers. */
+TEST_F(graph, slots_replay_elsewhere)
+{
+	const uint64_t bytes[NBUF] = { NB, NB, NB, NB, NB };
+	uint64_t seq;
+
+	ASSERT_EQ(0, snpu_graph_begin_slots(self->dev, NULL, self->s, 1, 0,
+					    self->set[1], bytes, NBUF));
+	ASSERT_EQ(0, body(self->dev, self->s, self->set[1]));
+	ASSERT_EQ(0, snpu_graph_end(self->dev));
+	ASSERT_EQ(0, snpu_stream_synchronize(self->dev, self->s, -1));
+	ASSERT_TRUE(results_ok(self->dev, self->set[1]));
+
+	ASSERT_EQ(0, garble(self->dev, self->set[0]));
+	seq = submitted(self->dev, self->s);
+	ASSERT_EQ(SNPU_GRAPH_CACHED,
+		  snpu_graph_begin_slots(self->dev, NULL, self->s, 1, 0,
+					 self->set[0], bytes, NBUF));
+	EXPECT_EQ(seq + 1, submitted(self->dev, self->s));
+	ASSERT_EQ(0, snpu_stream_synchronize(self->dev, self->s, -1));
+	EXPECT_TRUE(results_ok(self->dev, self->set[0]));
+	/* And back, after set 1 was garbled. */
+	ASSERT_EQ(0, garble(self->dev, self->set[1]));
+	ASSERT_EQ(SNPU_GRAPH_CACHED,
+		  snpu_graph_begin_slots(self->dev, NULL, self->s, 1, 0,
+					 self->set[1], bytes, NBUF));
+	ASSERT_EQ(0, snpu_stream_synchronize(self->dev, self->s, -1));
+	EXPECT_TRUE(results_ok(self->dev, self->set[1]));
+	/* The replay must name the recorded slots. */
+	EXPECT_EQ(-EINVAL, snpu_graph_begin(self->dev, self->s, 1));
+}
+
 TEST_F(graph, forget_records_again)
 {
 	uint64_t seq;
@@ -1054,6 +1086,60 @@ TEST_F(graph, random_bodies_both_transports)
 		ASSERT_TRUE(fz_same(self->dev, base));
 		ASSERT_EQ(0, snpu_graph_forget(self->dev, iter));
 	}
+	snpu_ring_exit(&ring);
+}
+
+/*
+ * Random bodies recorded with their allocation as slot 0, then replayed
+ * twice (back to back) with the slot on another allocation: that one
+ * ends as the reference allocation does under the body task by task.
+ */
+TEST_F(graph, random_bodies_slots_elsewhere)
+{
+	struct snpu_task body[FZ_MAX];
+	struct snpu_ring ring, *r;
+	unsigned int seed = 11, iter, n, cqes = 0;
+	const uint64_t bytes = FZ_BYTES;
+	uint64_t base[2], other[2];
+	int launches;
+
+	ASSERT_EQ(0, snpu_mem_alloc(self->dev, FZ_BYTES, 0, 0, &base[0]));
+	ASSERT_EQ(0, snpu_mem_alloc(self->dev, FZ_BYTES, 0, 0, &base[1]));
+	ASSERT_EQ(0, snpu_mem_alloc(self->dev, FZ_BYTES, 0, 0, &other[1]));
+	other[0] = base[0];
+	ASSERT_EQ(0, snpu_ring_init(self->dev, 16, 0, &ring));
+	for (iter = 0; iter < 12; iter++) {
+		r = iter % 2 ? &ring : NULL;
+		n = fz_body(&seed, body);
+
+		ASSERT_EQ(0, fz_init(self->dev, &seed, base));
+		ASSERT_EQ(0, fz_plain(self->dev, self->s, body, n, base[0],
+				      1));
+		ASSERT_EQ(0, snpu_graph_begin_slots(self->dev, r, self->s,
+						    iter, 1, &base[1], &bytes,
+						    1));
+		ASSERT_EQ(0, fz_captured_body(self->dev, r, self->s, body, n,
+					      base[1]));
+		ASSERT_EQ(0, snpu_graph_end(self->dev));
+		ASSERT_EQ(0, snpu_stream_synchronize(self->dev, self->s, -1));
+		ASSERT_EQ(0, fz_drain(r, &cqes));
+		ASSERT_TRUE(fz_same(self->dev, base));
+
+		ASSERT_EQ(0, fz_init(self->dev, &seed, other));
+		ASSERT_EQ(0, fz_plain(self->dev, self->s, body, n, other[0],
+				      2));
+		for (launches = 0; launches < 2; launches++)
+			ASSERT_EQ(SNPU_GRAPH_CACHED,
+				  snpu_graph_begin_slots(self->dev, r, self->s,
+							 iter, 1, &other[1],
+							 &bytes, 1));
+		ASSERT_EQ(0, snpu_stream_synchronize(self->dev, self->s, -1));
+		ASSERT_EQ(0, fz_drain(r, &cqes));
+		ASSERT_TRUE(fz_same(self->dev, other));
+		ASSERT_EQ(0, snpu_graph_forget(self->dev, iter));
+	}
+	/* The ring's launches: 3 CQEs for each of its 6 bodies. */
+	EXPECT_EQ(18U, cqes);
 	snpu_ring_exit(&ring);
 }
 
