@@ -70,6 +70,7 @@ struct snpu_graph_bind {
  * @closing: snpu_graph_end() has it: tasks of the stream go on as usual
  * @error: the first error of that path, returned by snpu_graph_end()
  * @last: the result of the last batch that path submitted
+ * @last_seq: the sequence number that batch got
  * @rec: the definition being recorded
  * @slots: the slot addresses of this invocation
  * @tasks: the captured tasks as given, in order
@@ -90,6 +91,7 @@ struct snpu_capture {
 	int closing;
 	int error;
 	int last;
+	uint64_t last_seq;
 	struct snpu_rec rec;
 	uint64_t slots[SNPU_GRAPH_MAX_SLOTS];
 	struct snpu_task *tasks;
@@ -319,7 +321,8 @@ static void snpu_capture_break(struct snpu_capture *cap)
 	} else {
 		for (b = 0; b < cap->batches_count; b++) {
 			r = snpu_capture_direct(cap->dev, cap->tasks + start,
-						cap->batches[b] - start, NULL);
+						cap->batches[b] - start,
+						&cap->last_seq);
 			if (r && !ret)
 				ret = r;
 			cap->last = r;
@@ -433,8 +436,11 @@ static int snpu_capture_submit_locked(struct snpu_capture *cap,
 	for (i = 0; i < count && !cap->broken; i++)
 		snpu_capture_record(cap, &tasks[i]);
 	/* Broken by this batch: it was kept, and went out last. */
-	if (cap->broken)
+	if (cap->broken) {
+		if (!cap->last && seq)
+			*seq = cap->last_seq;
 		return cap->last;
+	}
 	if (seq)
 		*seq = 0;
 	return 0;
@@ -444,10 +450,9 @@ int snpu_capture_submit(struct snpu_device *dev, const struct snpu_task *tasks,
 			unsigned int count, uint64_t *seq)
 {
 	struct snpu_capture *cap;
-	int ret;
-
 	uint32_t stream;
 	unsigned int i;
+	int ret;
 
 	/*
 	 * A batch with no task of the captured stream and no wait (which

@@ -1168,16 +1168,18 @@ TEST_F(cap, fallback_refused_batch_then_more)
 	EXPECT_EQ(B, self->f->tasks[1].memset.addr);
 }
 
-/* The batch that breaks a capture gets its own result. */
+/* The batch that breaks a capture gets its own result and sequence. */
 TEST_F(cap, breaking_batch_result)
 {
 	struct snpu_task t[2];
+	uint64_t seq = 0;
 
 	ASSERT_EQ(0, snpu_graph_begin(self->dev, S, 1));
 	ASSERT_EQ(0, sub(self->dev, mset(BAD, N)));
 	snpu_prep_host_func(&t[0], S, 1);
 	t[1] = mset(A, N);
-	ASSERT_EQ(0, snpu_submit(self->dev, t, 2, NULL));
+	ASSERT_EQ(0, snpu_submit(self->dev, t, 2, &seq));
+	EXPECT_EQ(1002U, seq);
 	EXPECT_EQ(-EFAULT, snpu_graph_end(self->dev));
 	ASSERT_EQ(2U, self->f->ntasks);
 	EXPECT_EQ((uint32_t)SNPU_OP_HOST_FUNC, self->f->tasks[0].op);
