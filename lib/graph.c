@@ -797,8 +797,11 @@ int snpu_graph_end(struct snpu_device *dev)
 		return -EINVAL;
 	}
 	/* What the body put in the ring and did not submit yet. */
-	if (cap->ring && !cap->broken)
-		snpu_capture_ring_take(cap, 0);
+	if (cap->ring && !cap->broken) {
+		ret = snpu_capture_ring_take(cap, 0);
+		if (ret < 0 && !cap->error)
+			cap->error = ret;
+	}
 	cap->closing = 1;
 	pthread_mutex_unlock(&dev->graph_lock);
 
