@@ -89,20 +89,20 @@ struct snpu_rt2_dev {
 /* ---- kernel registry ---------------------------------------------------- */
 
 /* Kernel classes (the original's kKernelUseMemory, kKernelLaunch, none). */
-#define RT2_CLASS_NORMAL	0
-#define RT2_CLASS_MEMORY	1
-#define RT2_CLASS_LAUNCH	2
+#define RT2_CLASS_NORMAL	0U
+#define RT2_CLASS_MEMORY	1U
+#define RT2_CLASS_LAUNCH	2U
 
 /* Workers of three-worker mode; the class picks one. */
-#define RT2_W_MEMORY	0
-#define RT2_W_NORMAL	1
-#define RT2_W_LAUNCH	2
+#define RT2_W_MEMORY	0U
+#define RT2_W_NORMAL	1U
+#define RT2_W_LAUNCH	2U
 #define RT2_WORKERS	3
 
 /* Critical-section keys: kernels with a key change shared state. */
-#define RT2_CS_NONE	0
-#define RT2_CS_POOL	1	/* the executor's device memory pool */
-#define RT2_CS_DEV	2	/* the device's queue (mixed legacy kernels) */
+#define RT2_CS_NONE	0U
+#define RT2_CS_POOL	1U	/* the executor's device memory pool */
+#define RT2_CS_DEV	2U	/* the device's queue (mixed legacy kernels) */
 
 /* Kernel flags. */
 #define RT2_KF_COMPUTE_LAUNCH	(1U << 0)  /* IsLaunchNode: an op's launch */
@@ -113,11 +113,11 @@ struct snpu_rt2_dev {
 #define RT2_KF_BUILD_TENSOR	(1U << 5)  /* tensor building consumer */
 
 /* Node types of the execution graph, from the kernel. */
-#define RT2_NT_NORMAL	0
-#define RT2_NT_MEMORY	1
-#define RT2_NT_LAUNCH	2
-#define RT2_NT_FREE	3
-#define RT2_NT_FREE_HOLD 4
+#define RT2_NT_NORMAL	0U
+#define RT2_NT_MEMORY	1U
+#define RT2_NT_LAUNCH	2U
+#define RT2_NT_FREE	3U
+#define RT2_NT_FREE_HOLD 4U
 
 enum rt2_kid {
 	RT2_K_INFER_SHAPE,
