@@ -225,16 +225,16 @@ TEST(registry_split_classes)
 	}
 	ASSERT_TRUE(rt2_kernel_is_launch(RT2_K_LAUNCH_H2D_COPY));
 	ASSERT_TRUE(rt2_kernel_is_launch(RT2_K_LAUNCH_COPY_FLOW_H2D));
-	ASSERT_FALSE(rt2_kernels[RT2_K_LAUNCH_H2D_COPY].flags &
-		     RT2_KF_COMPUTE_LAUNCH);
-	ASSERT_FALSE(rt2_kernels[RT2_K_LAUNCH_COPY_FLOW_H2D].flags &
-		     RT2_KF_COMPUTE_LAUNCH);
-	ASSERT_FALSE(rt2_kernels[RT2_K_LAUNCH_D2H].flags &
-		     RT2_KF_COMPUTE_LAUNCH);
-	ASSERT_TRUE(rt2_kernels[RT2_K_LAUNCH_MATMUL].flags &
-		    RT2_KF_COMPUTE_LAUNCH);
-	ASSERT_TRUE(rt2_kernels[RT2_K_LAUNCH_CUSTOM].flags &
-		    RT2_KF_COMPUTE_LAUNCH);
+	ASSERT_FALSE(!!(rt2_kernels[RT2_K_LAUNCH_H2D_COPY].flags &
+		     RT2_KF_COMPUTE_LAUNCH));
+	ASSERT_FALSE(!!(rt2_kernels[RT2_K_LAUNCH_COPY_FLOW_H2D].flags &
+		     RT2_KF_COMPUTE_LAUNCH));
+	ASSERT_FALSE(!!(rt2_kernels[RT2_K_LAUNCH_D2H].flags &
+		     RT2_KF_COMPUTE_LAUNCH));
+	ASSERT_TRUE(!!(rt2_kernels[RT2_K_LAUNCH_MATMUL].flags &
+		    RT2_KF_COMPUTE_LAUNCH));
+	ASSERT_TRUE(!!(rt2_kernels[RT2_K_LAUNCH_CUSTOM].flags &
+		    RT2_KF_COMPUTE_LAUNCH));
 	/* The legacy mixed kernels are memory kernels. */
 	ASSERT_EQ((unsigned int)RT2_CLASS_MEMORY,
 		  rt2_kernels[RT2_K_H2D_COPY].cls);
