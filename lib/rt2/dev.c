@@ -130,14 +130,21 @@ out:
 static int rt2_s_wait(struct snpu_rt2_dev *d)
 {
 	struct rt2_sdev *s = rt2_sdev(d);
-	int ret;
+	int ret = 0;
 
 	pthread_mutex_lock(&s->lock);
-	ret = snpu_ring_submit(&s->ring);
-	if (ret >= 0 || ret == -EBUSY)
-		ret = 0;
-	while (!ret && s->completed < s->submitted)
+	for (;;) {
+		rt2_s_reap(s);
+		if (s->completed == s->submitted)
+			break;
+		/* Entries left in the SQ (CQ full before) go in now. */
+		ret = snpu_ring_submit(&s->ring);
+		if (ret < 0 && ret != -EBUSY)
+			break;
 		ret = rt2_s_wait_one(s);
+		if (ret)
+			break;
+	}
 	if (!ret)
 		ret = s->err;
 	s->err = 0;

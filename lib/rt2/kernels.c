@@ -469,6 +469,8 @@ const struct rt2_kernel rt2_kernels[RT2_K_COUNT] = {
 	[RT2_K_LAUNCH_COPY_FLOW_H2D] = { "LaunchCopyFlowH2D", L, 0, 0,
 					 rt2_k_launch_copy_flow_h2d },
 	[RT2_K_EMPTY] = { "Empty", N, 0, 0, rt2_k_empty },
+	[RT2_K_EMPTY_MEMORY] = { "EmptyMemory", M, 0, 0, rt2_k_empty },
+	[RT2_K_EMPTY_LAUNCH] = { "EmptyLaunch", L, 0, 0, rt2_k_empty },
 	[RT2_K_FAIL] = { "Fail", N, 0, 0, rt2_k_fail },
 };
 

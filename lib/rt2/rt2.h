@@ -140,7 +140,9 @@ enum rt2_kid {
 	RT2_K_ALLOC_COPY_FLOW_HBM,
 	RT2_K_PREPARE_COPY_FLOW_RESULT,
 	RT2_K_LAUNCH_COPY_FLOW_H2D,
-	RT2_K_EMPTY,			/* tests and benchmarks: does nothing */
+	RT2_K_EMPTY,			/* tests and benchmarks: do nothing, */
+	RT2_K_EMPTY_MEMORY,		/* one per class */
+	RT2_K_EMPTY_LAUNCH,
 	RT2_K_FAIL,			/* tests: returns node->arg as error */
 	RT2_K_COUNT
 };

@@ -568,4 +568,125 @@ TEST_F(exec, empty_input_copies_nothing)
 	snpu_rt2_exec_destroy(e);
 }
 
+/* ---- the scheduler on random graphs of empty kernels ------------------- */
+
+#define RND_NODES	120U
+
+static unsigned int rnd(unsigned int *st)
+{
+	*st = *st * 1103515245U + 12345U;
+	return (*st >> 16) & 0x7fff;
+}
+
+/*
+ * A random DAG over all three workers (edges only from lower to higher
+ * creation index; launches prioritised by creation index, so the strict
+ * launch order is feasible), with a FAIL node when @fail_at >= 0.
+ */
+static int random_exec(struct hostdev *h, unsigned int seed, int fail_at,
+		       const struct snpu_rt2_exec_opts *o,
+		       struct snpu_rt2_exec **ep)
+{
+	static const unsigned int kinds[3] = {
+		RT2_K_EMPTY, RT2_K_EMPTY_MEMORY, RT2_K_EMPTY_LAUNCH };
+	struct rt2_build b = { .flags = o->flags };
+	unsigned int i, j, st = seed;
+	int ret = 0, id;
+
+	for (i = 0; i < RND_NODES && !ret; i++) {
+		unsigned int k = (int)i == fail_at ? RT2_K_FAIL :
+				 kinds[rnd(&st) % 3];
+
+		id = rt2_build_node(&b, k, -1, (int32_t)i);
+		if (id < 0)
+			return id;
+		b.nodes[id].arg = -EL2HLT;
+		for (j = 0; j < 3 && i; j++)
+			if (rnd(&st) % 2)
+				ret = rt2_build_edge(&b, rnd(&st) % i, i);
+	}
+	if (!ret)
+		ret = rt2_exec_create_graph(NULL, &h->head, o, &b, ep);
+	rt2_build_fini(&b);
+	return ret;
+}
+
+static void check_trace_order(struct __test_metadata *_metadata,
+			      struct snpu_rt2_exec *e, const struct trace *tr)
+{
+	unsigned int pos[RND_NODES], i, j;
+
+	for (i = 0; i < RND_NODES; i++)
+		pos[i] = ~0U;
+	for (i = 0; i < tr->n; i++)
+		pos[tr->t[i].node] = i;
+	for (i = 0; i < e->g.nnodes; i++) {
+		const struct rt2_node *n = &e->g.nodes[i];
+
+		if (pos[i] == ~0U)
+			continue;
+		ASSERT_EQ(rt2_kernel_worker(n->kernel),
+			  tr->t[pos[i]].worker);
+		for (j = 0; j < n->npred; j++)
+			ASSERT_LT(pos[e->g.preds[n->pred_off + j]], pos[i]);
+	}
+}
+
+/* Every node runs once per run, after its predecessors, on its worker. */
+TEST(random_graphs_three_workers)
+{
+	struct snpu_rt2_exec_opts o = { .flags = SNPU_RT2_EXEC_THREADS };
+	static struct trace tr = { .lock = PTHREAD_MUTEX_INITIALIZER };
+	struct snpu_rt2_exec *e;
+	struct hostdev *h;
+	unsigned int seed, run;
+
+	o.trace = trace_fn;
+	o.trace_arg = &tr;
+	ASSERT_EQ(0, hostdev_open(&h));
+	for (seed = 1; seed <= 10; seed++) {
+		ASSERT_EQ(0, random_exec(h, seed, -1, &o, &e));
+		ASSERT_EQ(RND_NODES, e->g.nnodes);
+		for (run = 0; run < 20; run++) {
+			tr.n = 0;
+			ASSERT_EQ(0, snpu_rt2_exec_run(e));
+			ASSERT_EQ(RND_NODES, tr.n);
+			check_trace_order(_metadata, e, &tr);
+		}
+		snpu_rt2_exec_destroy(e);
+	}
+	hostdev_close(h);
+}
+
+/*
+ * A failing node stops the run with its error whatever the other workers
+ * are doing: nothing that depends on it runs, the executor is reused.
+ */
+TEST(random_graphs_error_stop)
+{
+	struct snpu_rt2_exec_opts o = { .flags = SNPU_RT2_EXEC_THREADS };
+	static struct trace tr = { .lock = PTHREAD_MUTEX_INITIALIZER };
+	struct snpu_rt2_exec *e;
+	struct hostdev *h;
+	unsigned int seed, run, i;
+
+	o.trace = trace_fn;
+	o.trace_arg = &tr;
+	ASSERT_EQ(0, hostdev_open(&h));
+	for (seed = 1; seed <= 10; seed++) {
+		ASSERT_EQ(0, random_exec(h, seed, RND_NODES / 2, &o, &e));
+		for (run = 0; run < 10; run++) {
+			tr.n = 0;
+			ASSERT_EQ(-EL2HLT, snpu_rt2_exec_run(e));
+			ASSERT_LT(tr.n, RND_NODES);
+			check_trace_order(_metadata, e, &tr);
+			for (i = 0; i < tr.n; i++)
+				if (tr.t[i].ret)
+					ASSERT_STREQ("Fail", tr.t[i].kernel);
+		}
+		snpu_rt2_exec_destroy(e);
+	}
+	hostdev_close(h);
+}
+
 TEST_HARNESS_MAIN
