@@ -201,8 +201,10 @@ static void rt2_reset(struct snpu_rt2_exec *e)
 	for (i = 0; i < e->nin; i++)
 		e->vals[e->in[i].tensor].shape = e->in[i].shape;
 	memcpy(e->pending, e->indeg, e->g.nnodes * sizeof(*e->pending));
-	for (w = 0; w < RT2_WORKERS; w++)
-		e->q[w].head = e->q[w].tail = 0;
+	for (w = 0; w < RT2_WORKERS; w++) {
+		e->q[w].head = 0;
+		e->q[w].tail = 0;
+	}
 	e->launch_next = 0;
 	e->done_nodes = 0;
 	e->err = 0;

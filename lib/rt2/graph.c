@@ -496,9 +496,11 @@ int rt2_pass_remove_launch_free_edge(struct rt2_build *b)
 static const struct rt2_pass rt2_pass_fuse = {
 	"CopyFlowLaunchFuse", rt2_pass_copy_flow_launch_fuse
 };
+
 static const struct rt2_pass rt2_pass_split = {
 	"SplitMixedLaunchMemory", rt2_pass_split_mixed_launch_memory
 };
+
 static const struct rt2_pass rt2_pass_relation = {
 	"RemoveLaunchFreeEdge", rt2_pass_remove_launch_free_edge
 };

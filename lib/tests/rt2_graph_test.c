@@ -204,7 +204,7 @@ TEST(registry_critical_sections_serialized)
 }
 
 /* The split kernels' classes: sizes normal, alloc and result memory,
- * launch launch; the internal launches are not compute launches.
+ * the launch one launch; the internal launches are not compute launches.
  */
 TEST(registry_split_classes)
 {
@@ -508,8 +508,10 @@ static int flow_node(struct rt2_build *b, int consumer, int32_t t)
 	int id = rt2_build_node(b, RT2_K_COPY_FLOW_LAUNCH, -1, consumer);
 
 	b->nodes[id].count = 1;
-	b->nodes[id].nin = b->nodes[id].nout = 1;
-	b->nodes[id].in[0] = b->nodes[id].out[0] = t;
+	b->nodes[id].nin = 1;
+	b->nodes[id].nout = 1;
+	b->nodes[id].in[0] = t;
+	b->nodes[id].out[0] = t;
 	b->nodes[id].arg = consumer;
 	return id;
 }
@@ -630,7 +632,8 @@ static void consumer_rules(struct __test_metadata *_metadata,
 	in = rt2_build_node(&b, RT2_K_EMPTY, -1, -1);
 	src = rt2_build_node(&b, mixed, -1, 3);
 	b.nodes[src].count = 1;
-	b.nodes[src].nin = b.nodes[src].nout = 1;
+	b.nodes[src].nin = 1;
+	b.nodes[src].nout = 1;
 	bt = rt2_build_node(&b, RT2_K_BUILD_TENSOR, 3, 3);
 	la = rt2_build_node(&b, RT2_K_LAUNCH_RELU, 3, 3);
 	nm = rt2_build_node(&b, RT2_K_EMPTY, 3, 3);
@@ -692,9 +695,12 @@ static struct rt2_node flow_ok(unsigned int count)
 	memset(&n, 0, sizeof(n));
 	n.kernel = RT2_K_COPY_FLOW_LAUNCH;
 	n.count = count;
-	n.nin = n.nout = count;
-	for (i = 0; i < count; i++)
-		n.in[i] = n.out[i] = (int32_t)i;
+	n.nin = count;
+	n.nout = count;
+	for (i = 0; i < count; i++) {
+		n.in[i] = (int32_t)i;
+		n.out[i] = (int32_t)i;
+	}
 	return n;
 }
 
