@@ -82,8 +82,9 @@ struct snpu_rt2_kargs {
 /*
  * A custom operator: submits device work with snpu_rt2_kctx_submit(), on
  * @args->stream or on attached streams from
- * snpu_rt2_kctx_attached_stream(), joins the attached streams it used
- * back with snpu_rt2_kctx_join(), and returns 0 or a negative errno.
+ * snpu_rt2_kctx_attached_stream() (made to wait for the inputs with
+ * snpu_rt2_kctx_fork()), joins the attached streams it used back with
+ * snpu_rt2_kctx_join(), and returns 0 or a negative errno.
  */
 typedef int (*snpu_rt2_custom_fn)(struct snpu_rt2_kctx *ctx,
 				  const struct snpu_rt2_kargs *args,
@@ -182,6 +183,7 @@ int snpu_rt2_kctx_attached_stream(struct snpu_rt2_kctx *ctx, const char *key,
 				  uint32_t *stream);
 int snpu_rt2_kctx_submit(struct snpu_rt2_kctx *ctx,
 			 const struct snpu_task *tasks, unsigned int count);
+int snpu_rt2_kctx_fork(struct snpu_rt2_kctx *ctx, uint32_t stream);
 int snpu_rt2_kctx_join(struct snpu_rt2_kctx *ctx, uint32_t stream);
 
 #ifdef __cplusplus

@@ -291,7 +291,7 @@ static int rt2_prepare_values(struct snpu_rt2_exec *e)
 	e->nout = m ? m->noutputs : 0;
 	e->in = calloc(e->nin + 1, sizeof(*e->in));
 	e->out = calloc(e->nout + 1, sizeof(*e->out));
-	e->events = calloc((m ? m->nops : 0) + 1, sizeof(*e->events));
+	e->events = calloc(2 * (m ? m->nops : 0) + 1, sizeof(*e->events));
 	if (!e->vals || !e->vals0 || !e->in || !e->out || !e->events)
 		return -ENOMEM;
 	for (i = 0; i < e->nvals; i++) {
@@ -336,7 +336,9 @@ static int rt2_prepare_values(struct snpu_rt2_exec *e)
 	for (i = 0; m && i < m->nops; i++) {
 		if (m->ops[i].desc.type != SNPU_RT2_OP_CUSTOM)
 			continue;
-		ret = d->ops->event_create(d, &e->events[i]);
+		ret = d->ops->event_create(d, &e->events[2 * i]);
+		if (!ret)
+			ret = d->ops->event_create(d, &e->events[2 * i + 1]);
 		if (ret)
 			return ret;
 	}
@@ -405,7 +407,7 @@ void snpu_rt2_exec_destroy(struct snpu_rt2_exec *e)
 		if (e->out[i].ptr)
 			d->ops->host_free(d, e->out[i].ptr, e->out[i].bytes,
 					  e->out[i].handle);
-	for (i = 0; e->events && e->model && i < e->model->nops; i++)
+	for (i = 0; e->events && e->model && i < 2 * e->model->nops; i++)
 		if (e->events[i])
 			d->ops->event_destroy(d, e->events[i]);
 	rt2_pool_fini(e);
@@ -565,17 +567,30 @@ int snpu_rt2_kctx_submit(struct snpu_rt2_kctx *ctx,
 	return d->ops->submit(d, tasks, count);
 }
 
-int snpu_rt2_kctx_join(struct snpu_rt2_kctx *ctx, uint32_t stream)
+/* @waiter waits for what was queued on @signaler so far, with @ev. */
+static int rt2_kctx_order(struct snpu_rt2_kctx *ctx, uint32_t ev,
+			  uint32_t signaler, uint32_t waiter)
 {
+	struct snpu_rt2_dev *d = ctx->exec->dev;
 	struct snpu_task t[2];
-	struct snpu_rt2_dev *d;
-	uint32_t ev;
 
+	snpu_prep_event_record(&t[0], signaler, ev);
+	snpu_prep_stream_wait(&t[1], waiter, ev);
+	return d->ops->submit(d, t, 2);
+}
+
+int snpu_rt2_kctx_fork(struct snpu_rt2_kctx *ctx, uint32_t stream)
+{
 	if (!ctx)
 		return -EINVAL;
-	d = ctx->exec->dev;
-	ev = ctx->exec->events[ctx->node->op];
-	snpu_prep_event_record(&t[0], stream, ev);
-	snpu_prep_stream_wait(&t[1], d->stream, ev);
-	return d->ops->submit(d, t, 2);
+	return rt2_kctx_order(ctx, ctx->exec->events[2 * ctx->node->op],
+			      ctx->exec->dev->stream, stream);
+}
+
+int snpu_rt2_kctx_join(struct snpu_rt2_kctx *ctx, uint32_t stream)
+{
+	if (!ctx)
+		return -EINVAL;
+	return rt2_kctx_order(ctx, ctx->exec->events[2 * ctx->node->op + 1],
+			      stream, ctx->exec->dev->stream);
 }

@@ -308,7 +308,7 @@ struct snpu_rt2_exec {
 	unsigned int nvals;
 	struct rt2_host *in, *out;
 	unsigned int nin, nout;
-	uint32_t *events;		/* per op: a join event, or 0 */
+	uint32_t *events;		/* per op: fork and join events, or 0 */
 	/* scheduling */
 	uint32_t *indeg;		/* static in-degrees */
 	uint32_t *pending;		/* per run */

@@ -69,8 +69,8 @@ struct mlp {
 
 /*
  * A custom op on an attached stream: c = r + r with ADD_F32, queued on the
- * attached stream "aux" after a join of the main stream into it, then
- * joined back.
+ * attached stream "aux" after a fork of the executor's stream into it,
+ * then joined back.
  */
 static int double_op(struct snpu_rt2_kctx *ctx,
 		     const struct snpu_rt2_kargs *a, void *arg)
@@ -86,6 +86,9 @@ static int double_op(struct snpu_rt2_kctx *ctx,
 		return ret;
 	p->custom_calls++;
 	p->custom_stream = s;
+	ret = snpu_rt2_kctx_fork(ctx, s);
+	if (ret)
+		return ret;
 	args[0] = snpu_arg_buf(a->out, 4ULL * a->out_shape.dims[0] *
 			       a->out_shape.dims[1]);
 	args[1] = snpu_arg_buf(a->in[0], args[0].bytes);
@@ -553,15 +556,25 @@ TEST_F(exec, empty_input_copies_nothing)
 	ASSERT_EQ(N, s.dims[1]);
 	/*
 	 * No H2D copy, no built-in launch on the empty tensors: only the
-	 * custom op's work (its output has its declared shape): its add,
-	 * its join (record, wait), and the copy of its output.
+	 * custom op's work (its output has its declared shape): its fork
+	 * (record, wait), its add, its join, and the copy of its output.
 	 */
-	ASSERT_EQ(tasks + 4, self->h->tasks);
+	ASSERT_EQ(tasks + 6, self->h->tasks);
 	for (i = first; i < self->h->nlog; i++)
 		ASSERT_FALSE(self->h->log[i].op == SNPU_OP_COPY &&
 			     self->h->log[i].kernel == SNPU_COPY_H2D);
-	EXPECT_EQ((uint32_t)SNPU_OP_COPY, self->h->log[first + 3].op);
-	EXPECT_EQ((uint32_t)SNPU_COPY_D2H, self->h->log[first + 3].kernel);
+	EXPECT_EQ((uint32_t)SNPU_OP_EVENT_RECORD, self->h->log[first].op);
+	EXPECT_EQ(1U, self->h->log[first].stream);
+	EXPECT_EQ((uint32_t)SNPU_OP_STREAM_WAIT, self->h->log[first + 1].op);
+	EXPECT_EQ(100U, self->h->log[first + 1].stream);
+	EXPECT_EQ((uint32_t)SNPU_OP_LAUNCH, self->h->log[first + 2].op);
+	EXPECT_EQ(100U, self->h->log[first + 2].stream);
+	EXPECT_EQ((uint32_t)SNPU_OP_EVENT_RECORD, self->h->log[first + 3].op);
+	EXPECT_EQ(100U, self->h->log[first + 3].stream);
+	EXPECT_EQ((uint32_t)SNPU_OP_STREAM_WAIT, self->h->log[first + 4].op);
+	EXPECT_EQ(1U, self->h->log[first + 4].stream);
+	EXPECT_EQ((uint32_t)SNPU_OP_COPY, self->h->log[first + 5].op);
+	EXPECT_EQ((uint32_t)SNPU_COPY_D2H, self->h->log[first + 5].kernel);
 	/* Larger than declared: refused. */
 	dims[0] = M + 1;
 	ASSERT_EQ(-EINVAL, snpu_rt2_exec_input(e, 0, dims, NULL));
