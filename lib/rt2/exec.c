@@ -267,7 +267,7 @@ int snpu_rt2_exec_run(struct snpu_rt2_exec *e)
 	/* Drain the device, also after an error: nothing may still use
 	 * the pool's memory or the pinned buffers.
 	 */
-	w = e->dev->ops->wait(e->dev);
+	w = e->dev->ops->wait(e->dev, &e->dq);
 	if (!ret)
 		ret = w;
 	rt2_release(e);
@@ -395,7 +395,8 @@ void snpu_rt2_exec_destroy(struct snpu_rt2_exec *e)
 		for (w = 0; w < e->nthr; w++)
 			pthread_join(e->thr[w], NULL);
 	}
-	d->ops->wait(d);
+	if (e->has_dq)
+		d->ops->wait(d, &e->dq);
 	for (i = 0; e->vals0 && i < e->nvals; i++)
 		if (e->vals0[i].addr)
 			d->ops->mem_free(d, e->vals0[i].addr);
@@ -411,6 +412,8 @@ void snpu_rt2_exec_destroy(struct snpu_rt2_exec *e)
 		if (e->events[i])
 			d->ops->event_destroy(d, e->events[i]);
 	rt2_pool_fini(e);
+	if (e->has_dq)
+		d->ops->queue_destroy(d, &e->dq);
 	for (w = 0; w < RT2_WORKERS; w++) {
 		free(e->q[w].ids);
 		pthread_cond_destroy(&e->wake[w]);
@@ -458,7 +461,10 @@ int rt2_exec_create_graph(const struct snpu_rt2_model *m,
 	for (w = 0; w < RT2_WORKERS; w++)
 		pthread_cond_init(&e->wake[w], NULL);
 	pthread_cond_init(&e->done, NULL);
-	ret = rt2_finalize(b, &e->g);
+	ret = dev->ops->queue_create(dev, &e->dq);
+	e->has_dq = !ret;
+	if (!ret)
+		ret = rt2_finalize(b, &e->g);
 	if (!ret)
 		ret = rt2_prepare_values(e);
 	if (!ret)
@@ -564,7 +570,7 @@ int snpu_rt2_kctx_submit(struct snpu_rt2_kctx *ctx,
 	if (!ctx || !tasks || !count)
 		return -EINVAL;
 	d = ctx->exec->dev;
-	return d->ops->submit(d, tasks, count);
+	return d->ops->submit(d, &ctx->exec->dq, tasks, count);
 }
 
 /* @waiter waits for what was queued on @signaler so far, with @ev. */
@@ -576,7 +582,7 @@ static int rt2_kctx_order(struct snpu_rt2_kctx *ctx, uint32_t ev,
 
 	snpu_prep_event_record(&t[0], signaler, ev);
 	snpu_prep_stream_wait(&t[1], waiter, ev);
-	return d->ops->submit(d, t, 2);
+	return d->ops->submit(d, &ctx->exec->dq, t, 2);
 }
 
 int snpu_rt2_kctx_fork(struct snpu_rt2_kctx *ctx, uint32_t stream)
@@ -584,7 +590,7 @@ int snpu_rt2_kctx_fork(struct snpu_rt2_kctx *ctx, uint32_t stream)
 	if (!ctx)
 		return -EINVAL;
 	return rt2_kctx_order(ctx, ctx->exec->events[2 * ctx->node->op],
-			      ctx->exec->dev->stream, stream);
+			      ctx->exec->dq.stream, stream);
 }
 
 int snpu_rt2_kctx_join(struct snpu_rt2_kctx *ctx, uint32_t stream)
@@ -592,5 +598,5 @@ int snpu_rt2_kctx_join(struct snpu_rt2_kctx *ctx, uint32_t stream)
 	if (!ctx)
 		return -EINVAL;
 	return rt2_kctx_order(ctx, ctx->exec->events[2 * ctx->node->op + 1],
-			      stream, ctx->exec->dev->stream);
+			      stream, ctx->exec->dq.stream);
 }

@@ -40,7 +40,7 @@ static struct rt2_value *rt2_val(struct snpu_rt2_exec *e, int32_t t)
 static int rt2_submit(struct snpu_rt2_exec *e, const struct snpu_task *t,
 		      unsigned int n)
 {
-	return e->dev->ops->submit(e->dev, t, n);
+	return e->dev->ops->submit(e->dev, &e->dq, t, n);
 }
 
 /* ---- normal ------------------------------------------------------------- */
@@ -131,7 +131,7 @@ static int rt2_k_launch_matmul(struct snpu_rt2_exec *e,
 	args[3] = snpu_arg_u64(m);
 	args[4] = snpu_arg_u64(nn);
 	args[5] = snpu_arg_u64(k);
-	snpu_prep_launch(&t, e->dev->stream, SNPU_KERNEL_GEMM_F32,
+	snpu_prep_launch(&t, e->dq.stream, SNPU_KERNEL_GEMM_F32,
 			 rt2_blocks((uint64_t)m * nn, k), args, 6);
 	return rt2_submit(e, &t, 1);
 }
@@ -148,7 +148,7 @@ static int rt2_k_launch_add(struct snpu_rt2_exec *e, const struct rt2_node *n)
 	args[0] = rt2_buf(c);
 	args[1] = rt2_buf(rt2_val(e, n->in[0]));
 	args[2] = rt2_buf(rt2_val(e, n->in[1]));
-	snpu_prep_launch(&t, e->dev->stream,
+	snpu_prep_launch(&t, e->dq.stream,
 			 c->shape.dtype == SNPU_RT2_F32 ? SNPU_KERNEL_ADD_F32 :
 			 SNPU_KERNEL_ADD_I32, rt2_blocks(elems, 1), args, 3);
 	return rt2_submit(e, &t, 1);
@@ -166,7 +166,7 @@ static int rt2_k_launch_relu(struct snpu_rt2_exec *e,
 		return 0;
 	args[0] = rt2_buf(y);
 	args[1] = rt2_buf(rt2_val(e, n->in[0]));
-	snpu_prep_launch(&t, e->dev->stream, SNPU_KERNEL_RELU_F32,
+	snpu_prep_launch(&t, e->dq.stream, SNPU_KERNEL_RELU_F32,
 			 rt2_blocks(elems, 1), args, 2);
 	return rt2_submit(e, &t, 1);
 }
@@ -181,7 +181,7 @@ static int rt2_k_launch_custom(struct snpu_rt2_exec *e,
 	unsigned int i;
 
 	memset(&a, 0, sizeof(a));
-	a.stream = e->dev->stream;
+	a.stream = e->dq.stream;
 	a.nin = op->nin;
 	for (i = 0; i < op->nin; i++) {
 		v = rt2_val(e, op->in[i]);
@@ -204,7 +204,7 @@ static int rt2_k_launch_d2h(struct snpu_rt2_exec *e, const struct rt2_node *n)
 	h->shape = v->shape;
 	if (!bytes)
 		return 0;
-	snpu_prep_copy(&t, e->dev->stream, SNPU_COPY_D2H, (uintptr_t)h->ptr,
+	snpu_prep_copy(&t, e->dq.stream, SNPU_COPY_D2H, (uintptr_t)h->ptr,
 		       v->addr, bytes);
 	return rt2_submit(e, &t, 1);
 }
@@ -275,7 +275,7 @@ static int rt2_launch_h2d(struct snpu_rt2_exec *e, int32_t t,
 	if (!v->copy_bytes || !v->owned || !v->addr)
 		return 0;
 	/* From pinned memory the executor keeps until the copy completed. */
-	snpu_prep_copy(task, e->dev->stream, SNPU_COPY_H2D, v->addr,
+	snpu_prep_copy(task, e->dq.stream, SNPU_COPY_H2D, v->addr,
 		       (uintptr_t)h->ptr, v->copy_bytes);
 	return 1;
 }

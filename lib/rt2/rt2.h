@@ -53,13 +53,27 @@ int rt2_op_infer(const struct snpu_rt2_op_desc *op,
 
 /* ---- device interface --------------------------------------------------- */
 
+/* Most queues (executors) one device interface serves at once. */
+#define RT2_DEV_QUEUES	64
+
+/*
+ * An executor's queue on a device interface: its stream, and the slot
+ * that accounts the tasks it submits (on its stream or on attached
+ * streams) and their first error.
+ */
+struct rt2_dev_queue {
+	uint32_t stream;
+	unsigned int slot;
+};
+
 /*
  * What rt2 needs from a device, as a function table. Device addresses are
- * the device's; @submit queues tasks (struct snpu_task) in order on the
- * streams they name; @wait returns once everything submitted through this
- * interface has completed, with the first error a task completed with
- * since the last @wait (then forgotten), or 0. Event records and stream
- * waits are tasks. @h2d and @d2h are synchronous copies (parameters).
+ * the device's. @queue_create makes a queue with a stream of its own.
+ * @submit queues tasks (struct snpu_task) in order on the streams they
+ * name, accounted to queue @q; @wait returns once every task accounted to
+ * @q has completed, with the first error one of them completed with since
+ * the last @wait (then forgotten), or 0. Event records and stream waits
+ * are tasks. @h2d is a synchronous copy (parameters).
  */
 struct rt2_dev_ops {
 	int (*mem_alloc)(struct snpu_rt2_dev *d, uint64_t bytes, uint64_t *addr);
@@ -68,9 +82,11 @@ struct rt2_dev_ops {
 			  uint32_t *handle);
 	void (*host_free)(struct snpu_rt2_dev *d, void *ptr, size_t bytes,
 			  uint32_t handle);
-	int (*submit)(struct snpu_rt2_dev *d, const struct snpu_task *tasks,
-		      unsigned int count);
-	int (*wait)(struct snpu_rt2_dev *d);
+	int (*queue_create)(struct snpu_rt2_dev *d, struct rt2_dev_queue *q);
+	void (*queue_destroy)(struct snpu_rt2_dev *d, struct rt2_dev_queue *q);
+	int (*submit)(struct snpu_rt2_dev *d, const struct rt2_dev_queue *q,
+		      const struct snpu_task *tasks, unsigned int count);
+	int (*wait)(struct snpu_rt2_dev *d, const struct rt2_dev_queue *q);
 	int (*h2d)(struct snpu_rt2_dev *d, uint64_t dst, const void *src,
 		   size_t n);
 	int (*attached_stream)(struct snpu_rt2_dev *d, const char *key,
@@ -80,10 +96,9 @@ struct rt2_dev_ops {
 	void (*close)(struct snpu_rt2_dev *d);
 };
 
-/* The common head of every device interface: the table and the stream. */
+/* The common head of every device interface: its table. */
 struct snpu_rt2_dev {
 	const struct rt2_dev_ops *ops;
-	uint32_t stream;
 };
 
 /* ---- kernel registry ---------------------------------------------------- */
@@ -300,6 +315,8 @@ struct rt2_queue {
 struct snpu_rt2_exec {
 	const struct snpu_rt2_model *model;
 	struct snpu_rt2_dev *dev;
+	struct rt2_dev_queue dq;	/* the executor's stream */
+	bool has_dq;
 	struct snpu_rt2_exec_opts opts;
 	struct rt2_graph g;
 	struct rt2_pool pool;

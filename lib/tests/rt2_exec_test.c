@@ -266,6 +266,87 @@ TEST_F(exec, two_executors_from_one_model)
 	snpu_rt2_exec_destroy(b);
 }
 
+/*
+ * A custom op whose device work fails on every third run: a FAIL launch
+ * on the executor's stream.
+ */
+static int device_fail_op(struct snpu_rt2_kctx *ctx,
+			  const struct snpu_rt2_kargs *a, void *arg)
+{
+	unsigned int *calls = arg;
+	struct snpu_kernel_arg k = snpu_arg_u64(EIO);
+	struct snpu_task t;
+
+	if (++*calls % 3)
+		return 0;
+	snpu_prep_launch(&t, a->stream, SNPU_KERNEL_FAIL, 1, &k, 1);
+	return snpu_rt2_kctx_submit(ctx, &t, 1);
+}
+
+struct runner {
+	struct snpu_rt2_exec *e;
+	unsigned int runs, errors, other;
+};
+
+static void *run_many(void *arg)
+{
+	struct runner *r = arg;
+	unsigned int i;
+	int ret;
+
+	for (i = 0; i < r->runs; i++) {
+		ret = snpu_rt2_exec_run(r->e);
+		if (ret == -EIO)
+			r->errors++;
+		else if (ret)
+			r->other++;
+	}
+	return NULL;
+}
+
+/*
+ * Two executors on one device interface, run at the same time from two
+ * threads: each gets its own stream and only its own device errors.
+ */
+TEST_F(exec, executors_share_a_device_interface)
+{
+	struct snpu_rt2_exec_opts mt = { .flags = SNPU_RT2_EXEC_THREADS };
+	struct snpu_rt2_shape s = shape2(SNPU_RT2_F32, 4, 4);
+	struct runner ra = { .runs = 60 }, rb = { .runs = 60 };
+	struct snpu_rt2_model *m;
+	struct snpu_rt2_op_desc d;
+	unsigned int calls = 0;
+	pthread_t ta, tb;
+
+	ASSERT_EQ(0, snpu_rt2_model_create(&m));
+	memset(&d, 0, sizeof(d));
+	d.type = SNPU_RT2_OP_CUSTOM;
+	d.nin = 1;
+	d.in[0] = snpu_rt2_model_input(m, &s);
+	d.custom = device_fail_op;
+	d.custom_arg = &calls;
+	d.out_shape = s;
+	ASSERT_EQ(0, snpu_rt2_model_output(m, snpu_rt2_model_op(m, &d)));
+	ASSERT_EQ(0, snpu_rt2_exec_create(self->p.m, &self->h->head, &mt,
+					  &ra.e));
+	ASSERT_EQ(0, snpu_rt2_exec_create(m, &self->h->head, NULL, &rb.e));
+	ASSERT_NE(ra.e->dq.stream, rb.e->dq.stream);
+	fill_inputs(_metadata, ra.e, 3);
+	ASSERT_EQ(0, pthread_create(&ta, NULL, run_many, &ra));
+	ASSERT_EQ(0, pthread_create(&tb, NULL, run_many, &rb));
+	pthread_join(ta, NULL);
+	pthread_join(tb, NULL);
+	EXPECT_EQ(0U, ra.errors);
+	EXPECT_EQ(0U, ra.other);
+	EXPECT_EQ(20U, rb.errors);
+	EXPECT_EQ(0U, rb.other);
+	check_outputs(_metadata, &self->p, ra.e);
+	snpu_rt2_exec_destroy(ra.e);
+	snpu_rt2_exec_destroy(rb.e);
+	EXPECT_EQ(0U, self->h->queues);
+	snpu_rt2_model_destroy(m);
+}
+
 /* ---- trace: placement and order ---------------------------------------- */
 
 #define TRACE_MAX	256

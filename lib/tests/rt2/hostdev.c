@@ -110,8 +110,39 @@ static int h_task(const struct snpu_task *t)
 	return -EINVAL;
 }
 
-static int h_submit(struct snpu_rt2_dev *d, const struct snpu_task *tasks,
-		    unsigned int count)
+static int h_queue_create(struct snpu_rt2_dev *d, struct rt2_dev_queue *q)
+{
+	struct hostdev *h = hdev(d);
+	unsigned int i;
+
+	pthread_mutex_lock(&h->lock);
+	for (i = 0; i < RT2_DEV_QUEUES && h->used[i]; i++)
+		;
+	if (i < RT2_DEV_QUEUES) {
+		h->used[i] = true;
+		h->err[i] = 0;
+		h->queues++;
+	}
+	pthread_mutex_unlock(&h->lock);
+	if (i == RT2_DEV_QUEUES)
+		return -ENOSPC;
+	q->slot = i;
+	q->stream = 1 + i;	/* attached streams are 100 and up */
+	return 0;
+}
+
+static void h_queue_destroy(struct snpu_rt2_dev *d, struct rt2_dev_queue *q)
+{
+	struct hostdev *h = hdev(d);
+
+	pthread_mutex_lock(&h->lock);
+	h->used[q->slot] = false;
+	h->queues--;
+	pthread_mutex_unlock(&h->lock);
+}
+
+static int h_submit(struct snpu_rt2_dev *d, const struct rt2_dev_queue *q,
+		    const struct snpu_task *tasks, unsigned int count)
 {
 	struct hostdev *h = hdev(d);
 	unsigned int i;
@@ -128,22 +159,22 @@ static int h_submit(struct snpu_rt2_dev *d, const struct snpu_task *tasks,
 				t->launch.kernel : t->copy.dir, t->stream };
 		ret = h->fail_at == h->tasks ? h->fail_err : h_task(t);
 		/* Like a stream's sticky error: reported by wait. */
-		if (ret && !h->err)
-			h->err = ret;
+		if (ret && !h->err[q->slot])
+			h->err[q->slot] = ret;
 	}
 	pthread_mutex_unlock(&h->lock);
 	return 0;
 }
 
-static int h_wait(struct snpu_rt2_dev *d)
+static int h_wait(struct snpu_rt2_dev *d, const struct rt2_dev_queue *q)
 {
 	struct hostdev *h = hdev(d);
 	int ret;
 
 	pthread_mutex_lock(&h->lock);
 	h->waits++;
-	ret = h->err;
-	h->err = 0;
+	ret = h->err[q->slot];
+	h->err[q->slot] = 0;
 	pthread_mutex_unlock(&h->lock);
 	return ret;
 }
@@ -192,6 +223,8 @@ static const struct rt2_dev_ops hostdev_ops = {
 	.mem_free = h_mem_free,
 	.host_alloc = h_host_alloc,
 	.host_free = h_host_free,
+	.queue_create = h_queue_create,
+	.queue_destroy = h_queue_destroy,
 	.submit = h_submit,
 	.wait = h_wait,
 	.h2d = h_h2d,
@@ -208,7 +241,6 @@ int hostdev_open(struct hostdev **hp)
 	if (!h)
 		return -ENOMEM;
 	h->head.ops = &hostdev_ops;
-	h->head.stream = 1;
 	pthread_mutex_init(&h->lock, NULL);
 	*hp = h;
 	return 0;

@@ -28,7 +28,9 @@ struct hostdev {
 	unsigned long tasks, waits;
 	unsigned long fail_at;	/* fail the task with this number (1-based) */
 	int fail_err;
-	int err;
+	int err[RT2_DEV_QUEUES];
+	bool used[RT2_DEV_QUEUES];
+	unsigned int queues;
 	unsigned int nlog;
 	struct hdev_log log[HDEV_LOG];
 	unsigned int nattached;
