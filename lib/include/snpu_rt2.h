@@ -139,13 +139,17 @@ void snpu_rt2_dev_close(struct snpu_rt2_dev *rdev);
 /**
  * struct snpu_rt2_trace - one kernel run, given to a trace hook
  * @node: the node's execution ID
+ * @op: the index of the model op the node was lowered from, or -1
  * @kernel: the kernel's registered name
+ * @name: a custom op's name, else NULL
  * @worker: 0 memory, 1 normal, 2 launch (always 0 in single-thread mode)
  * @ret: what the kernel returned
  */
 struct snpu_rt2_trace {
 	uint32_t node;
+	int op;
 	const char *kernel;
+	const char *name;
 	unsigned int worker;
 	int ret;
 };

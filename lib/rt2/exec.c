@@ -87,10 +87,14 @@ static int rt2_run_node(struct snpu_rt2_exec *e, const struct rt2_node *n,
 	if (e->opts.trace) {
 		struct snpu_rt2_trace t = {
 			.node = n->id,
+			.op = n->op,
 			.kernel = rt2_kernel(n->kernel)->name,
 			.worker = worker,
 			.ret = ret,
 		};
+
+		if (n->op >= 0 && e->model && e->model->ops[n->op].name[0])
+			t.name = e->model->ops[n->op].name;
 
 		e->opts.trace(e->opts.trace_arg, &t);
 	}

@@ -429,6 +429,12 @@ TEST_F(exec, single_thread_runs_in_id_order)
 	for (i = 0; i < tr.n; i++) {
 		ASSERT_EQ(i, tr.t[i].node);
 		ASSERT_EQ(0U, tr.t[i].worker);
+		ASSERT_EQ(e->g.nodes[i].op, tr.t[i].op);
+		/* The custom op (op 3) is named; the others are not. */
+		if (tr.t[i].op == 3)
+			ASSERT_STREQ("double", tr.t[i].name);
+		if (tr.t[i].op != 3)
+			ASSERT_EQ(NULL, tr.t[i].name);
 	}
 	snpu_rt2_exec_destroy(e);
 }
