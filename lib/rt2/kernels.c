@@ -269,11 +269,12 @@ static int rt2_launch_h2d(struct snpu_rt2_exec *e, int32_t t,
 			  struct snpu_task *task)
 {
 	const struct rt2_value *v = rt2_val(e, t);
-	const struct rt2_host *h = &e->in[e->model->tensors[t].input];
+	const struct rt2_host *h;
 
 	/* Only independently allocated, nonzero copies. */
 	if (!v->copy_bytes || !v->owned || !v->addr)
 		return 0;
+	h = &e->in[e->model->tensors[t].input];
 	/* From pinned memory the executor keeps until the copy completed. */
 	snpu_prep_copy(task, e->dq.stream, SNPU_COPY_H2D, v->addr,
 		       (uintptr_t)h->ptr, v->copy_bytes);
@@ -366,12 +367,34 @@ static int rt2_k_alloc_copy_flow_hbm(struct snpu_rt2_exec *e,
 	return ret;
 }
 
+/*
+ * The allocated-address count agrees too: every entry that has an
+ * allocation size got its own address, and no other entry has one.
+ */
+static int rt2_copy_flow_allocated(struct snpu_rt2_exec *e,
+				   const struct rt2_node *n)
+{
+	unsigned int i, sized = 0, addressed = 0;
+
+	for (i = 0; i < n->count; i++) {
+		const struct rt2_value *v = rt2_val(e, n->out[i]);
+
+		sized += !!v->alloc_bytes;
+		addressed += v->owned && v->addr;
+		if (!!v->alloc_bytes != (v->owned && v->addr))
+			return -EPROTO;
+	}
+	return sized == addressed ? 0 : -EPROTO;
+}
+
 static int rt2_k_prepare_copy_flow_result(struct snpu_rt2_exec *e,
 					  const struct rt2_node *n)
 {
 	unsigned int i;
 	int ret = rt2_copy_flow_check(n);
 
+	if (!ret)
+		ret = rt2_copy_flow_allocated(e, n);
 	for (i = 0; !ret && i < n->count; i++)
 		rt2_val(e, n->out[i])->ready = true;
 	return ret;
@@ -384,6 +407,8 @@ static int rt2_k_launch_copy_flow_h2d(struct snpu_rt2_exec *e,
 	unsigned int i, nt = 0;
 	int ret = rt2_copy_flow_check(n);
 
+	if (!ret)
+		ret = rt2_copy_flow_allocated(e, n);
 	for (i = 0; !ret && i < n->count; i++) {
 		ret = rt2_launch_h2d(e, n->out[i], &t[nt]);
 		if (ret > 0)

@@ -767,6 +767,45 @@ TEST(copy_flow_kernels_check_at_run_time)
 		ASSERT_EQ(-EPROTO, rt2_kernels[k[i]].run(NULL, &n));
 }
 
+/*
+ * The allocated-address count must agree: an entry with an allocation
+ * size but no address of its own, or an address without a size, is
+ * refused by the result and launch kernels; a consistent flow passes.
+ */
+TEST(copy_flow_allocated_addresses_agree)
+{
+	static const unsigned int k[2] = {
+		RT2_K_PREPARE_COPY_FLOW_RESULT, RT2_K_LAUNCH_COPY_FLOW_H2D };
+	struct rt2_value vals[2];
+	struct snpu_rt2_exec e;
+	struct rt2_node n = flow_ok(2);
+	unsigned int i;
+
+	memset(&e, 0, sizeof(e));
+	memset(vals, 0, sizeof(vals));
+	e.vals = vals;
+	for (i = 0; i < 2; i++) {
+		/* Entry 0 sized without an address. */
+		vals[0].alloc_bytes = 16;
+		ASSERT_EQ(-EPROTO, rt2_kernels[k[i]].run(&e, &n));
+		/* Entry 0 addressed, entry 1 has an address but no size. */
+		vals[0].addr = 0x1000;
+		vals[0].owned = true;
+		vals[1].addr = 0x2000;
+		vals[1].owned = true;
+		ASSERT_EQ(-EPROTO, rt2_kernels[k[i]].run(&e, &n));
+		memset(vals, 0, sizeof(vals));
+	}
+	/* Consistent, nothing to copy: both pass, nothing submitted. */
+	vals[0].alloc_bytes = 16;
+	vals[0].addr = 0x1000;
+	vals[0].owned = true;
+	ASSERT_EQ(0, rt2_kernels[RT2_K_PREPARE_COPY_FLOW_RESULT].run(&e, &n));
+	ASSERT_TRUE(vals[0].ready);
+	ASSERT_TRUE(vals[1].ready);
+	ASSERT_EQ(0, rt2_kernels[RT2_K_LAUNCH_COPY_FLOW_H2D].run(&e, &n));
+}
+
 /* The split refuses a flow that breaks the rule; all four carry the count. */
 TEST(copy_flow_split_checks_and_carries_count)
 {
