@@ -568,11 +568,19 @@ static int rt2_cmp_edge(const void *a, const void *b)
 	return x->to < y->to ? -1 : x->to > y->to;
 }
 
-/* Ready-node order: priority (no priority first), then creation. */
+/*
+ * Ready-node order: priority, then creation. Nodes without a priority
+ * (-1) come first (frees as early as possible), except among launches,
+ * where they come last, as in the launch order.
+ */
 static bool rt2_before(const struct rt2_node *x, const struct rt2_node *y)
 {
-	if (x->prio != y->prio)
+	if (x->prio != y->prio) {
+		if (rt2_kernel_is_launch(x->kernel) &&
+		    rt2_kernel_is_launch(y->kernel))
+			return (uint32_t)x->prio < (uint32_t)y->prio;
 		return x->prio < y->prio;
+	}
 	return x->seq < y->seq;
 }
 
@@ -610,16 +618,22 @@ static uint32_t rt2_heap_pop(const struct rt2_node *nodes, uint32_t *h,
 	return top;
 }
 
-static int rt2_cmp_launch(const void *a, const void *b, void *arg)
+static int rt2_cmp_u32(const void *a, const void *b)
 {
-	const struct rt2_node *nodes = arg;
-	const struct rt2_node *x = &nodes[*(const uint32_t *)a];
-	const struct rt2_node *y = &nodes[*(const uint32_t *)b];
-	uint32_t px = (uint32_t)x->prio, py = (uint32_t)y->prio;
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
 
-	if (px != py)
-		return px < py ? -1 : 1;
-	return x->id < y->id ? -1 : x->id > y->id;
+	return x < y ? -1 : x > y;
+}
+
+/* A node whose predecessors all ran: to the launch heap or the other. */
+static void rt2_ready(const struct rt2_node *nodes, uint32_t *heap,
+		      unsigned int *hn, uint32_t *lheap, unsigned int *ln,
+		      uint32_t v)
+{
+	if (rt2_kernel_is_launch(nodes[v].kernel))
+		rt2_heap_push(nodes, lheap, ln, v);
+	else
+		rt2_heap_push(nodes, heap, hn, v);
 }
 
 /*
@@ -672,18 +686,21 @@ static int rt2_check_launch_order(struct rt2_graph *g)
  */
 int rt2_finalize(struct rt2_build *b, struct rt2_graph *g)
 {
-	uint32_t *map = NULL, *heap = NULL, *deg = NULL;
+	uint32_t *map = NULL, *heap = NULL, *deg = NULL, *lheap, *lprio;
 	struct rt2_edge *edges = NULL;
-	unsigned int i, n = 0, ne = 0, hn = 0, done = 0;
+	unsigned int i, n = 0, ne = 0, hn = 0, ln = 0, nl = 0, lnext = 0;
+	unsigned int done = 0;
 	int ret = -ENOMEM;
 
 	memset(g, 0, sizeof(*g));
-	map = malloc((b->nnodes + 1) * sizeof(*map) * 3);
+	map = malloc((b->nnodes + 1) * sizeof(*map) * 5);
 	edges = malloc((b->nedges + 1) * sizeof(*edges));
 	if (!map || !edges)
 		goto out;
 	heap = map + b->nnodes + 1;
 	deg = heap + b->nnodes + 1;
+	lheap = deg + b->nnodes + 1;	/* ready launches */
+	lprio = lheap + b->nnodes + 1;	/* every launch's priority, sorted */
 	memset(deg, 0, (b->nnodes + 1) * sizeof(*deg));
 	/* Live edges between live nodes, sorted, deduplicated. */
 	for (i = 0; i < b->nedges; i++) {
@@ -702,10 +719,20 @@ int rt2_finalize(struct rt2_build *b, struct rt2_graph *g)
 	for (i = 0; i < ne; i++)
 		deg[edges[i].to]++;
 
-	/* Kahn over builder indices; map: builder index -> ID. */
-	for (i = 0; i < b->nnodes; i++)
-		if (!b->nodes[i].dead && !deg[i])
-			rt2_heap_push(b->nodes, heap, &hn, i);
+	/*
+	 * Kahn over builder indices; map: builder index -> ID. A launch is
+	 * taken only when no launch of a lower priority is left, so that
+	 * the IDs of the launches follow the strict launch order.
+	 */
+	for (i = 0; i < b->nnodes; i++) {
+		if (b->nodes[i].dead)
+			continue;
+		if (rt2_kernel_is_launch(b->nodes[i].kernel))
+			lprio[nl++] = (uint32_t)b->nodes[i].prio;
+		if (!deg[i])
+			rt2_ready(b->nodes, heap, &hn, lheap, &ln, i);
+	}
+	qsort(lprio, nl, sizeof(*lprio), rt2_cmp_u32);
 	n = 0;
 	for (i = 0; i < b->nnodes; i++)
 		n += !b->nodes[i].dead;
@@ -715,9 +742,21 @@ int rt2_finalize(struct rt2_build *b, struct rt2_graph *g)
 	g->launch_order = malloc((n + 1) * sizeof(uint32_t));
 	if (!g->nodes || !g->preds || !g->succs || !g->launch_order)
 		goto out;
-	while (hn) {
-		uint32_t v = rt2_heap_pop(b->nodes, heap, &hn);
+	for (;;) {
 		unsigned int lo = 0, hi = ne, mid;
+		bool lok = ln && lnext < nl &&
+			   (uint32_t)b->nodes[lheap[0]].prio == lprio[lnext];
+		uint32_t v;
+
+		if (lok && (!hn || rt2_before(&b->nodes[lheap[0]],
+					      &b->nodes[heap[0]]))) {
+			v = rt2_heap_pop(b->nodes, lheap, &ln);
+			lnext++;
+		} else if (hn) {
+			v = rt2_heap_pop(b->nodes, heap, &hn);
+		} else {
+			break;
+		}
 
 		map[v] = done;
 		g->nodes[done] = b->nodes[v];
@@ -733,11 +772,12 @@ int rt2_finalize(struct rt2_build *b, struct rt2_graph *g)
 		}
 		for (; lo < ne && edges[lo].from == v; lo++)
 			if (!--deg[edges[lo].to])
-				rt2_heap_push(b->nodes, heap, &hn,
-					      edges[lo].to);
+				rt2_ready(b->nodes, heap, &hn, lheap, &ln,
+					  edges[lo].to);
 	}
 	if (done != n) {
-		ret = -EINVAL;
+		/* Stuck on a launch whose priority comes too late, or a cycle. */
+		ret = lnext < nl ? -EDEADLK : -EINVAL;
 		goto out;
 	}
 	g->nnodes = n;
@@ -769,11 +809,10 @@ int rt2_finalize(struct rt2_build *b, struct rt2_graph *g)
 
 		g->preds[t->pred_off + t->npred++] = edges[i].from;
 	}
+	/* In ID order, which is (priority, ID) order. */
 	for (i = 0; i < n; i++)
 		if (g->nodes[i].worker == RT2_W_LAUNCH)
 			g->launch_order[g->nlaunch++] = i;
-	qsort_r(g->launch_order, g->nlaunch, sizeof(uint32_t),
-		rt2_cmp_launch, g->nodes);
 	memcpy(g->passes, b->passes, sizeof(g->passes));
 	g->npasses = b->npasses;
 	ret = rt2_check_launch_order(g);

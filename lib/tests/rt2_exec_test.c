@@ -412,13 +412,14 @@ TEST_F(exec, workers_by_class)
 	snpu_rt2_exec_destroy(e);
 }
 
-/* Single-thread mode: worker 0, node IDs in order. */
+/* Single-thread mode: worker 0, node IDs in order, launches by priority. */
 TEST_F(exec, single_thread_runs_in_id_order)
 {
 	struct snpu_rt2_exec_opts o = { .trace = trace_fn };
 	static struct trace tr = { .lock = PTHREAD_MUTEX_INITIALIZER };
 	struct snpu_rt2_exec *e;
 	unsigned int i;
+	int32_t last = -1;
 
 	o.trace_arg = &tr;
 	tr.n = 0;
@@ -435,6 +436,11 @@ TEST_F(exec, single_thread_runs_in_id_order)
 			ASSERT_STREQ("double", tr.t[i].name);
 		if (tr.t[i].op != 3)
 			ASSERT_EQ(NULL, tr.t[i].name);
+		/* Launches by priority here too. */
+		if (rt2_kernel_is_launch(e->g.nodes[i].kernel)) {
+			ASSERT_GE(e->g.nodes[i].prio, last);
+			last = e->g.nodes[i].prio;
+		}
 	}
 	snpu_rt2_exec_destroy(e);
 }

@@ -872,8 +872,10 @@ TEST(finalize_launch_order_and_csr)
 	struct rt2_build b = { .flags = 0 };
 	struct rt2_graph g;
 	unsigned int i, j, k, npred = 0, nsucc = 0;
-	int l2, l0, l1, f;
+	int l2, l0, l1, ln, f;
 
+	ln = rt2_build_node(&b, RT2_K_EMPTY_LAUNCH, -1, -1);
+	ASSERT_EQ(0, ln);
 	l2 = rt2_build_node(&b, RT2_K_LAUNCH_ADD, 2, 2);
 	l0 = rt2_build_node(&b, RT2_K_LAUNCH_ADD, 0, 0);
 	l1 = rt2_build_node(&b, RT2_K_LAUNCH_H2D_COPY, -1, 1);
@@ -883,10 +885,14 @@ TEST(finalize_launch_order_and_csr)
 	ASSERT_EQ(0, rt2_build_edge(&b, l0, f));
 	ASSERT_EQ(0, rt2_build_edge(&b, l1, f));
 	ASSERT_EQ(0, rt2_finalize(&b, &g));
-	ASSERT_EQ(3U, g.nlaunch);
+	ASSERT_EQ(4U, g.nlaunch);
 	ASSERT_EQ(0, g.nodes[g.launch_order[0]].prio);
 	ASSERT_EQ(1, g.nodes[g.launch_order[1]].prio);
 	ASSERT_EQ(2, g.nodes[g.launch_order[2]].prio);
+	ASSERT_EQ(-1, g.nodes[g.launch_order[3]].prio);	/* none: last */
+	/* Launch IDs follow the launch order. */
+	for (i = 1; i < g.nlaunch; i++)
+		ASSERT_LT(g.launch_order[i - 1], g.launch_order[i]);
 	ASSERT_EQ(3U, g.nedges);
 	for (i = 0; i < g.nnodes; i++) {
 		ASSERT_EQ(i, g.nodes[i].id);
