@@ -242,6 +242,16 @@ TEST(registry_split_classes)
 		  rt2_kernels[RT2_K_COPY_FLOW_LAUNCH].cls);
 }
 
+/* Every launch runs on the launch worker, in the strict launch order. */
+TEST(registry_launches_on_launch_worker)
+{
+	unsigned int k;
+
+	for (k = 0; k < RT2_K_COUNT; k++)
+		if (rt2_kernel_is_launch(k))
+			ASSERT_EQ(RT2_W_LAUNCH, rt2_kernel_worker(k));
+}
+
 TEST(registry_node_types)
 {
 	ASSERT_EQ(RT2_NT_FREE, rt2_kernel_node_type(RT2_K_FREE_MEM));
