@@ -177,7 +177,7 @@ $(CORE_TESTS): $(B)/unit/%: kmod/core/tests/%.c $(CORE_SRCS) $(CORE_HDRS)
 # the built-in kernels natively (lib/core.c builds them into the library).
 LIB_TEST_SRCS := $(wildcard lib/tests/rt2/*.c)
 $(LIB_TESTS): $(B)/unit/%: lib/tests/%.c $(LIB_SRCS) $(LIB_HDRS) $(LIB_TEST_SRCS) \
-		$(wildcard lib/*.h lib/rt2/*.h lib/tests/rt2/*.h) $(CORE_SRCS) $(CORE_HDRS)
+		$(wildcard lib/*.h lib/rt2/*.h lib/tests/*.h lib/tests/rt2/*.h) $(CORE_SRCS) $(CORE_HDRS)
 	@mkdir -p $(@D)
 	@$(if $(Q),echo '  CC      $@')
 	$(Q)$(CC) -O1 -g $(WARN) $(SAN) -ffp-contract=off -D_GNU_SOURCE -I$(KSFT_INC) \

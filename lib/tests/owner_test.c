@@ -24,43 +24,13 @@
 #include "snpu.h"
 #include "../internal.h"
 
+#include "alloc_count.h"
+
 #include "kselftest_harness.h"
 
 #define KEY_MAX		SNPU_ATTACHED_KEY_MAX
 #define FAKE_KEYS	256U
 #define FIRST_HANDLE	1000U
-
-/* ---- allocation counter ------------------------------------------- */
-
-int __sanitizer_install_malloc_and_free_hooks(
-	void (*malloc_hook)(const volatile void *, size_t),
-	void (*free_hook)(const volatile void *)) __attribute__((weak));
-
-static atomic_ulong allocs;
-
-static void count_malloc(const volatile void *p, size_t size)
-{
-	atomic_fetch_add_explicit(&allocs, 1, memory_order_relaxed);
-}
-
-static void count_free(const volatile void *p)
-{
-}
-
-/* Install the hook once per test process. Return: false without ASan. */
-static bool alloc_counter_on(void)
-{
-	static bool on;
-
-	if (on)
-		return true;
-	if (!__sanitizer_install_malloc_and_free_hooks ||
-	    !__sanitizer_install_malloc_and_free_hooks(count_malloc,
-						       count_free))
-		return false;
-	on = true;
-	return true;
-}
 
 static unsigned long alloc_count(void)
 {

@@ -20,38 +20,9 @@
 #include "rt2/hostdev.h"
 #include "rt2/models.h"
 
+#include "alloc_count.h"
+
 #include "kselftest_harness.h"
-
-/* ---- allocation counter ----------------------------------------------- */
-
-int __sanitizer_install_malloc_and_free_hooks(
-	void (*malloc_hook)(const volatile void *, size_t),
-	void (*free_hook)(const volatile void *)) __attribute__((weak));
-
-static atomic_ulong allocs;
-
-static void count_malloc(const volatile void *p, size_t size)
-{
-	atomic_fetch_add_explicit(&allocs, 1, memory_order_relaxed);
-}
-
-static void count_free(const volatile void *p)
-{
-}
-
-static bool alloc_counter_on(void)
-{
-	static bool on;
-
-	if (on)
-		return true;
-	if (!__sanitizer_install_malloc_and_free_hooks ||
-	    !__sanitizer_install_malloc_and_free_hooks(count_malloc,
-						       count_free))
-		return false;
-	on = true;
-	return true;
-}
 
 /* ---- the model: relu(x * w + b), with a custom op and two outputs ------ */
 
