@@ -63,9 +63,11 @@ int snpu_graph_check_fanin(const __u32 *offsets, const __u32 *fanin,
 		return edges ? -EINVAL : 0;
 	if (offsets[0] || offsets[nodes] != edges)
 		return -EINVAL;
-	for (n = 0; n < nodes; n++) {
-		if (offsets[n + 1] < offsets[n])
+	/* All offsets first: no edge is read before its range is known. */
+	for (n = 0; n < nodes; n++)
+		if (offsets[n + 1] < offsets[n] || offsets[n + 1] > edges)
 			return -EINVAL;
+	for (n = 0; n < nodes; n++) {
 		for (e = offsets[n]; e < offsets[n + 1]; e++) {
 			__u32 p = fanin[e];
 

@@ -173,6 +173,18 @@ TEST(fanin_rules)
 	ASSERT_EQ(-EINVAL, snpu_graph_check_fanin(off, fanin, 4, 2, mark));
 }
 
+TEST(fanin_offset_past_the_edges_refused_before_reading)
+{
+	/* Only as many edges as the last offset: ASan sees any read past. */
+	__u32 *fanin = malloc(sizeof(*fanin));
+	__u32 mark[4] = { 0 }, off[5] = { 0, 0, 3, 1, 1 };
+
+	ASSERT_NE(NULL, fanin);
+	fanin[0] = 0;
+	EXPECT_EQ(-EINVAL, snpu_graph_check_fanin(off, fanin, 4, 1, mark));
+	free(fanin);
+}
+
 /* Hazard lists of @n nodes with one access each. */
 static int hazards(const struct snpu_gacc *in, __u32 n, __u32 *off,
 		   __u32 *list, __u32 *count)
