@@ -330,7 +330,7 @@ FIXTURE_SETUP(quota)
 	ASSERT_EQ(0, g_init(&self->big, 1, (uint64_t[]){ BYTES }, 0));
 	for (i = 0; i < variant->nodes; i++)
 		ASSERT_LE(0, g_memset(&self->big, g_slot(0, 4 * (i % 64)),
-				      i & 0xff, 4));
+				      (i & 0xff) | 1, 4));
 }
 
 FIXTURE_TEARDOWN(quota)
@@ -413,19 +413,26 @@ TEST_F_TIMEOUT(quota, close_gives_back, 120)
 /*
  * A graph destroyed while its launch is queued still counts until the
  * launch is done (or is already given back): once the stream is
- * synchronized, the room is there for sure.
+ * synchronized, the room is there for sure. The graph is launched once
+ * before the quota is filled: a launch may take memory of the quota for
+ * its run (a warm graph has it already).
  */
 TEST_F_TIMEOUT(quota, deferred_destroy_gives_back, 120)
 {
-	uint32_t h[1000], n, i, extra;
+	uint32_t h[1000], n, m, i;
 	struct snpu_task t[2];
 	uint32_t buf[BYTES / 4];
 	int last;
 	int32_t err = 1;
 
-	n = fill_quota(self->fd, &self->big, h, 1000, &last);
+	ASSERT_EQ(0, g_create(self->fd, &self->big, &h[0]));
+	ASSERT_EQ(0, g_launch(self->fd, self->stream, h[0], &self->a, 1, 0,
+			      NULL));
+	ASSERT_EQ(0, snpu_stream_sync(self->fd, self->stream, WAIT_NS, &err));
+	ASSERT_EQ(0, err);
+	ASSERT_EQ(0, snpu_memset(self->fd, self->a, 0, BYTES));
+	n = 1 + fill_quota(self->fd, &self->big, h + 1, 999, &last);
 	ASSERT_EQ(-ENOSPC, last);
-	ASSERT_GT(n, 0U);
 	t[0] = snpu_t_host_func(self->stream, 3);
 	t[1] = g_launch_task(self->stream, h[0], &self->a, 1, 0);
 	ASSERT_EQ(0, snpu_submit(self->fd, t, 2, NULL));
@@ -436,8 +443,45 @@ TEST_F_TIMEOUT(quota, deferred_destroy_gives_back, 120)
 	/* The destroyed graph's launch ran: the last memset (node n-1). */
 	ASSERT_EQ(0, snpu_d2h(self->fd, buf, self->a, BYTES));
 	EXPECT_NE(0U, buf[0] | buf[1]);
-	ASSERT_EQ(0, g_create(self->fd, &self->big, &h[0]));
-	EXPECT_EQ(-ENOSPC, g_create(self->fd, &self->big, &extra));
+	/* Its room is back (with that of its run, for the memory quota). */
+	m = fill_quota(self->fd, &self->big, h, 1, &last);
+	EXPECT_EQ(1U, m);
+	EXPECT_EQ(0, last);
+	m += fill_quota(self->fd, &self->big, h + n, 1000 - n, &last);
+	EXPECT_EQ(-ENOSPC, last);
+	for (i = 0; i < n + m - 1; i++)
+		EXPECT_EQ(0, g_destroy(self->fd, h[i]));
+}
+
+/*
+ * The quota full, a launch of a graph never launched may be refused
+ * (ENOSPC: it would need memory of the quota for its run); if so,
+ * nothing is queued, and once room is made it goes.
+ */
+TEST_F_TIMEOUT(quota, cold_launch_quota_full, 120)
+{
+	struct snpu_stream_query q0, q1;
+	uint32_t h[1000], n, i;
+	int last, ret;
+	int32_t err = 1;
+
+	n = fill_quota(self->fd, &self->big, h, 1000, &last);
+	ASSERT_EQ(-ENOSPC, last);
+	ASSERT_GT(n, 1U);
+	ASSERT_EQ(0, snpu_stream_query(self->fd, self->stream, &q0));
+	ret = g_launch(self->fd, self->stream, h[0], &self->a, 1, 0, NULL);
+	TH_LOG("cold launch with the quota full: %s", strerror(-ret));
+	if (ret) {
+		EXPECT_EQ(-ENOSPC, ret);
+		ASSERT_EQ(0, snpu_stream_query(self->fd, self->stream, &q1));
+		EXPECT_EQ(q0.submitted, q1.submitted);
+		ASSERT_EQ(0, g_destroy(self->fd, h[n - 1]));
+		n--;
+		ASSERT_EQ(0, g_launch(self->fd, self->stream, h[0], &self->a,
+				      1, 0, NULL));
+	}
+	ASSERT_EQ(0, snpu_stream_sync(self->fd, self->stream, WAIT_NS, &err));
+	EXPECT_EQ(0, err);
 	for (i = 0; i < n; i++)
 		EXPECT_EQ(0, g_destroy(self->fd, h[i]));
 }

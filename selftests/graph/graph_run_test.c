@@ -433,6 +433,7 @@ FIXTURE(run) {
 	uint32_t stream;
 	struct gring ring;
 	uint64_t st;
+	unsigned int nodes, edges;	/* of the DAGs run */
 };
 
 FIXTURE_VARIANT(run) {
@@ -460,6 +461,7 @@ FIXTURE_SETUP(run)
 
 FIXTURE_TEARDOWN(run)
 {
+	TH_LOG("%u nodes, %u edges in all", self->nodes, self->edges);
 	gr_fini(&self->ring);
 	if (self->fd >= 0)
 		close(self->fd);
@@ -557,6 +559,8 @@ static int one_dag(struct __test_metadata *_metadata,
 	rand_edges(&st, &w, disjoint ? 0 : 10);
 
 	ASSERT_EQ(0, build_graph(&w, &g));
+	self->nodes += g.nodes_count;
+	self->edges += g.edges_count;
 	ret = g_create(self->fd, &g, &h);
 	g_free(&g);
 	if (ret) {
