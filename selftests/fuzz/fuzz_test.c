@@ -724,6 +724,7 @@ struct fzt {
 	uint32_t cmd_errs[C_COUNT][140];
 	uint64_t mmaps, munmaps, ring_writes, reopens, cqes;
 	uint64_t slow_ns[3];		/* the slowest operations */
+	struct snpu_task last_graph;	/* the last graph launch made */
 	char slow[3][TRACE_LEN];
 };
 
@@ -1937,7 +1938,11 @@ static uint64_t pick_bound(struct fzt *t, struct rng *r, int c,
 	return a.addr + rn(r, a.bytes);
 }
 
-/* A graph launch (ABI 0.7): a graph of the tables and its bindings. */
+/*
+ * A graph launch (ABI 0.7): a graph of the tables and its bindings; or
+ * the last launch made again (same stream, graph and bindings), so that
+ * back-to-back launches get stitched.
+ */
 static void gen_graph_task(struct fzt *t, struct rng *r, int c,
 			   struct snpu_task *tk)
 {
@@ -1945,6 +1950,13 @@ static void gen_graph_task(struct fzt *t, struct rng *r, int c,
 	unsigned int i;
 	int idx;
 
+	if (t->last_graph.op == SNPU_OP_GRAPH && pct(r, 40)) {
+		uint64_t ud = tk->user_data;
+
+		*tk = t->last_graph;
+		tk->user_data = ud;
+		return;
+	}
 	tk->op = SNPU_OP_GRAPH;
 	tk->graph.graph = pick_handle(t, r, c, K_GRAPH, &idx);
 	if (idx >= 0) {
@@ -1965,6 +1977,7 @@ static void gen_graph_task(struct fzt *t, struct rng *r, int c,
 			pick_bound(t, r, c, 4);
 	if (!t->clean && pct(r, 5))
 		tk->graph.scratch = pick_bound(t, r, c, 4);
+	t->last_graph = *tk;
 }
 
 /*
@@ -1983,7 +1996,7 @@ static void gen_task(struct fzt *t, struct rng *r, int c,
 	memset(tk, 0, sizeof(*tk));
 	tk->stream = pick_handle(t, r, c, K_STREAM, NULL);
 	tk->user_data = rnd(r);
-	if (t->fz->caps & SNPU_CAP_GRAPHS && !cheap && pct(r, 6)) {
+	if (t->fz->caps & SNPU_CAP_GRAPHS && !cheap && pct(r, 10)) {
 		gen_graph_task(t, r, c, tk);
 	} else if (cheap && p < 60) {
 		tk->op = SNPU_OP_LAUNCH;
@@ -2870,13 +2883,13 @@ static void op_graph_create(struct fzt *t, struct rng *r, int c)
 	g.slots = nslots < SNPU_GRAPH_MAX_SLOTS ? nslots :
 		SNPU_GRAPH_MAX_SLOTS;
 	for (i = 0; i < nslots; i++) {
-		sb[i] = clean || pct(r, 85) ? 4096 * (1 + rn(r, 16)) :
+		sb[i] = clean || pct(r, 85) ? 64 * (1 + rn(r, 64)) :
 			pct(r, 50) ? 0 : boundary64(r, 1ULL << 20);
 		if (i < SNPU_GRAPH_MAX_SLOTS)
 			g.slot_bytes[i] = sb[i];
 	}
 	g.scratch_bytes = pct(r, 50) ? 0 : clean || pct(r, 90) ?
-		4096 * (1 + rn(r, 4)) : boundary64(r, 4096);
+		64 * (1 + rn(r, 64)) : boundary64(r, 4096);
 
 	/*
 	 * The nodes: the first 512 that fit made, the rest of the array
