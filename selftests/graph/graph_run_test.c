@@ -850,6 +850,100 @@ TEST_F_TIMEOUT(acc, other_bindings_not_stitched, 120)
 	EXPECT_EQ(0, memcmp(got, inc, ACC_BYTES));
 }
 
+/*
+ * A task between two launches of the graph: the second is not stitched
+ * (it does not directly follow the first), and the task runs between
+ * them: launch, inc <- FILL 3, launch.
+ */
+TEST_F_TIMEOUT(acc, task_between_not_stitched, 120)
+{
+	uint32_t acc[ACC_BYTES / 4], inc[ACC_BYTES / 4], got[ACC_BYTES / 4];
+	struct snpu_task t[3];
+	struct gstats s0, s1;
+	unsigned int i;
+
+	t[0] = acc_launch(self, 1);
+	t[1] = snpu_t_fill(self->stream, self->inc, ACC_BYTES, 3, 2);
+	t[1].user_data = 2;
+	t[2] = acc_launch(self, 3);
+	ASSERT_EQ(0, g_stats(&s0));
+	if (variant->ring) {
+		struct snpu_cqe cqe[3];
+
+		ASSERT_EQ(0, gr_run(self->fd, &self->ring, t, 3, cqe));
+		for (i = 0; i < 3; i++) {
+			EXPECT_EQ(i + 1ULL, cqe[i].user_data);
+			EXPECT_EQ(0, cqe[i].result);
+		}
+	} else {
+		ASSERT_EQ(0, snpu_submit(self->fd, t, 3, NULL));
+		ASSERT_EQ(0, snpu_stream_sync(self->fd, self->stream, WAIT_NS,
+					      NULL));
+	}
+	ASSERT_EQ(0, g_stats(&s1));
+	EXPECT_EQ(2, s1.launches - s0.launches);
+	EXPECT_EQ(0, s1.stitched - s0.stitched);
+
+	memcpy(acc, self->a0, ACC_BYTES);
+	memcpy(inc, self->i0, ACC_BYTES);
+	acc_ref(acc, inc, 1);
+	for (i = 0; i < ACC_BYTES / 4; i++)
+		inc[i] = 3;
+	acc_ref(acc, inc, 1);
+	ASSERT_EQ(0, snpu_d2h(self->fd, got, self->acc, ACC_BYTES));
+	EXPECT_EQ(0, memcmp(got, acc, ACC_BYTES));
+	ASSERT_EQ(0, snpu_d2h(self->fd, got, self->inc, ACC_BYTES));
+	EXPECT_EQ(0, memcmp(got, inc, ACC_BYTES));
+}
+
+/*
+ * The same graph on two streams at once, each with its own bindings
+ * (and scratch): launches in flight together never share state.
+ */
+TEST_F_TIMEOUT(acc, two_streams_own_bindings, 120)
+{
+	uint32_t acc[ACC_BYTES / 4], inc[ACC_BYTES / 4], got[ACC_BYTES / 4];
+	uint64_t b[4], slots[2];
+	struct snpu_task t[2 * ACC_N];
+	uint32_t s2;
+	unsigned int i;
+	int32_t err = 1;
+
+	ASSERT_EQ(0, snpu_stream_create(self->fd, 0, &s2));
+	for (i = 0; i < 4; i++)
+		ASSERT_EQ(0, snpu_alloc(self->fd, ACC_BYTES, 0, &b[i]));
+	ASSERT_EQ(0, snpu_h2d(self->fd, b[0], self->i0, ACC_BYTES));
+	ASSERT_EQ(0, snpu_h2d(self->fd, b[1], self->a0, ACC_BYTES));
+	/* Stream 2 starts from (acc, inc) swapped. */
+	slots[0] = b[0];
+	slots[1] = b[1];
+	for (i = 0; i < ACC_N; i++) {
+		t[2 * i] = acc_launch(self, 0);
+		t[2 * i + 1] = g_launch_task(s2, self->h, slots, 2, b[2]);
+	}
+	/* Interleaved in one batch: both streams run side by side. */
+	ASSERT_EQ(0, snpu_submit(self->fd, t, 2 * ACC_N, NULL));
+	ASSERT_EQ(0, snpu_stream_sync(self->fd, self->stream, WAIT_NS, &err));
+	EXPECT_EQ(0, err);
+	ASSERT_EQ(0, snpu_stream_sync(self->fd, s2, WAIT_NS, &err));
+	EXPECT_EQ(0, err);
+
+	memcpy(acc, self->a0, ACC_BYTES);
+	memcpy(inc, self->i0, ACC_BYTES);
+	acc_ref(acc, inc, ACC_N);
+	ASSERT_EQ(0, snpu_d2h(self->fd, got, self->acc, ACC_BYTES));
+	EXPECT_EQ(0, memcmp(got, acc, ACC_BYTES)) TH_LOG("stream 1 acc");
+	ASSERT_EQ(0, snpu_d2h(self->fd, got, self->inc, ACC_BYTES));
+	EXPECT_EQ(0, memcmp(got, inc, ACC_BYTES)) TH_LOG("stream 1 inc");
+	memcpy(acc, self->i0, ACC_BYTES);
+	memcpy(inc, self->a0, ACC_BYTES);
+	acc_ref(acc, inc, ACC_N);
+	ASSERT_EQ(0, snpu_d2h(self->fd, got, b[0], ACC_BYTES));
+	EXPECT_EQ(0, memcmp(got, acc, ACC_BYTES)) TH_LOG("stream 2 acc");
+	ASSERT_EQ(0, snpu_d2h(self->fd, got, b[1], ACC_BYTES));
+	EXPECT_EQ(0, memcmp(got, inc, ACC_BYTES)) TH_LOG("stream 2 inc");
+}
+
 /* ---- events and failures ------------------------------------------------------------------ */
 
 #define EV_BYTES	4096
