@@ -134,6 +134,90 @@ TEST_F_TIMEOUT(life, destroy_while_running, 60)
 	EXPECT_TRUE(all_u32(buf, BYTES, 0x0ddba11));
 }
 
+/* Same bindings: stitched launches in flight when the graph goes. */
+TEST_F_TIMEOUT(life, destroy_while_stitched, 60)
+{
+	uint32_t buf[BYTES / 4], h;
+	struct snpu_task t[6];
+	int32_t err = 1;
+	int i;
+
+	ASSERT_EQ(0, fill_graph(self->fd, 50 * NS_PER_MS, 0x5717c4ed, &h));
+	for (i = 0; i < 6; i++)
+		t[i] = g_launch_task(self->stream, h, &self->a, 1, 0);
+	ASSERT_EQ(0, snpu_submit(self->fd, t, 6, NULL));
+	ASSERT_EQ(0, g_destroy(self->fd, h));
+	ASSERT_EQ(0, snpu_stream_sync(self->fd, self->stream, WAIT_NS, &err));
+	EXPECT_EQ(0, err);
+	ASSERT_EQ(0, snpu_d2h(self->fd, buf, self->a, BYTES));
+	EXPECT_TRUE(all_u32(buf, BYTES, 0x5717c4ed));
+}
+
+/*
+ * Launches cancelled by STREAM_ABORT, queued (behind a callback) and
+ * running (in their SPIN): after RESET the same graph launches again and
+ * every node runs (its kept state is as new).
+ *   n0 SPIN 30 ms;  n1 a <- FILL pat (pred n0);  n2 b <- copy of a (pred n1)
+ */
+TEST_F_TIMEOUT(life, abort_then_relaunch, 60)
+{
+	uint32_t buf[BYTES / 4], h, pat;
+	uint64_t slots[2] = { self->a, self->b };
+	struct snpu_task t[4];
+	struct gdef g;
+	int32_t err = 1;
+	int round;
+
+	ASSERT_EQ(0, g_init(&g, 2, (uint64_t[]){ BYTES, BYTES }, 0));
+	ASSERT_LE(0, g_spin(&g, 30 * NS_PER_MS, 1));
+	ASSERT_LE(0, g_fill(&g, g_slot(0, 0), BYTES, 0xabcdef01, 2));
+	ASSERT_EQ(0, g_pred(&g, 0));
+	ASSERT_LE(0, g_copy(&g, g_slot(1, 0), g_slot(0, 0), BYTES));
+	ASSERT_EQ(0, g_pred(&g, 1));
+	ASSERT_EQ(0, g_create(self->fd, &g, &h));
+	g_free(&g);
+
+	for (round = 0; round < 4; round++) {
+		if (round & 1) {
+			/* queued behind an unanswered callback */
+			t[0] = snpu_t_host_func(self->stream, round);
+			t[1] = g_launch_task(self->stream, h, slots, 2, 0);
+			t[2] = g_launch_task(self->stream, h, slots, 2, 0);
+			ASSERT_EQ(0, snpu_submit(self->fd, t, 3, NULL));
+		} else {
+			/* running, or about to */
+			t[0] = g_launch_task(self->stream, h, slots, 2, 0);
+			t[1] = g_launch_task(self->stream, h, slots, 2, 0);
+			ASSERT_EQ(0, snpu_submit(self->fd, t, 2, NULL));
+		}
+		ASSERT_EQ(0, snpu_stream_abort(self->fd, self->stream));
+		ASSERT_EQ(0, snpu_stream_sync(self->fd, self->stream, WAIT_NS,
+					      &err));
+		if (round & 1) {
+			/* held: certainly cancelled */
+			EXPECT_EQ(-ECANCELED, err);
+			/* the callback was cancelled or is still delivered */
+			struct snpu_callback cb;
+
+			if (!snpu_callback_wait(self->fd, 0, &cb))
+				snpu_callback_done(self->fd, cb.cookie, 0);
+		}
+		ASSERT_EQ(0, snpu_stream_reset(self->fd, self->stream));
+		ASSERT_EQ(0, snpu_memset(self->fd, self->a, 0, BYTES));
+		ASSERT_EQ(0, snpu_memset(self->fd, self->b, 0, BYTES));
+		ASSERT_EQ(0, snpu_submit(self->fd, t + (round & 1), 1, NULL));
+		ASSERT_EQ(0, snpu_stream_sync(self->fd, self->stream, WAIT_NS,
+					      &err));
+		EXPECT_EQ(0, err) TH_LOG("round %d", round);
+		pat = 0xabcdef01;
+		ASSERT_EQ(0, snpu_d2h(self->fd, buf, self->a, BYTES));
+		EXPECT_TRUE(all_u32(buf, BYTES, pat)) TH_LOG("round %d", round);
+		ASSERT_EQ(0, snpu_d2h(self->fd, buf, self->b, BYTES));
+		EXPECT_TRUE(all_u32(buf, BYTES, pat)) TH_LOG("round %d", round);
+	}
+	EXPECT_EQ(0, g_destroy(self->fd, h));
+}
+
 /* Closing the file with launches queued and a graph destroyed. */
 TEST_F_TIMEOUT(life, close_with_launches_queued, 60)
 {
