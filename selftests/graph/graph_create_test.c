@@ -435,6 +435,15 @@ BAD(fill_misaligned_addr, EINVAL)
 	N(m, 0)->ref[0] = SNPU_GRAPH_REF_ADDR;
 	T(m, 0)->launch.args[0].value = m->buf + 2;
 }
+BAD(fill_slot_offset_misaligned, EINVAL)
+{
+	/* 32-bit elements at slot offset 2: misaligned whatever the slot */
+	T(m, 0)->launch.args[0].value = 2;
+}
+BAD(add_scratch_offset_misaligned, EINVAL)
+{
+	T(m, 2)->launch.args[1].value = 6;
+}
 BAD(fill_pattern_upper_bits, EINVAL)
 {
 	T(m, 0)->launch.args[1].value = 1ULL << 32;
@@ -878,6 +887,15 @@ LBAD(slot_freed, EFAULT)
 	if (snpu_alloc(self->fd, SLOT_BYTES, 0, &a) || snpu_free(self->fd, a))
 		return;
 	t->graph.slots[0] = a;
+}
+/* The slot address misaligned for slot 0's FILL (32-bit elements). */
+LBAD(slot_misaligned_for_kernel, EINVAL)
+{
+	t->graph.slots[0] = self->buf + 2;
+}
+LBAD(scratch_misaligned_for_kernel, EINVAL)
+{
+	t->graph.scratch = self->buf + 1;
 }
 LBAD(unused_slot_nonzero, EINVAL) { t->graph.slots[2] = self->buf; }
 LBAD(last_slot_nonzero, EINVAL) { t->graph.slots[7] = self->buf; }
