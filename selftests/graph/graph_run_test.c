@@ -1113,6 +1113,58 @@ TEST_F_TIMEOUT(acc, failure_in_stitched_chain, 120)
 	EXPECT_EQ(0, g_destroy(self->fd, h));
 }
 
+/*
+ * Launches of one small graph, each committed while the one before may
+ * be completing on a core: the stitch check at commit looks at the
+ * stream's last launch while its completion releases it. Many rounds,
+ * one SUBMIT (or one SQE and ENTER) each, then the sum must be whole:
+ * acc = acc0 + RACE_N inc.
+ */
+#define RACE_N		20000
+
+TEST_F_TIMEOUT(acc, commit_races_completion, 600)
+{
+	uint32_t want[ACC_BYTES / 4], got[ACC_BYTES / 4], h;
+	uint64_t slots[2] = { self->acc, self->inc };
+	struct snpu_task t;
+	struct snpu_cqe cqe[64];
+	struct gdef g;
+	unsigned int i, reaped = 0;
+	uint32_t sub;
+	int32_t err = 1;
+
+	ASSERT_EQ(0, g_init(&g, 2, (uint64_t[]){ 64, 64 }, 0));
+	ASSERT_LE(0, g_binop(&g, SNPU_KERNEL_ADD_I32, g_slot(0, 0),
+			     g_slot(0, 0), g_slot(1, 0), 64, 1));
+	ASSERT_EQ(0, g_create(self->fd, &g, &h));
+	g_free(&g);
+	t = g_launch_task(self->stream, h, slots, 2, 0);
+	for (i = 0; i < RACE_N; i++) {
+		if (!variant->ring) {
+			ASSERT_EQ(0, snpu_submit(self->fd, &t, 1, NULL))
+				TH_LOG("launch %u", i);
+			continue;
+		}
+		ASSERT_EQ(0, gr_push(&self->ring, &t));
+		ASSERT_EQ(0, gr_enter(self->fd, 1, 0, &sub));
+		ASSERT_EQ(1U, sub);
+		reaped += gr_reap(&self->ring, cqe, 64);
+		/* Keep the CQ from filling: wait when many are out. */
+		if (i + 1 - reaped >= 32) {
+			ASSERT_EQ(0, gr_enter(self->fd, 0, 1, NULL));
+			reaped += gr_reap(&self->ring, cqe, 64);
+		}
+	}
+	ASSERT_EQ(0, snpu_stream_sync(self->fd, self->stream, WAIT_NS, &err));
+	EXPECT_EQ(0, err);
+	memcpy(want, self->a0, ACC_BYTES);
+	for (i = 0; i < 16; i++)
+		want[i] += RACE_N * self->i0[i];
+	ASSERT_EQ(0, snpu_d2h(self->fd, got, self->acc, ACC_BYTES));
+	EXPECT_EQ(0, memcmp(got, want, ACC_BYTES));
+	EXPECT_EQ(0, g_destroy(self->fd, h));
+}
+
 /* ---- events and failures ------------------------------------------------------------------ */
 
 #define EV_BYTES	4096
