@@ -725,6 +725,8 @@ struct fzt {
 	uint64_t mmaps, munmaps, ring_writes, reopens, cqes;
 	uint64_t slow_ns[3];		/* the slowest operations */
 	struct snpu_task last_graph;	/* the last graph launch made */
+	int last_graph_ctx;		/* its file */
+	unsigned int graph_burst;	/* repeats of it still to make */
 	char slow[3][TRACE_LEN];
 };
 
@@ -1938,6 +1940,21 @@ static uint64_t pick_bound(struct fzt *t, struct rng *r, int c,
 	return a.addr + rn(r, a.bytes);
 }
 
+/* Is @h a live graph of ctx @c? */
+static bool graph_known(struct fzt *t, int c, uint32_t h)
+{
+	bool known = false;
+	int i;
+
+	lock(t, c);
+	for (i = 0; i < NGRAPHS; i++)
+		if (C(t, c)->graphs[i].st == ST_LIVE &&
+		    C(t, c)->graphs[i].h == h)
+			known = true;
+	unlock(t, c);
+	return known;
+}
+
 /*
  * A graph launch (ABI 0.7): a graph of the tables and its bindings; or
  * the last launch made again (same stream, graph and bindings), so that
@@ -1950,9 +1967,13 @@ static void gen_graph_task(struct fzt *t, struct rng *r, int c,
 	unsigned int i;
 	int idx;
 
-	if (t->last_graph.op == SNPU_OP_GRAPH && pct(r, 40)) {
+	if (t->last_graph.op == SNPU_OP_GRAPH && t->last_graph_ctx == c &&
+	    (t->graph_burst || pct(r, 30)) &&
+	    (!t->clean || graph_known(t, c, t->last_graph.graph.graph))) {
 		uint64_t ud = tk->user_data;
 
+		if (t->graph_burst)
+			t->graph_burst--;
 		*tk = t->last_graph;
 		tk->user_data = ud;
 		return;
@@ -1978,6 +1999,17 @@ static void gen_graph_task(struct fzt *t, struct rng *r, int c,
 	if (!t->clean && pct(r, 5))
 		tk->graph.scratch = pick_bound(t, r, c, 4);
 	t->last_graph = *tk;
+	t->last_graph_ctx = c;
+	/* Often the next tasks of this file launch it again, back to back. */
+	t->graph_burst = pct(r, 50) ? rn(r, 6) : 0;
+}
+
+/* Does ctx @c have a live graph (for a launch in a clean batch)? */
+static bool graph_live(struct fzt *t, struct rng *r, int c)
+{
+	uint32_t h;
+
+	return find_obj(t, r, c, K_GRAPH, ST_LIVE, &h, NULL);
 }
 
 /*
@@ -1996,7 +2028,9 @@ static void gen_task(struct fzt *t, struct rng *r, int c,
 	memset(tk, 0, sizeof(*tk));
 	tk->stream = pick_handle(t, r, c, K_STREAM, NULL);
 	tk->user_data = rnd(r);
-	if (t->fz->caps & SNPU_CAP_GRAPHS && !cheap && pct(r, 10)) {
+	if (t->fz->caps & SNPU_CAP_GRAPHS && !cheap &&
+	    ((t->graph_burst && t->last_graph_ctx == c) || pct(r, 10)) &&
+	    (!t->clean || graph_live(t, r, c))) {
 		gen_graph_task(t, r, c, tk);
 	} else if (cheap && p < 60) {
 		tk->op = SNPU_OP_LAUNCH;
