@@ -87,7 +87,7 @@ help:
 	@echo '                 and latency, attached-stream misses; snpu-bench-snapshot:'
 	@echo '                 backup/restore GB/s, lock latency, checkpoint cost'
 	@echo '  bench-native   attached-stream cache hits on the host (-O2, no sanitizers);'
-	@echo '                 fails if a hit allocates'
+	@echo '                 fails if a hit allocates; the cost per node of graph capture'
 	@echo '  deps           install every Debian package any target needs'
 	@echo '  install        library, headers and libsnpu.pc under DESTDIR/PREFIX'
 	@echo '  clean          remove build outputs'
@@ -118,6 +118,9 @@ $(B)/lib/obj/%.o: lib/%.c $(LIB_HDRS) $(wildcard lib/*.h)
 	@mkdir -p $(@D)
 	@$(if $(Q),echo '  CC      $@')
 	$(Q)$(CC) $(LIB_CFLAGS) -c $< -o $@
+
+# lib/core.c builds the task checks of kmod/core into the library.
+$(B)/lib/obj/core.o: $(CORE_SRCS) $(CORE_HDRS)
 
 $(B)/lib/libsnpu.a: $(LIB_OBJS)
 	@$(if $(Q),echo '  AR      $@')
@@ -170,7 +173,8 @@ $(CORE_TESTS): $(B)/unit/%: kmod/core/tests/%.c $(CORE_SRCS) $(CORE_HDRS)
 	$(Q)$(CC) -O1 -g $(WARN) $(SAN) -ffp-contract=off -I$(KSFT_INC) $(CORE_INC) \
 		$< $(CORE_SRCS) -o $@
 
-$(LIB_TESTS): $(B)/unit/%: lib/tests/%.c $(LIB_SRCS) $(LIB_HDRS) $(wildcard lib/*.h)
+$(LIB_TESTS): $(B)/unit/%: lib/tests/%.c $(LIB_SRCS) $(LIB_HDRS) $(wildcard lib/*.h) \
+		$(CORE_SRCS) $(CORE_HDRS)
 	@mkdir -p $(@D)
 	@$(if $(Q),echo '  CC      $@')
 	$(Q)$(CC) -O1 -g $(WARN) $(SAN) -D_GNU_SOURCE -I$(KSFT_INC) -Iuapi -Ilib/include \
@@ -271,8 +275,9 @@ $(B)/bench/%: lib/bench/%.c $(LIB_SRCS) $(LIB_HDRS) $(wildcard lib/*.h lib/tools
 	@$(if $(Q),echo '  CC      $@')
 	$(Q)$(CC) -O2 -g $(WARN) -D_GNU_SOURCE -Iuapi -Ilib/include $< $(LIB_SRCS) -o $@
 
-bench-native: $(B)/bench/attached_bench
+bench-native: $(B)/bench/attached_bench $(B)/bench/capture_bench
 	$(Q)$(B)/bench/attached_bench
+	$(Q)$(B)/bench/capture_bench
 
 # ---- debug tier ------------------------------------------------------------
 

@@ -189,7 +189,10 @@ static int snpu_graph_accesses(struct snpu_graph *g,
 		     t->launch.kernel == SNPU_KERNEL_FAIL))
 			return -EOPNOTSUPP;
 		g->acc_off[n] = total;
-		total += ret;
+		for (; ret; ret--, total++)
+			if (g->acc[total].word &&
+			    g->acc[total].res != SNPU_GRES_PLAIN)
+				g->align[g->acc[total].res] = 3;
 	}
 	g->acc_off[n] = total;
 	*nacc = total;
@@ -576,7 +579,8 @@ static void snpu_ginst_bind(const struct snpu_graph *g,
  * @t: the task
  *
  * Return: 0; -ENOENT for a handle that names no graph; -EINVAL for an
- * unused slot or a scratch the graph has no room for that is not zero;
+ * unused slot or a scratch the graph has no room for that is not zero, or
+ * a slot or scratch address misaligned for a node's 32-bit elements;
  * -EFAULT for a binding not inside one allocation; -ENOSPC or -ENOMEM
  * when a new instance cannot be had. What was taken is given back by
  * snpu_graph_put_job().
@@ -597,6 +601,12 @@ int snpu_graph_prepare_locked(struct snpu_context *ctx, struct snpu_job *job,
 		if (t->graph.slots[r])
 			return -EINVAL;
 	if (!g->bytes[SNPU_GRES_SCRATCH] && t->graph.scratch)
+		return -EINVAL;
+	/* A node's 32-bit elements at an aligned offset of a slot: aligned. */
+	for (r = 0; r < g->slots; r++)
+		if (t->graph.slots[r] & g->align[r])
+			return -EINVAL;
+	if (t->graph.scratch & g->align[SNPU_GRES_SCRATCH])
 		return -EINVAL;
 
 	inst = snpu_ginst_get_locked(ctx, g, &ret);
