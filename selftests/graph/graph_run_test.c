@@ -1113,58 +1113,6 @@ TEST_F_TIMEOUT(acc, failure_in_stitched_chain, 120)
 	EXPECT_EQ(0, g_destroy(self->fd, h));
 }
 
-/*
- * Launches of one small graph, each committed while the one before may
- * be completing on a core: the stitch check at commit looks at the
- * stream's last launch while its completion releases it. Many rounds,
- * one SUBMIT (or one SQE and ENTER) each, then the sum must be whole:
- * acc = acc0 + RACE_N inc.
- */
-#define RACE_N		20000
-
-TEST_F_TIMEOUT(acc, commit_races_completion, 600)
-{
-	uint32_t want[ACC_BYTES / 4], got[ACC_BYTES / 4], h;
-	uint64_t slots[2] = { self->acc, self->inc };
-	struct snpu_task t;
-	struct snpu_cqe cqe[64];
-	struct gdef g;
-	unsigned int i, reaped = 0;
-	uint32_t sub;
-	int32_t err = 1;
-
-	ASSERT_EQ(0, g_init(&g, 2, (uint64_t[]){ 64, 64 }, 0));
-	ASSERT_LE(0, g_binop(&g, SNPU_KERNEL_ADD_I32, g_slot(0, 0),
-			     g_slot(0, 0), g_slot(1, 0), 64, 1));
-	ASSERT_EQ(0, g_create(self->fd, &g, &h));
-	g_free(&g);
-	t = g_launch_task(self->stream, h, slots, 2, 0);
-	for (i = 0; i < RACE_N; i++) {
-		if (!variant->ring) {
-			ASSERT_EQ(0, snpu_submit(self->fd, &t, 1, NULL))
-				TH_LOG("launch %u", i);
-			continue;
-		}
-		ASSERT_EQ(0, gr_push(&self->ring, &t));
-		ASSERT_EQ(0, gr_enter(self->fd, 1, 0, &sub));
-		ASSERT_EQ(1U, sub);
-		reaped += gr_reap(&self->ring, cqe, 64);
-		/* Keep the CQ from filling: wait when many are out. */
-		if (i + 1 - reaped >= 32) {
-			ASSERT_EQ(0, gr_enter(self->fd, 0, 1, NULL));
-			reaped += gr_reap(&self->ring, cqe, 64);
-		}
-	}
-	ASSERT_EQ(0, snpu_stream_sync(self->fd, self->stream, WAIT_NS, &err));
-	EXPECT_EQ(0, err);
-	memcpy(want, self->a0, ACC_BYTES);
-	for (i = 0; i < 16; i++)
-		want[i] += RACE_N * self->i0[i];
-	ASSERT_EQ(0, snpu_d2h(self->fd, got, self->acc, ACC_BYTES));
-	EXPECT_EQ(0, memcmp(got, want, ACC_BYTES));
-	EXPECT_EQ(0, g_destroy(self->fd, h));
-}
-
 /* ---- events and failures ------------------------------------------------------------------ */
 
 #define EV_BYTES	4096
@@ -1375,6 +1323,124 @@ TEST_F_TIMEOUT(ev, launch_after_failure_cancelled, 60)
 	EXPECT_EQ(-EXDEV, err);
 	ASSERT_EQ(0, snpu_d2h(self->fd, buf, self->b, EV_BYTES));
 	EXPECT_TRUE(all_u32(buf, EV_BYTES, 0));
+}
+
+/* ---- last: a crash here stops the program ------------------------------ */
+
+/*
+ * Launches of one small graph, each committed while the one before may
+ * be completing on a core: the stitch check at commit looks at the
+ * stream's last launch while its completion releases it. Many rounds,
+ * one SUBMIT (or one SQE: consumed by ENTER, or by the kernel poller)
+ * each, then the sum must be whole: acc = acc0 + RACE_N inc. Last in
+ * the program: a kernel crash here leaves the others' results.
+ */
+#define RACE_N		20000
+
+enum { T_SUBMIT, T_RING, T_SQPOLL };
+
+FIXTURE(race) {
+	int fd;
+	uint32_t stream, h;
+	struct gring ring;
+	uint64_t acc, inc;
+	uint32_t a0[16], i0[16];
+};
+
+FIXTURE_VARIANT(race) {
+	int transport;
+};
+
+FIXTURE_VARIANT_ADD(race, submit) {
+	.transport = T_SUBMIT,
+};
+
+FIXTURE_VARIANT_ADD(race, ring) {
+	.transport = T_RING,
+};
+
+FIXTURE_VARIANT_ADD(race, sqpoll) {
+	.transport = T_SQPOLL,
+};
+
+FIXTURE_SETUP(race)
+{
+	struct gdef g;
+
+	self->fd = snpu_open_dev();
+	ASSERT_GE(self->fd, 0);
+	ASSERT_EQ(0, snpu_stream_create(self->fd, 0, &self->stream));
+	ASSERT_EQ(0, gr_init_flags(self->fd, 64, variant->transport ==
+				   T_SQPOLL ? SNPU_RING_SQPOLL : 0,
+				   &self->ring));
+	ASSERT_EQ(0, snpu_alloc(self->fd, 64, 0, &self->acc));
+	ASSERT_EQ(0, snpu_alloc(self->fd, 64, 0, &self->inc));
+	snpu_fill_random(self->a0, 64, g_seed + 3);
+	snpu_fill_random(self->i0, 64, g_seed + 4);
+	ASSERT_EQ(0, snpu_h2d(self->fd, self->acc, self->a0, 64));
+	ASSERT_EQ(0, snpu_h2d(self->fd, self->inc, self->i0, 64));
+	ASSERT_EQ(0, g_init(&g, 2, (uint64_t[]){ 64, 64 }, 0));
+	ASSERT_LE(0, g_binop(&g, SNPU_KERNEL_ADD_I32, g_slot(0, 0),
+			     g_slot(0, 0), g_slot(1, 0), 64, 1));
+	ASSERT_EQ(0, g_create(self->fd, &g, &self->h));
+	g_free(&g);
+}
+
+FIXTURE_TEARDOWN(race)
+{
+	gr_fini(&self->ring);
+	if (self->fd >= 0)
+		close(self->fd);
+}
+
+TEST_F_TIMEOUT(race, commit_races_completion, 600)
+{
+	uint64_t slots[2] = { self->acc, self->inc };
+	uint32_t want[16], got[16], sub;
+	unsigned int i, reaped = 0;
+	struct snpu_cqe cqe[64];
+	struct snpu_task t;
+	bool sqpoll = variant->transport == T_SQPOLL;
+	int32_t err = 1;
+
+	t = g_launch_task(self->stream, self->h, slots, 2, 0);
+	for (i = 0; i < RACE_N; i++) {
+		if (variant->transport == T_SUBMIT) {
+			ASSERT_EQ(0, snpu_submit(self->fd, &t, 1, NULL))
+				TH_LOG("launch %u", i);
+			continue;
+		}
+		ASSERT_EQ(0, gr_push(&self->ring, &t));
+		if (sqpoll) {
+			ASSERT_EQ(0, gr_enter_flags(self->fd, 0, 0,
+						    SNPU_ENTER_SQ_WAKEUP,
+						    NULL));
+		} else {
+			ASSERT_EQ(0, gr_enter(self->fd, 1, 0, &sub));
+			ASSERT_EQ(1U, sub);
+		}
+		reaped += gr_reap(&self->ring, cqe, 64);
+		/* Keep the CQ from filling: wait when many are out. */
+		while (i + 1 - reaped >= 32) {
+			ASSERT_EQ(0, gr_enter_flags(self->fd, 0, 1,
+						    sqpoll ?
+						    SNPU_ENTER_SQ_WAKEUP : 0,
+						    NULL));
+			reaped += gr_reap(&self->ring, cqe, 64);
+		}
+	}
+	while (variant->transport != T_SUBMIT && reaped < RACE_N) {
+		ASSERT_EQ(0, gr_enter_flags(self->fd, 0, 1, sqpoll ?
+					    SNPU_ENTER_SQ_WAKEUP : 0, NULL));
+		reaped += gr_reap(&self->ring, cqe, 64);
+	}
+	ASSERT_EQ(0, snpu_stream_sync(self->fd, self->stream, WAIT_NS, &err));
+	EXPECT_EQ(0, err);
+	for (i = 0; i < 16; i++)
+		want[i] = self->a0[i] + RACE_N * self->i0[i];
+	ASSERT_EQ(0, snpu_d2h(self->fd, got, self->acc, 64));
+	EXPECT_EQ(0, memcmp(got, want, 64));
+	EXPECT_EQ(0, g_destroy(self->fd, self->h));
 }
 
 TEST_HARNESS_MAIN

@@ -314,10 +314,13 @@ static inline uint32_t *g_word(void *mem, uint32_t off)
 	return (uint32_t *)((char *)mem + off);
 }
 
-/* RING_SETUP (no poller) of @entries SQEs on @fd and its mapping. */
-static inline int gr_init(int fd, uint32_t entries, struct gring *r)
+/* RING_SETUP with @flags of @entries SQEs on @fd and its mapping. */
+static inline int gr_init_flags(int fd, uint32_t entries, uint32_t flags,
+				struct gring *r)
 {
-	struct snpu_ring_setup s = { .size = sizeof(s), .sq_entries = entries };
+	struct snpu_ring_setup s = {
+		.size = sizeof(s), .sq_entries = entries, .flags = flags,
+	};
 	void *mem;
 	int ret;
 
@@ -343,6 +346,12 @@ static inline int gr_init(int fd, uint32_t entries, struct gring *r)
 	return 0;
 }
 
+/* RING_SETUP (no poller) of @entries SQEs on @fd and its mapping. */
+static inline int gr_init(int fd, uint32_t entries, struct gring *r)
+{
+	return gr_init_flags(fd, entries, 0, r);
+}
+
 static inline void gr_fini(struct gring *r)
 {
 	if (r->mem)
@@ -363,14 +372,17 @@ static inline int gr_push(struct gring *r, const struct snpu_task *t)
 	return 0;
 }
 
-/* ENTER: consume @to_submit SQEs, wait for @min CQEs (30 s at most). */
-static inline int gr_enter(int fd, uint32_t to_submit, uint32_t min,
-			   uint32_t *submitted)
+/*
+ * ENTER: consume @to_submit SQEs (0 with a poller: then wake it), wait
+ * for @min CQEs (30 s at most).
+ */
+static inline int gr_enter_flags(int fd, uint32_t to_submit, uint32_t min,
+				 uint32_t flags, uint32_t *submitted)
 {
 	struct snpu_enter e = {
 		.size = sizeof(e), .to_submit = to_submit,
 		.min_complete = min,
-		.flags = min ? SNPU_ENTER_GETEVENTS : 0,
+		.flags = flags | (min ? SNPU_ENTER_GETEVENTS : 0),
 		.timeout_ns = 30 * NS_PER_SEC,
 	};
 	int ret = snpu_ioc(fd, SNPU_IOC_ENTER, &e);
@@ -378,6 +390,12 @@ static inline int gr_enter(int fd, uint32_t to_submit, uint32_t min,
 	if (!ret && submitted)
 		*submitted = e.submitted;
 	return ret;
+}
+
+static inline int gr_enter(int fd, uint32_t to_submit, uint32_t min,
+			   uint32_t *submitted)
+{
+	return gr_enter_flags(fd, to_submit, min, 0, submitted);
 }
 
 /* Take up to @max CQEs out of the CQ. Return: how many. */
