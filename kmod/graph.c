@@ -676,12 +676,16 @@ void snpu_graph_put_job(struct snpu_job *job)
 		atomic64_add(inst->visits, &sdev->gstats.hazard_visits);
 		atomic64_add(inst->invalid, &sdev->gstats.hazard_invalid);
 	}
+	/*
+	 * The launch may still be its stream's tail: a commit looking at it
+	 * under sched_lock sees its instance, or none once it is free.
+	 */
 	spin_lock(&ctx->sched_lock);
 	inst->job = NULL;
 	inst->next = NULL;
 	list_add(&inst->node, &g->free);
-	spin_unlock(&ctx->sched_lock);
 	job->ginst = NULL;
+	spin_unlock(&ctx->sched_lock);
 	kref_put(&g->ref, snpu_graph_release_deferred);
 }
 
@@ -712,6 +716,8 @@ static void snpu_graph_visit_locked(const struct snpu_graph *g,
  * with the same bindings, none of them aliased, and the graph has hazard
  * lists: then each node also waits for the nodes of @prev its list names
  * that are not complete, and the launch's completion waits for @prev's.
+ * A @prev that is completing has given its instance back already (its
+ * nodes are all complete): the launch then simply waits for it.
  *
  * Return: true when stitched: the launch does not wait for @prev to start.
  */
@@ -724,7 +730,7 @@ bool snpu_graph_stitch_locked(struct snpu_context *ctx, struct snpu_job *prev,
 
 	lockdep_assert_held(&ctx->sched_lock);
 	if (prev->op != SNPU_OP_GRAPH || prev->state != SNPU_JOB_READY ||
-	    p->graph != g || !g->haz_off || inst->aliased ||
+	    !p || p->graph != g || !g->haz_off || inst->aliased ||
 	    memcmp(p->addr, inst->addr, sizeof(p->addr)))
 		return false;
 
