@@ -116,10 +116,11 @@ static void expect_nothing_created(struct __test_metadata *_metadata,
 	struct snpu_ctx_query q1;
 	uint32_t h, i;
 
-	for (i = 1; i <= 4; i++)
+	for (i = 1; i <= 4; i++) {
 		EXPECT_EQ(-ENOENT, g_destroy(self->fd, h0 + i))
 			TH_LOG("handle %u exists after a refused create",
 			       h0 + i);
+	}
 	ASSERT_EQ(0, snpu_ctx_query(self->fd, &q1));
 	EXPECT_EQ(q0->mem_used, q1.mem_used);
 	EXPECT_EQ(q0->host_used, q1.host_used);
@@ -158,9 +159,10 @@ TEST_F(gc, refused)
 	ASSERT_EQ(variant->err, ret) TH_LOG("expected %s, got %s",
 					    strerror(-variant->err),
 					    strerror(-ret));
-	if (variant->err != -E2BIG)
+	if (variant->err != -E2BIG) {
 		EXPECT_EQ(0xdeadU, self->arg.c.graph)
 			TH_LOG("a refused create wrote its output");
+	}
 	/* Undo what points into the extra buffer before the good create. */
 	g_free(&self->g);
 	ASSERT_EQ(0, base_graph(&self->g, self->buf));
@@ -605,8 +607,9 @@ TEST_F(good, at_the_limits)
 	for (i = 0; i < SNPU_GRAPH_MAX_NODES; i++) {
 		ASSERT_LE(0, g_memset(&g, g_slot(i % SNPU_GRAPH_MAX_SLOTS, 0),
 				      i & 0xff, 64));
-		if (i >= SNPU_GRAPH_MAX_SLOTS)
+		if (i >= SNPU_GRAPH_MAX_SLOTS) {
 			ASSERT_EQ(0, g_pred(&g, i - SNPU_GRAPH_MAX_SLOTS));
+		}
 	}
 	ASSERT_EQ(0, g_create(self->fd, &g, &h));
 	EXPECT_EQ(0, g_destroy(self->fd, h));
@@ -664,9 +667,10 @@ TEST_F(good, default_quota)
 	ASSERT_LE(n, 4096);
 	h = calloc(n, sizeof(*h));
 	ASSERT_NE(NULL, h);
-	for (i = 0; i < n; i++)
+	for (i = 0; i < n; i++) {
 		ASSERT_EQ(0, g_create(self->fd, &self->g, &h[i]))
 			TH_LOG("graph %ld of %ld", i + 1, n);
+	}
 	EXPECT_EQ(-ENOSPC, g_create(self->fd, &self->g, &extra));
 	/*
 	 * Another file has its own quota (a graph without the plain address
@@ -679,8 +683,9 @@ TEST_F(good, default_quota)
 	EXPECT_EQ(0, g_create(fd2, &g2, &extra));
 	g_free(&g2);
 	close(fd2);
-	for (i = 0; i < n; i++)
+	for (i = 0; i < n; i++) {
 		EXPECT_EQ(0, g_destroy(self->fd, h[i]));
+	}
 	free(h);
 }
 
@@ -768,11 +773,12 @@ TEST_F(reload, quota)
 	}
 	if (strstr(variant->params, "ctx_graph_mb=1")) {
 		ASSERT_EQ(0, g_init(&big, 0, NULL, 0));
-		for (i = 0; i < SNPU_GRAPH_MAX_NODES / 2; i++)
+		for (i = 0; i < SNPU_GRAPH_MAX_NODES / 2; i++) {
 			ASSERT_LE(0, g_node(&big, &(struct snpu_task){
 				.op = SNPU_OP_LAUNCH,
 				.launch.kernel = SNPU_KERNEL_NOP,
 				.launch.block_dim = 1 }));
+		}
 		g = &big;
 	}
 	while (n < 1000) {
@@ -791,8 +797,9 @@ TEST_F(reload, quota)
 	EXPECT_EQ(0, g_destroy(self->fd, h[n - 1]));
 	EXPECT_EQ(0, g_create(self->fd, g, &h[n - 1]));
 	EXPECT_EQ(-ENOSPC, g_create(self->fd, g, &extra));
-	for (i = 0; i < n; i++)
+	for (i = 0; i < n; i++) {
 		EXPECT_EQ(0, g_destroy(self->fd, h[i]));
+	}
 	if (g == &big)
 		g_free(&big);
 }

@@ -412,9 +412,10 @@ FIXTURE_SETUP(quota)
 	ASSERT_EQ(0, snpu_stream_create(self->fd, 0, &self->stream));
 	ASSERT_EQ(0, snpu_alloc(self->fd, BYTES, 0, &self->a));
 	ASSERT_EQ(0, g_init(&self->big, 1, (uint64_t[]){ BYTES }, 0));
-	for (i = 0; i < variant->nodes; i++)
+	for (i = 0; i < variant->nodes; i++) {
 		ASSERT_LE(0, g_memset(&self->big, g_slot(0, 4 * (i % 64)),
 				      (i & 0xff) | 1, 4));
+	}
 }
 
 FIXTURE_TEARDOWN(quota)
@@ -462,13 +463,15 @@ TEST_F_TIMEOUT(quota, destroy_gives_back, 120)
 		ASSERT_EQ(-ENOSPC, g_create(self->fd, &self->big, &extra));
 	}
 	/* All destroyed: the whole quota again. */
-	for (i = 0; i < n; i++)
+	for (i = 0; i < n; i++) {
 		ASSERT_EQ(0, g_destroy(self->fd, h[i]));
+	}
 	n2 = fill_quota(self->fd, &self->big, h, 1000, &last);
 	EXPECT_EQ(-ENOSPC, last);
 	EXPECT_EQ(n, n2);
-	for (i = 0; i < n2; i++)
+	for (i = 0; i < n2; i++) {
 		EXPECT_EQ(0, g_destroy(self->fd, h[i]));
+	}
 }
 
 /* A file closed with its graphs: a new file has the whole quota. */
@@ -489,8 +492,9 @@ TEST_F_TIMEOUT(quota, close_gives_back, 120)
 	/* A second file of the process: its own quota. */
 	fd2 = snpu_open_dev();
 	ASSERT_GE(fd2, 0);
-	for (i = 0; i < n; i++)
+	for (i = 0; i < n; i++) {
 		EXPECT_EQ(0, g_create(fd2, &self->big, &h[i]));
+	}
 	close(fd2);
 }
 
@@ -533,8 +537,9 @@ TEST_F_TIMEOUT(quota, deferred_destroy_gives_back, 120)
 	EXPECT_EQ(0, last);
 	m += fill_quota(self->fd, &self->big, h + n, 1000 - n, &last);
 	EXPECT_EQ(-ENOSPC, last);
-	for (i = 0; i < n + m - 1; i++)
+	for (i = 0; i < n + m - 1; i++) {
 		EXPECT_EQ(0, g_destroy(self->fd, h[i]));
+	}
 }
 
 /*
@@ -566,8 +571,9 @@ TEST_F_TIMEOUT(quota, cold_launch_quota_full, 120)
 	}
 	ASSERT_EQ(0, snpu_stream_sync(self->fd, self->stream, WAIT_NS, &err));
 	EXPECT_EQ(0, err);
-	for (i = 0; i < n; i++)
+	for (i = 0; i < n; i++) {
 		EXPECT_EQ(0, g_destroy(self->fd, h[i]));
+	}
 }
 
 /* ---- process snapshot ----------------------------------------------------------------------- */

@@ -910,8 +910,9 @@ TEST_F_TIMEOUT(acc, two_streams_own_bindings, 120)
 	int32_t err = 1;
 
 	ASSERT_EQ(0, snpu_stream_create(self->fd, 0, &s2));
-	for (i = 0; i < 4; i++)
+	for (i = 0; i < 4; i++) {
 		ASSERT_EQ(0, snpu_alloc(self->fd, ACC_BYTES, 0, &b[i]));
+	}
 	ASSERT_EQ(0, snpu_h2d(self->fd, b[0], self->i0, ACC_BYTES));
 	ASSERT_EQ(0, snpu_h2d(self->fd, b[1], self->a0, ACC_BYTES));
 	/* Stream 2 starts from (acc, inc) swapped. */
@@ -1006,8 +1007,9 @@ static void alias_case(struct __test_metadata *_metadata,
 	ASSERT_EQ(0, g_stats(&s0));
 	if (ring) {
 		ASSERT_EQ(0, gr_run(self->fd, &self->ring, t, ACC_N, cqe));
-		for (i = 0; i < ACC_N; i++)
+		for (i = 0; i < ACC_N; i++) {
 			EXPECT_EQ(0, cqe[i].result);
+		}
 	} else {
 		ASSERT_EQ(0, snpu_submit(self->fd, t, ACC_N, NULL));
 		ASSERT_EQ(0, snpu_stream_sync(self->fd, self->stream, WAIT_NS,
@@ -1080,12 +1082,14 @@ TEST_F_TIMEOUT(acc, failure_in_stitched_chain, 120)
 	ASSERT_EQ(0, g_stats(&s0));
 	if (variant->ring) {
 		ASSERT_EQ(0, gr_run(self->fd, &self->ring, t, 4, cqe));
-		for (i = 0; i < 4; i++)
+		for (i = 0; i < 4; i++) {
 			EXPECT_EQ(i + 1ULL, cqe[i].user_data);
+		}
 		EXPECT_EQ(-EDOM, cqe[0].result);
-		for (i = 1; i < 4; i++)
+		for (i = 1; i < 4; i++) {
 			EXPECT_EQ(-ECANCELED, cqe[i].result)
 				TH_LOG("launch %u, behind the failed one", i + 1);
+		}
 	} else {
 		ASSERT_EQ(0, snpu_submit(self->fd, t, 4, NULL));
 	}
