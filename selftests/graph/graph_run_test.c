@@ -1047,12 +1047,12 @@ TEST_F_TIMEOUT(acc, scratch_aliasing_slot_not_stitched, 120)
 /*
  * A failure in a stitched chain: every launch's n1 fails 20 ms in, its
  * n2 (acc = acc + inc, no predecessor) may already have run. The first
- * launch fails with the node's errno, the ones behind it complete with
- * ECANCELED like any task behind a failed one (their completions come
- * in stream order, after the failure: whatever their own nodes did while
- * stitched, the stream had failed), and the stream is in its error state.
- * How many launches' n2 ran is only logged: a stitched launch starts
- * before the one it follows is done.
+ * launch fails with the node's errno, the stream is in its error state,
+ * and the ones behind it complete in stream order with an error: ECANCELED
+ * when the failure cancelled them, or their own EDOM when their FAIL node
+ * had started first (stitched, their SPIN ran alongside the first one's:
+ * which ends first is timing, so both are accepted and counted in the
+ * log). How many launches' n2 ran is only logged too.
  *   n0 SPIN 20 ms;  n1 FAIL(EDOM) pred n0;  n2 acc = acc + inc
  */
 TEST_F_TIMEOUT(acc, failure_in_stitched_chain, 120)
@@ -1064,7 +1064,7 @@ TEST_F_TIMEOUT(acc, failure_in_stitched_chain, 120)
 	struct snpu_stream_query q;
 	struct gstats s0, s1;
 	struct gdef g;
-	unsigned int i, ran = 0;
+	unsigned int i, ran = 0, own = 0;
 	int32_t err = 0;
 
 	ASSERT_EQ(0, g_init(&g, 2, (uint64_t[]){ ACC_BYTES, ACC_BYTES }, 0));
@@ -1087,9 +1087,13 @@ TEST_F_TIMEOUT(acc, failure_in_stitched_chain, 120)
 		}
 		EXPECT_EQ(-EDOM, cqe[0].result);
 		for (i = 1; i < 4; i++) {
-			EXPECT_EQ(-ECANCELED, cqe[i].result)
-				TH_LOG("launch %u, behind the failed one", i + 1);
+			EXPECT_TRUE(cqe[i].result == -ECANCELED ||
+				    cqe[i].result == -EDOM)
+				TH_LOG("launch %u: %d", i + 1, cqe[i].result);
+			own += cqe[i].result == -EDOM;
 		}
+		TH_LOG("launches behind the failed one with their own EDOM: %u of 3",
+		       own);
 	} else {
 		ASSERT_EQ(0, snpu_submit(self->fd, t, 4, NULL));
 	}
@@ -1235,6 +1239,41 @@ TEST_F_TIMEOUT(ev, record_captures_whole_launch, 60)
 	EXPECT_EQ(0, q.error);
 	/* One sequence number for the whole launch. */
 	EXPECT_EQ(3ULL, q.seq);
+	EXPECT_EQ(0, g_destroy(self->fd, h));
+}
+
+/*
+ * Another stream waits for an event recorded after a launch, then reads
+ * what the launch's last node wrote: a callback holds the launch until
+ * everything is queued.
+ */
+TEST_F_TIMEOUT(ev, stream_wait_on_launch, 60)
+{
+	uint32_t buf[EV_BYTES / 4], h, s2;
+	struct snpu_task t[3], w[2];
+	struct gdef g;
+	int32_t err = 1;
+
+	ASSERT_EQ(0, snpu_stream_create(self->fd, 0, &s2));
+	ASSERT_EQ(0, g_init(&g, 0, NULL, 0));
+	ASSERT_LE(0, g_spin(&g, 20 * NS_PER_MS, 1));
+	ASSERT_LE(0, g_fill(&g, g_addr(self->a), EV_BYTES, 0x0f0f0f0f, 2));
+	ASSERT_EQ(0, g_pred(&g, 0));
+	ASSERT_EQ(0, g_create(self->fd, &g, &h));
+	g_free(&g);
+
+	t[0] = snpu_t_host_func(self->stream, 5);
+	t[1] = g_launch_task(self->stream, h, NULL, 0, 0);
+	t[2] = snpu_t_record(self->stream, self->event);
+	ASSERT_EQ(0, ev_submit(self, variant->ring, t, 3));
+	w[0] = snpu_t_wait(s2, self->event);
+	w[1] = snpu_t_copy(s2, SNPU_COPY_D2D, self->b, self->a, EV_BYTES);
+	ASSERT_EQ(0, snpu_submit(self->fd, w, 2, NULL));
+	ASSERT_EQ(0, snpu_callback_answer(self->fd, WAIT_NS, 0, NULL));
+	ASSERT_EQ(0, snpu_stream_sync(self->fd, s2, WAIT_NS, &err));
+	EXPECT_EQ(0, err);
+	ASSERT_EQ(0, snpu_d2h(self->fd, buf, self->b, EV_BYTES));
+	EXPECT_TRUE(all_u32(buf, EV_BYTES, 0x0f0f0f0f));
 	EXPECT_EQ(0, g_destroy(self->fd, h));
 }
 
