@@ -781,6 +781,17 @@ TEST_F(reload, quota)
 		}
 		g = &big;
 	}
+	/* Refusals first: they take nothing of either quota. */
+	for (i = 0; i < 8; i++) {
+		struct snpu_graph_create c;
+
+		g_args(g, &c);
+		if (i & 1)
+			c.flags = 1;
+		else
+			c.edges_count = SNPU_GRAPH_MAX_EDGES + 1;
+		EXPECT_EQ(-EINVAL, g_create_raw(self->fd, &c));
+	}
 	while (n < 1000) {
 		ret = g_create(self->fd, g, &h[n]);
 		if (ret)
