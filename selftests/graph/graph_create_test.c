@@ -974,4 +974,63 @@ TEST_F(lb, ring)
 	EXPECT_EQ(q0.submitted + 1, q1.submitted);
 }
 
+/* ---- last: offsets past the edges (a crash here stops the program) ----- */
+
+/*
+ * An offset in the middle of fanin_offsets may exceed edges_count before
+ * the offsets are seen to decrease: the kernel must not read fanin past
+ * its edges meanwhile. With no edges at all, and with one edge and an
+ * offset of 3 for node 1 (fanin[1] and fanin[2] do not exist).
+ */
+FIXTURE(csr) {
+	int fd;
+	struct gdef g;
+};
+
+FIXTURE_SETUP(csr)
+{
+	unsigned int i;
+
+	self->fd = snpu_open_dev();
+	ASSERT_GE(self->fd, 0);
+	ASSERT_EQ(0, g_init(&self->g, 0, NULL, 0));
+	for (i = 0; i < 4; i++)
+		ASSERT_LE(0, g_node(&self->g, &(struct snpu_task){
+			.op = SNPU_OP_LAUNCH,
+			.launch.kernel = SNPU_KERNEL_NOP,
+			.launch.block_dim = 1 }));
+}
+
+FIXTURE_TEARDOWN(csr)
+{
+	g_free(&self->g);
+	if (self->fd >= 0)
+		close(self->fd);
+}
+
+TEST_F(csr, offset_past_no_edges)
+{
+	static const uint32_t off[5] = { 0, 1, 0, 0, 0 };
+	struct snpu_graph_create c;
+
+	g_args(&self->g, &c);
+	c.fanin_offsets = (uintptr_t)off;
+	c.edges_count = 0;
+	c.fanin = 0;
+	EXPECT_EQ(-EINVAL, g_create_raw(self->fd, &c));
+}
+
+TEST_F(csr, offset_past_edges)
+{
+	static const uint32_t off[5] = { 0, 0, 3, 1, 1 };
+	static const uint32_t fanin[4] = { 0, 0, 0, 0 };
+	struct snpu_graph_create c;
+
+	g_args(&self->g, &c);
+	c.fanin_offsets = (uintptr_t)off;
+	c.edges_count = 1;	/* the user array has more: never read */
+	c.fanin = (uintptr_t)fanin;
+	EXPECT_EQ(-EINVAL, g_create_raw(self->fd, &c));
+}
+
 TEST_HARNESS_MAIN
