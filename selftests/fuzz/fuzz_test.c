@@ -13,14 +13,17 @@
  * calls of other threads it blocks resume.
  *
  * Arguments start from real objects (a table per file of the streams,
- * events, owners, host memory and device allocations the fuzzer created)
- * and are mutated: stale handles (destroyed), foreign ones (of another
- * file), handles of another type and garbage; @size on every boundary of
- * the argument conventions; every @flags bit and reserved field; argument
- * and user pointers that are NULL, unmapped, misaligned, read-only,
- * kernel addresses or that run into an unmapped page; device ranges in,
- * across and out of allocations; SUBMIT arrays of real tasks with one
- * field mutated; garbage SQ tails, SQEs and CQ heads.
+ * events, owners, host memory, device allocations and graphs the fuzzer
+ * created) and are mutated: stale handles (destroyed), foreign ones (of
+ * another file), handles of another type and garbage; @size on every
+ * boundary of the argument conventions; every @flags bit and reserved
+ * field; argument and user pointers that are NULL, unmapped, misaligned,
+ * read-only, kernel addresses or that run into an unmapped page; device
+ * ranges in, across and out of allocations; SUBMIT arrays of real tasks
+ * with one field mutated; graph definitions (GRAPH_CREATE) valid as far as
+ * the tables know or with counts, edges, slots, references, node size and
+ * array pointers fuzzed, and graph launches with bindings in, across and
+ * out of allocations; garbage SQ tails, SQEs and CQ heads.
  *
  * The oracle: every return is success or an errno the uapi header
  * documents for the command (the table cmds[] below, built from the
@@ -102,6 +105,7 @@
 #define NHOSTS			8
 #define NALLOCS			16
 #define NCOOKIES		16
+#define NGRAPHS			8
 #define NMAPS			24
 #define NTRACE			48
 #define TRACE_LEN		240
@@ -230,6 +234,7 @@ enum {
 	C_OWNER_CREATE, C_OWNER_DESTROY, C_ATTACHED_GET,
 	C_SNAP_LOCK, C_SNAP_BACKUP, C_SNAP_RESTORE, C_SNAP_UNLOCK,
 	C_SNAP_STATE, C_BG_REGISTER, C_BG_UNREGISTER, C_BG_PARK,
+	C_GRAPH_CREATE, C_GRAPH_DESTROY,
 	C_COUNT
 };
 
@@ -553,6 +558,26 @@ static const struct cmd_desc cmds[C_COUNT] = {
 		.errs = { EINVAL, EINTR, ENOENT, EPERM },
 		.zero = { Z(snpu_snapshot, timeout_ns), Z(snpu_snapshot, pad), Z(snpu_snapshot, reserved) },
 	},
+	/*
+	 * graphs (ABI 0.7): E2BIG for a node's bytes past the kernel's
+	 * node size, EOPNOTSUPP for a test hook without test_hooks
+	 */
+	[C_GRAPH_CREATE] = {
+		.name = "GRAPH_CREATE", .nr = SNPU_IOC_GRAPH_CREATE,
+		.ver0 = SNPU_GRAPH_CREATE_SIZE_VER0, .ksize = sizeof(struct snpu_graph_create),
+		.cap = SNPU_CAP_GRAPHS,
+		.modifies = true,
+		.errs = { EINVAL, EFAULT, ENOSPC, ENOMEM, E2BIG, EOPNOTSUPP },
+		.zero = { Z(snpu_graph_create, pad), Z(snpu_graph_create, reserved) },
+	},
+	[C_GRAPH_DESTROY] = {
+		.name = "GRAPH_DESTROY", .nr = SNPU_IOC_GRAPH_DESTROY,
+		.ver0 = SNPU_HANDLE_OP_SIZE_VER0, .ksize = sizeof(struct snpu_handle_op),
+		.cap = SNPU_CAP_GRAPHS,
+		.modifies = true,
+		.errs = { EINVAL, ENOENT },
+		.zero = { Z(snpu_handle_op, pad), Z(snpu_handle_op, reserved) },
+	},
 };
 
 /* The argument of any command, with room for a grown struct. */
@@ -582,6 +607,7 @@ union fz_arg {
 	struct snpu_enter enter;
 	struct snpu_attached_stream attached;
 	struct snpu_snapshot snapshot;
+	struct snpu_graph_create graph_create;
 	uint8_t raw[256];
 };
 
@@ -612,6 +638,15 @@ struct fz_alloc {
 	uint8_t st;
 };
 
+/* A graph and what a launch of it must pass. */
+struct fz_graph {
+	uint32_t h;
+	uint8_t st;
+	uint8_t slots;
+	uint64_t slot_bytes[SNPU_GRAPH_MAX_SLOTS];
+	uint64_t scratch_bytes;
+};
+
 struct fz_cookie {
 	uint32_t cookie;
 	unsigned int gen;
@@ -628,6 +663,7 @@ struct fz_ctx {
 	struct fz_host hosts[NHOSTS];
 	struct fz_alloc allocs[NALLOCS];
 	struct fz_cookie cookies[NCOOKIES];
+	struct fz_graph graphs[NGRAPHS];
 	unsigned int ncookies;
 	bool ring_set;
 	struct snpu_ring_setup ring;
@@ -688,6 +724,9 @@ struct fzt {
 	uint32_t cmd_errs[C_COUNT][140];
 	uint64_t mmaps, munmaps, ring_writes, reopens, cqes;
 	uint64_t slow_ns[3];		/* the slowest operations */
+	struct snpu_task last_graph;	/* the last graph launch made */
+	int last_graph_ctx;		/* its file */
+	unsigned int graph_burst;	/* repeats of it still to make */
 	char slow[3][TRACE_LEN];
 };
 
@@ -869,7 +908,7 @@ static int other_ctx(struct rng *r, int c)
 	return (c + 1 + rn(r, NFDS - 1)) % NFDS;
 }
 
-enum { K_STREAM, K_EVENT, K_OWNER, K_HOST };
+enum { K_STREAM, K_EVENT, K_OWNER, K_HOST, K_GRAPH };
 
 static void objs_of(struct fz_ctx *x, int kind, void **base, unsigned int *n,
 		    size_t *stride)
@@ -884,13 +923,16 @@ static void objs_of(struct fz_ctx *x, int kind, void **base, unsigned int *n,
 	case K_OWNER:
 		*base = x->owners, *n = NOWNERS, *stride = sizeof(x->owners[0]);
 		break;
+	case K_GRAPH:
+		*base = x->graphs, *n = NGRAPHS, *stride = sizeof(x->graphs[0]);
+		break;
 	default:
 		*base = x->hosts, *n = NHOSTS, *stride = sizeof(x->hosts[0]);
 		break;
 	}
 }
 
-/* fz_obj and fz_host both start with { u32 h; u8 st; }. */
+/* fz_obj, fz_host and fz_graph all start with { u32 h; u8 st; }. */
 struct fz_hdr {
 	uint32_t h;
 	uint8_t st;
@@ -954,7 +996,7 @@ static uint32_t pick_handle(struct fzt *t, struct rng *r, int c, int kind,
 		return h;
 	if (p < 85 && find_obj(t, r, other_ctx(r, c), kind, ST_LIVE, &h, NULL))
 		return h;
-	if (p < 91 && find_obj(t, r, c, (kind + 1 + rn(r, 3)) % 4, ST_LIVE,
+	if (p < 91 && find_obj(t, r, c, (kind + 1 + rn(r, 3)) % 5, ST_LIVE,
 			       &h, NULL))
 		return h;
 	return garbage_handle(r);
@@ -1880,6 +1922,97 @@ static bool find_recorded(struct fzt *t, struct rng *r, int c, __u32 *h)
 }
 
 /*
+ * A device address for @bytes of a graph's slot or scratch: in a live
+ * allocation that holds them (clean), else in one too small, across an
+ * end, stale, foreign or garbage.
+ */
+static uint64_t pick_bound(struct fzt *t, struct rng *r, int c,
+			   uint64_t bytes)
+{
+	struct fz_alloc a;
+
+	if (!t->clean && pct(r, 15))
+		return pct(r, 30) ? 0 : garbage_addr(t, r);
+	if (!pick_alloc(t, r, c, &a))
+		return garbage_addr(t, r);
+	if (a.bytes >= bytes && (t->clean || pct(r, 80)))
+		return a.addr + 4 * rn(r, (a.bytes - bytes) / 4 + 1);
+	return a.addr + rn(r, a.bytes);
+}
+
+/* Is @h a live graph of ctx @c? */
+static bool graph_known(struct fzt *t, int c, uint32_t h)
+{
+	bool known = false;
+	int i;
+
+	lock(t, c);
+	for (i = 0; i < NGRAPHS; i++)
+		if (C(t, c)->graphs[i].st == ST_LIVE &&
+		    C(t, c)->graphs[i].h == h)
+			known = true;
+	unlock(t, c);
+	return known;
+}
+
+/*
+ * A graph launch (ABI 0.7): a graph of the tables and its bindings; or
+ * the last launch made again (same stream, graph and bindings), so that
+ * back-to-back launches get stitched.
+ */
+static void gen_graph_task(struct fzt *t, struct rng *r, int c,
+			   struct snpu_task *tk)
+{
+	struct fz_graph g = { .slots = (uint8_t)rn(r, SNPU_GRAPH_MAX_SLOTS) };
+	unsigned int i;
+	int idx;
+
+	if (t->last_graph.op == SNPU_OP_GRAPH && t->last_graph_ctx == c &&
+	    (t->graph_burst || pct(r, 30)) &&
+	    (!t->clean || graph_known(t, c, t->last_graph.graph.graph))) {
+		uint64_t ud = tk->user_data;
+
+		if (t->graph_burst)
+			t->graph_burst--;
+		*tk = t->last_graph;
+		tk->user_data = ud;
+		return;
+	}
+	tk->op = SNPU_OP_GRAPH;
+	tk->graph.graph = pick_handle(t, r, c, K_GRAPH, &idx);
+	if (idx >= 0) {
+		lock(t, c);
+		g = C(t, c)->graphs[idx];
+		unlock(t, c);
+	} else {
+		for (i = 0; i < g.slots; i++)
+			g.slot_bytes[i] = 4096;
+		g.scratch_bytes = pct(r, 50) ? 4096 : 0;
+	}
+	for (i = 0; i < g.slots; i++)
+		tk->graph.slots[i] = pick_bound(t, r, c, g.slot_bytes[i]);
+	if (g.scratch_bytes)
+		tk->graph.scratch = pick_bound(t, r, c, g.scratch_bytes);
+	if (!t->clean && pct(r, 5))
+		tk->graph.slots[rn(r, SNPU_GRAPH_MAX_SLOTS)] =
+			pick_bound(t, r, c, 4);
+	if (!t->clean && pct(r, 5))
+		tk->graph.scratch = pick_bound(t, r, c, 4);
+	t->last_graph = *tk;
+	t->last_graph_ctx = c;
+	/* Often the next tasks of this file launch it again, back to back. */
+	t->graph_burst = pct(r, 50) ? rn(r, 6) : 0;
+}
+
+/* Does ctx @c have a live graph (for a launch in a clean batch)? */
+static bool graph_live(struct fzt *t, struct rng *r, int c)
+{
+	uint32_t h;
+
+	return find_obj(t, r, c, K_GRAPH, ST_LIVE, &h, NULL);
+}
+
+/*
  * A real task for ctx @c: an op with its arguments taken from the tables,
  * sometimes with one field mutated. @cheap: for big batches, tasks that
  * cost next to nothing.
@@ -1895,7 +2028,11 @@ static void gen_task(struct fzt *t, struct rng *r, int c,
 	memset(tk, 0, sizeof(*tk));
 	tk->stream = pick_handle(t, r, c, K_STREAM, NULL);
 	tk->user_data = rnd(r);
-	if (cheap && p < 60) {
+	if (t->fz->caps & SNPU_CAP_GRAPHS && !cheap &&
+	    ((t->graph_burst && t->last_graph_ctx == c) || pct(r, 10)) &&
+	    (!t->clean || graph_live(t, r, c))) {
+		gen_graph_task(t, r, c, tk);
+	} else if (cheap && p < 60) {
 		tk->op = SNPU_OP_LAUNCH;
 		tk->launch.kernel = pct(r, 80) ? SNPU_KERNEL_NOP :
 			SNPU_KERNEL_FAIL;
@@ -2611,6 +2748,253 @@ static void op_event_elapsed(struct fzt *t, struct rng *r, int c)
 	a.elapsed.start = pick_handle(t, r, c, K_EVENT, NULL);
 	a.elapsed.end = pick_handle(t, r, c, K_EVENT, NULL);
 	fz_ioctl(t, r, c, C_EVENT_ELAPSED, &a, 0);
+}
+
+/* ---- graphs (ABI 0.7) ------------------------------------------------------ */
+
+static void op_graph_destroy(struct fzt *t, struct rng *r, int c)
+{
+	union fz_arg a;
+
+	memset(&a, 0, sizeof(a));
+	a.handle_op.size = sizeof(a.handle_op);
+	a.handle_op.handle = pick_handle(t, r, c, K_GRAPH, NULL);
+	if (!fz_ioctl(t, r, c, C_GRAPH_DESTROY, &a, 0))
+		mark_stale(t, c, K_GRAPH, a.handle_op.handle);
+}
+
+static void graph_add(struct fzt *t, struct rng *r, int c, uint32_t h,
+		      const struct fz_graph *g)
+{
+	struct fz_graph *o;
+
+	lock(t, c);
+	o = free_slot(C(t, c), K_GRAPH, r);
+	if (o) {
+		*o = *g;
+		o->h = h;
+		o->st = ST_LIVE;
+	}
+	unlock(t, c);
+}
+
+/*
+ * Bind device address @i of node @n (value *@v, extent @bytes) to a slot
+ * or the scratch: within them (clean), or anywhere, or of a kind that
+ * does not exist.
+ */
+static void graph_ref(struct fzt *t, struct rng *r, const struct fz_graph *g,
+		      struct snpu_graph_node *n, unsigned int i, __u64 *v,
+		      uint64_t bytes)
+{
+	unsigned int s;
+	uint64_t ext;
+
+	if (!t->clean && pct(r, 10)) {
+		n->ref[i] = pct(r, 50) ? SNPU_GRAPH_REF_SLOT(rn(r, 10)) :
+			(uint32_t)boundary64(r, SNPU_GRAPH_REF_SCRATCH);
+		*v = pct(r, 50) ? rn(r, 8192) : boundary64(r, 4096);
+		return;
+	}
+	if (g->slots && pct(r, 40)) {
+		s = rn(r, g->slots);
+		if (g->slot_bytes[s] < bytes && t->clean)
+			return;
+		n->ref[i] = SNPU_GRAPH_REF_SLOT(s);
+	} else if (g->scratch_bytes && pct(r, 25)) {
+		s = SNPU_GRAPH_MAX_SLOTS;
+		if (g->scratch_bytes < bytes && t->clean)
+			return;
+		n->ref[i] = SNPU_GRAPH_REF_SCRATCH;
+	} else {
+		return;		/* stays a plain address */
+	}
+	ext = s < SNPU_GRAPH_MAX_SLOTS ? g->slot_bytes[s] : g->scratch_bytes;
+	if (ext >= bytes && ext - bytes < (1ULL << 32))
+		*v = 4 * rn(r, (ext - bytes) / 4 + 1);
+	else
+		*v = 4 * rn(r, 2048);
+	if (!t->clean && pct(r, 10))
+		*v += pct(r, 50) ? 4096 : boundary64(r, 0);
+}
+
+/* One node of a graph being made: a task of the generator, rebound. */
+static void graph_node(struct fzt *t, struct rng *r, int c,
+		       const struct fz_graph *g, struct snpu_graph_node *n,
+		       bool cheap)
+{
+	struct snpu_task *tk = &n->task;
+	unsigned int i;
+
+	memset(n, 0, sizeof(*n));
+	gen_task(t, r, c, tk, cheap);
+	if (t->clean || pct(r, 90)) {
+		tk->stream = 0;
+		tk->user_data = 0;
+	}
+	if (t->clean && (tk->op == SNPU_OP_COPY ? tk->copy.dir !=
+			 SNPU_COPY_D2D : tk->op != SNPU_OP_LAUNCH &&
+			 tk->op != SNPU_OP_MEMSET)) {
+		memset(tk, 0, sizeof(*tk));
+		tk->op = SNPU_OP_LAUNCH;
+		tk->launch.kernel = SNPU_KERNEL_NOP;
+		tk->launch.block_dim = 1;
+	}
+	switch (tk->op) {
+	case SNPU_OP_LAUNCH:
+		for (i = 0; i < SNPU_KERNEL_MAX_ARGS; i++)
+			if (tk->launch.args[i].bytes)
+				graph_ref(t, r, g, n, i,
+					  &tk->launch.args[i].value,
+					  tk->launch.args[i].bytes);
+		break;
+	case SNPU_OP_COPY:
+		graph_ref(t, r, g, n, 0, &tk->copy.dst, tk->copy.bytes);
+		graph_ref(t, r, g, n, 1, &tk->copy.src, tk->copy.bytes);
+		break;
+	case SNPU_OP_MEMSET:
+		graph_ref(t, r, g, n, 0, &tk->memset.addr, tk->memset.bytes);
+		break;
+	}
+	if (!t->clean && pct(r, 3))
+		n->ref[rn(r, 6)] = (uint32_t)rnd(r);
+	if (!t->clean && pct(r, 2))
+		n->reserved = 1ULL << rn(r, 64);
+}
+
+/*
+ * GRAPH_CREATE of a random definition: half of them valid as far as the
+ * tables know (the nodes are real tasks, edges point back), the others
+ * with counts, the CSR, slots, references, node size and the arrays'
+ * pointers fuzzed. Created graphs go into the table for launches.
+ */
+static void op_graph_create(struct fzt *t, struct rng *r, int c)
+{
+	char *nodes = t->tasks, *csr = t->scratch;
+	size_t room = TASK_PAGES * PAGE;
+	uint32_t *offs = (uint32_t *)csr;
+	uint32_t *fanin = (uint32_t *)(csr + (64 << 10));
+	uint64_t *sb = (uint64_t *)(csr + (512 << 10));
+	struct snpu_graph_create *gc;
+	bool clean = pct(r, 50);
+	uint32_t n, e = 0, nsz = SNPU_GRAPH_NODE_SIZE, i, j, nslots;
+	struct fz_graph g;
+	union fz_arg a;
+
+	if (table_full(t, r, c, K_GRAPH))
+		return op_graph_destroy(t, r, c);
+	memset(&g, 0, sizeof(g));
+	t->clean = clean;
+	switch (clean ? 0 : rn(r, 12)) {
+	case 1:
+		n = 0;
+		break;
+	case 2:
+		n = SNPU_GRAPH_MAX_NODES + rn(r, 2);
+		break;
+	case 3:
+		n = 64 + rn(r, 448);
+		break;
+	default:
+		n = 1 + rn(r, pct(r, 80) ? 8 : 64);
+		break;
+	}
+	switch (clean ? 0 : rn(r, 10)) {
+	case 1:
+		nsz = SNPU_GRAPH_NODE_SIZE - 8 * (1 + rn(r, 4));
+		break;
+	case 2:
+		nsz = SNPU_GRAPH_NODE_SIZE + 8 * (1 + rn(r, 4));
+		break;
+	case 3:
+		nsz = rn(r, 2) ? 0 : SNPU_TASK_SIZE;
+		break;
+	default:
+		break;
+	}
+	/* One past the limit sometimes; the table keeps at most the limit. */
+	nslots = clean ? rn(r, 4) : rn(r, SNPU_GRAPH_MAX_SLOTS + 2);
+	g.slots = nslots < SNPU_GRAPH_MAX_SLOTS ? nslots :
+		SNPU_GRAPH_MAX_SLOTS;
+	for (i = 0; i < nslots; i++) {
+		sb[i] = clean || pct(r, 85) ? 64 * (1 + rn(r, 64)) :
+			pct(r, 50) ? 0 : boundary64(r, 1ULL << 20);
+		if (i < SNPU_GRAPH_MAX_SLOTS)
+			g.slot_bytes[i] = sb[i];
+	}
+	g.scratch_bytes = pct(r, 50) ? 0 : clean || pct(r, 90) ?
+		64 * (1 + rn(r, 64)) : boundary64(r, 4096);
+
+	/*
+	 * The nodes: the first 512 that fit made, the rest of the array
+	 * left as it is (a refusal is what such a count gets anyway).
+	 */
+	offs[0] = 0;
+	for (i = 0; i < n; i++) {
+		struct snpu_graph_node nd;
+
+		if ((size_t)(i + 1) * (nsz ?: 1) <= room && i < 512) {
+			graph_node(t, r, c, &g, &nd, n > 8);
+			memcpy(nodes + (size_t)i * nsz, &nd,
+			       nsz < sizeof(nd) ? nsz : sizeof(nd));
+			if (nsz > sizeof(nd))
+				memset(nodes + (size_t)i * nsz + sizeof(nd),
+				       0, nsz - sizeof(nd));
+			if (nsz > sizeof(nd) && !clean && pct(r, 5))
+				nodes[(size_t)i * nsz + sizeof(nd) +
+				      rn(r, nsz - sizeof(nd))] = 1;
+		}
+		/* Edges to earlier nodes; the fuzzed ones anywhere. */
+		for (j = 0; j < i && e < (60 << 10) / 4 && i < 512; j++)
+			if (pct(r, n > 16 ? 2 : 25))
+				fanin[e++] = j;
+		if (!clean && e && pct(r, 3))
+			fanin[e - 1] = pct(r, 50) ? i + rn(r, 3) :
+				(uint32_t)rnd(r);
+		if (!clean && e > 1 && pct(r, 2))
+			fanin[e - 1] = fanin[e - 2];
+		if (i < 4096)
+			offs[i + 1] = e;
+	}
+	if (!clean && pct(r, 10))
+		offs[rn(r, n < 4096 ? n + 1 : 4097)] = (uint32_t)rnd(r) %
+			(e + 2);
+
+	memset(&a, 0, sizeof(a));
+	gc = &a.graph_create;
+	gc->size = sizeof(*gc);
+	gc->nodes_count = n;
+	gc->edges_count = e;
+	gc->slots_count = nslots;
+	gc->node_size = nsz;
+	gc->nodes = (uintptr_t)nodes;
+	gc->fanin_offsets = (uintptr_t)offs;
+	gc->fanin = e || pct(r, 50) ? (uintptr_t)fanin : 0;
+	gc->slot_bytes = nslots || pct(r, 50) ? (uintptr_t)sb : 0;
+	gc->scratch_bytes = g.scratch_bytes;
+	if (!clean) {
+		if (pct(r, 5))
+			gc->edges_count = pct(r, 50) ? e + 1 :
+				SNPU_GRAPH_MAX_EDGES + rn(r, 2);
+		if (pct(r, 5))
+			gc->nodes = pick_uptr(t, r, (uint64_t)n * nsz);
+		if (pct(r, 4))
+			gc->fanin_offsets = pick_uptr(t, r, 4ULL * (n + 1));
+		if (pct(r, 4))
+			gc->fanin = pick_uptr(t, r, 4ULL * e);
+		if (pct(r, 4))
+			gc->slot_bytes = pick_uptr(t, r, 8ULL * g.slots);
+		if (pct(r, 4))	/* ends in the guard page */
+			gc->nodes = (uintptr_t)(nodes + room -
+						(uint64_t)n * nsz / 2);
+	}
+	gc->graph = (uint32_t)rnd(r);	/* output only: any value */
+	t->clean = false;
+	if (fz_ioctl(t, r, c, C_GRAPH_CREATE, &a, clean ? F_NOMUTATE : F_LIGHT))
+		return;
+	if (!a.graph_create.graph)
+		fz_fail(t, "GRAPH_CREATE: success with handle 0");
+	graph_add(t, r, c, a.graph_create.graph, &g);
 }
 
 /* SUBMIT of a batch of real tasks, some mutated, in odd places. */
@@ -3329,6 +3713,12 @@ static void op_modifying(struct fzt *t, struct rng *r, int c)
 	case 4:
 		op_event_create(t, r, c);
 		break;
+	case 7:
+		if (t->fz->caps & SNPU_CAP_GRAPHS)
+			op_graph_create(t, r, c);
+		else
+			op_attached_get(t, r, c);
+		break;
 	case 5:
 		op_host_alloc(t, r, c);
 		break;
@@ -3742,6 +4132,9 @@ static void ctx_forget(struct fz_ctx *x)
 	for (i = 0; i < NALLOCS; i++)
 		if (x->allocs[i].st == ST_LIVE)
 			x->allocs[i].st = ST_STALE;
+	for (i = 0; i < NGRAPHS; i++)
+		if (x->graphs[i].st == ST_LIVE)
+			x->graphs[i].st = ST_STALE;
 	x->ncookies = 0;
 	x->ring_set = false;
 	x->gen++;
@@ -3849,7 +4242,7 @@ enum {
 	OP_RING_MAP, OP_RING_PUSH, OP_RING_SCRIBBLE, OP_RING_REAP, OP_ENTER,
 	OP_OWNER_CREATE, OP_OWNER_DESTROY, OP_ATTACHED_GET, OP_MUNMAP,
 	OP_POOL_REMAP, OP_REOPEN, OP_POLL, OP_BIG, OP_BAD_NR, OP_SNAPSHOT,
-	OP_STATE_MAP, OP_MAP_VM,
+	OP_STATE_MAP, OP_MAP_VM, OP_GRAPH_CREATE, OP_GRAPH_DESTROY,
 	OP_COUNT
 };
 
@@ -3873,6 +4266,7 @@ static const uint16_t weights[MODE_COUNT][OP_COUNT] = {
 		[OP_ATTACHED_GET] = 25, [OP_MUNMAP] = 10, [OP_POOL_REMAP] = 3,
 		[OP_REOPEN] = 3, [OP_POLL] = 4, [OP_BIG] = 1, [OP_BAD_NR] = 8,
 		[OP_SNAPSHOT] = 12, [OP_STATE_MAP] = 3, [OP_MAP_VM] = 6,
+		[OP_GRAPH_CREATE] = 30, [OP_GRAPH_DESTROY] = 10,
 	},
 	[MODE_THREADS] = {
 		[OP_GET_INFO] = 5, [OP_CTX_QUERY] = 10, [OP_MEM_ALLOC] = 50,
@@ -3892,6 +4286,7 @@ static const uint16_t weights[MODE_COUNT][OP_COUNT] = {
 		[OP_ATTACHED_GET] = 25, [OP_MUNMAP] = 12, [OP_POOL_REMAP] = 3,
 		[OP_REOPEN] = 5, [OP_POLL] = 4, [OP_BIG] = 0, [OP_BAD_NR] = 4,
 		[OP_SNAPSHOT] = 12, [OP_STATE_MAP] = 3, [OP_MAP_VM] = 5,
+		[OP_GRAPH_CREATE] = 30, [OP_GRAPH_DESTROY] = 15,
 	},
 	[MODE_RINGS] = {
 		[OP_GET_INFO] = 2, [OP_CTX_QUERY] = 5, [OP_MEM_ALLOC] = 30,
@@ -3911,6 +4306,7 @@ static const uint16_t weights[MODE_COUNT][OP_COUNT] = {
 		[OP_ATTACHED_GET] = 10, [OP_MUNMAP] = 35, [OP_POOL_REMAP] = 2,
 		[OP_REOPEN] = 12, [OP_POLL] = 3, [OP_BIG] = 0, [OP_BAD_NR] = 2,
 		[OP_SNAPSHOT] = 8, [OP_STATE_MAP] = 2, [OP_MAP_VM] = 12,
+		[OP_GRAPH_CREATE] = 15, [OP_GRAPH_DESTROY] = 5,
 	},
 };
 
@@ -4094,6 +4490,12 @@ static void run_op(struct fzt *t, struct rng *r)
 		break;
 	case OP_STATE_MAP:
 		op_state_map(t, r, c);
+		break;
+	case OP_GRAPH_CREATE:
+		op_graph_create(t, r, c);
+		break;
+	case OP_GRAPH_DESTROY:
+		op_graph_destroy(t, r, c);
 		break;
 	default:
 		op_bad_nr(t, r, c);
