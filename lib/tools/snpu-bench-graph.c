@@ -4,9 +4,10 @@
  * tasks submitted one by one through the command queue in the same run,
  * and the effect of stitching back-to-back launches.
  *
- *   snpu-bench-graph [-d N] [-r ROUNDS] [-n NODES] [-l LAUNCHES]
+ *   snpu-bench-graph [-d N] [-r ROUNDS] [-n NODES] [-l LAUNCHES] [-b BYTES]
  *
- * NODES a multiple of 512, LAUNCHES even.
+ * NODES a multiple of 512, LAUNCHES even; BYTES (default 4096) replaces
+ * the 4 KiB of every region below.
  *
  * node: graphs of 8, 64 and 512 nodes in min(8, nodes) parallel chains.
  *       Each node writes its own 4 KiB region: the first of a chain FILLs
@@ -28,7 +29,9 @@
  *       rounds' ratios (the two run in alternating order). The results
  *       are checked once for each size and transport before timing.
  *       Then the same with NOP launches (no work, no arguments; the same
- *       edges): a synthetic row, the bare cost of the task path.
+ *       edges): a synthetic row, the bare cost of the task path. Beside
+ *       them, the kernels' own cost: ns per region of one ADD_I32 launch
+ *       over NODES regions at once ("work").
  * stitch: LAUNCHES (default 100) back-to-back launches, one
  *       SNPU_IOC_SUBMIT, then one synchronize, of graphs whose
  *       consecutive launches are independent but for node i against node
@@ -58,14 +61,16 @@
 #include "bench.h"
 
 #define ARRAY_SIZE(a)	(sizeof(a) / sizeof((a)[0]))
-#define REGION		4096u
-#define WORDS		(REGION / 4)
+#define WORDS		(region / 4)
 #define MAX_CHAINS	8
 #define RING_ENTRIES	256
 #define RING_BATCH	32
 #define ONES		0			/* offset of the ones in slot 0 */
-#define SEEDS		REGION			/* 8 seeds, one per chain */
-#define DATA		((1 + MAX_CHAINS) * REGION)	/* the nodes' regions */
+#define SEEDS		region			/* 8 seeds, one per chain */
+#define DATA		((1 + MAX_CHAINS) * (uint64_t)region)	/* the nodes' */
+
+/* Bytes each node writes (-b): 4 KiB unless told. */
+static unsigned int region = 4096;
 
 static void die(const char *what, int err)
 {
@@ -126,14 +131,14 @@ static void node_task(struct snpu_task *t, enum work w, int first,
 		return;
 	}
 	if (w == WORK_CHAIN && first) {
-		a[0] = snpu_arg_buf(base + dst, REGION);
+		a[0] = snpu_arg_buf(base + dst, region);
 		a[1] = snpu_arg_u64(pattern(chain));
 		snpu_prep_launch(t, 0, SNPU_KERNEL_FILL, 1, a, 2);
 		return;
 	}
-	a[0] = snpu_arg_buf(base + dst, REGION);
-	a[1] = snpu_arg_buf(base + src, REGION);
-	a[2] = snpu_arg_buf(base + ONES, REGION);
+	a[0] = snpu_arg_buf(base + dst, region);
+	a[1] = snpu_arg_buf(base + src, region);
+	a[2] = snpu_arg_buf(base + ONES, region);
 	snpu_prep_launch(t, 0, SNPU_KERNEL_ADD_I32, 1, a, 3);
 }
 
@@ -190,7 +195,7 @@ static void bgraph_init(struct snpu_device *dev, struct bgraph *g,
 	g->expect = zalloc(n, sizeof(*g->expect));
 	g->fanin_offsets = zalloc(n + 1, sizeof(uint32_t));
 	g->fanin = zalloc(n, sizeof(uint32_t));
-	g->slot_bytes = DATA + (uint64_t)n * REGION;
+	g->slot_bytes = DATA + (uint64_t)n * region;
 
 	ret = snpu_mem_alloc(dev, g->slot_bytes, 0, 0, &g->base);
 	if (ret)
@@ -210,9 +215,9 @@ static void bgraph_init(struct snpu_device *dev, struct bgraph *g,
 	for (j = 0; j < maxlen; j++) {
 		for (c = 0; c < chains; c++) {
 			struct snpu_graph_node *node = &g->nodes[i];
-			uint64_t dst = DATA + (uint64_t)i * REGION;
-			uint64_t src = w == WORK_INDEP ? SEEDS + c * REGION :
-				       DATA + (uint64_t)last[c] * REGION;
+			uint64_t dst = DATA + (uint64_t)i * region;
+			uint64_t src = w == WORK_INDEP ? SEEDS + c * region :
+				       DATA + (uint64_t)last[c] * region;
 
 			if (j >= len[c])
 				continue;
@@ -282,12 +287,12 @@ static void bgraph_clear(struct snpu_device *dev, const struct bgraph *g)
 static void bgraph_check(struct snpu_device *dev, const struct bgraph *g,
 			 const char *how)
 {
-	uint32_t *buf = zalloc(g->n, REGION);
+	uint32_t *buf = zalloc(g->n, region);
 	unsigned int i, k;
 	int ret;
 
 	ret = snpu_memcpy_d2h(dev, buf, g->base + DATA,
-			      (size_t)g->n * REGION);
+			      (size_t)g->n * region);
 	if (ret)
 		die("memcpy d2h", ret);
 	for (i = 0; i < g->n; i++)
@@ -492,6 +497,52 @@ static void node_row(struct snpu_device *dev, struct snpu_ring *ring,
 	bgraph_fini(dev, &g);
 }
 
+/*
+ * The kernels' own cost: ns per region of one ADD_I32 launch (block_dim
+ * 1) over @total regions at once (fewer if one block may not do that
+ * much), median of @rounds, so that the cost of a node can be split into
+ * its work and its trip through the task path.
+ */
+static uint64_t work_floor(struct snpu_device *dev, uint32_t stream,
+			   unsigned int rounds, unsigned int total)
+{
+	uint64_t *v = zalloc(rounds, sizeof(*v));
+	uint64_t bytes, addr, t0;
+
+	if ((uint64_t)total * WORDS > SNPU_KERNEL_BLOCK_WORK_MAX)
+		total = SNPU_KERNEL_BLOCK_WORK_MAX / WORDS;
+	bytes = (uint64_t)total * region;
+	struct snpu_kernel_arg a[3];
+	struct snpu_task t;
+	unsigned int r;
+	int ret;
+
+	ret = snpu_mem_alloc(dev, bytes, 0, 0, &addr);
+	if (ret)
+		die("mem alloc", ret);
+	ret = snpu_memset(dev, addr, 0, bytes);
+	if (ret)
+		die("memset", ret);
+	a[0] = snpu_arg_buf(addr, bytes);
+	a[1] = snpu_arg_buf(addr, bytes);
+	a[2] = snpu_arg_buf(addr, bytes);
+	snpu_prep_launch(&t, stream, SNPU_KERNEL_ADD_I32, 1, a, 3);
+	for (r = 0; r < rounds; r++) {
+		t0 = now_ns();
+		ret = snpu_submit(dev, &t, 1, NULL);
+		if (ret)
+			die("submit", ret);
+		ret = snpu_stream_synchronize(dev, stream, -1);
+		if (ret)
+			die("synchronize", ret);
+		v[r] = (now_ns() - t0) / total;
+	}
+	t0 = median(v, rounds);
+	free(v);
+	snpu_mem_free(dev, addr);
+	return t0;
+}
+
 static void node_bench(unsigned int index, unsigned int rounds,
 		       unsigned int total)
 {
@@ -520,7 +571,11 @@ static void node_bench(unsigned int index, unsigned int rounds,
 	printf("  graph: launches through the same SQ; ioctl: one launch per SNPU_IOC_SUBMIT\n");
 	printf("  lat: ns from submit to the last completion of one graph's worth\n");
 	printf("  x: median of the rounds' ratios to ring\n");
-	printf("  real: 4 KiB FILL / ADD_I32 chains; nop: NOP launches (synthetic)\n");
+	printf("  real: FILL / ADD_I32 chains of %u bytes a node; nop: NOP launches (synthetic)\n",
+	       region);
+	printf("  work: %llu ns per %u bytes in one ADD_I32 launch of many regions\n",
+	       (unsigned long long)work_floor(dev, stream, rounds, total),
+	       region);
 	printf("%-5s %5s %6s %9s %9s %7s %9s %7s %11s %11s %7s\n",
 	       "work", "nodes", "chains", "ring", "graph", "x ring",
 	       "ioctl", "x ring", "ring lat", "graph lat", "x");
@@ -658,7 +713,8 @@ static void stitch_bench(unsigned int index, unsigned int rounds,
 	printf("stitch: %u launches in one SNPU_IOC_SUBMIT, then one synchronize\n",
 	       launches);
 	printf("  us per run, medians of %u rounds\n", rounds);
-	printf("  nodes: ADD_I32 of read-only 4 KiB regions into their own: node i\n");
+	printf("  nodes: ADD_I32 of read-only %u-byte regions into their own: node i\n",
+	       region);
 	printf("  conflicts only with node i of the launch before\n");
 	printf("  stitched: one graph; unstitched: two graphs of the same definition\n");
 	printf("  alternated (B A B A); x: median of the rounds' ratios\n");
@@ -682,8 +738,11 @@ int main(int argc, char **argv)
 	struct snpu_info info;
 	int opt, ret;
 
-	while ((opt = getopt(argc, argv, "d:r:n:l:h")) != -1) {
+	while ((opt = getopt(argc, argv, "d:r:n:l:b:h")) != -1) {
 		switch (opt) {
+		case 'b':
+			region = strtoul(optarg, NULL, 10);
+			break;
 		case 'd':
 			index = strtoul(optarg, NULL, 10);
 			break;
@@ -699,13 +758,16 @@ int main(int argc, char **argv)
 		default:
 			fprintf(stderr, "usage: %s [-d N] [-r ROUNDS] [-n NODES] [-l LAUNCHES]\n",
 				argv[0]);
+			fprintf(stderr, "       [-b BYTES]\n");
 			return opt == 'h' ? 0 : 2;
 		}
 	}
 	if (!rounds || !total || total % 512 || launches < 2 || launches % 2 ||
-	    launches > SNPU_SUBMIT_MAX) {
+	    launches > SNPU_SUBMIT_MAX || !region || region % 4 ||
+	    region > 65536) {
 		fprintf(stderr, "snpu-bench-graph: ROUNDS > 0, NODES a multiple of 512,\n");
-		fprintf(stderr, "  LAUNCHES even, 2..%d\n", SNPU_SUBMIT_MAX);
+		fprintf(stderr, "  LAUNCHES even, 2..%d, BYTES a multiple of 4 up to 65536\n",
+			SNPU_SUBMIT_MAX);
 		return 2;
 	}
 	ret = snpu_open(index, 0, &dev);
