@@ -8,7 +8,7 @@
 #include <linux/poll.h>
 #include <linux/slab.h>
 
-#include "snpu.h"
+#include "graph.h"
 
 /* Each context gets its own window of device addresses. */
 #define SNPU_VA_BASE		BIT_ULL(44)
@@ -267,6 +267,7 @@ static int snpu_release(struct inode *inode, struct file *file)
 	struct snpu_stream *s;
 	struct snpu_event *e;
 	struct snpu_host *h;
+	struct snpu_graph *g;
 	unsigned long index;
 
 	mutex_lock(&ctx->sdev->ctx_lock);
@@ -301,6 +302,10 @@ static int snpu_release(struct inode *inode, struct file *file)
 		case SNPU_OBJ_HOST:
 			h = container_of(obj, struct snpu_host, obj);
 			snpu_host_destroy_locked(ctx, h);
+			break;
+		case SNPU_OBJ_GRAPH:
+			g = container_of(obj, struct snpu_graph, obj);
+			snpu_graph_destroy_locked(ctx, g);
 			break;
 		}
 	}

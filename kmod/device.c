@@ -174,6 +174,7 @@ struct snpu_device *snpu_device_create(unsigned int index,
 	sdev->debugfs = debugfs_create_dir(sdev->name, debugfs);
 	debugfs_create_file("reset", 0200, sdev->debugfs, sdev,
 			    &snpu_reset_fops);
+	snpu_graph_debugfs(sdev);
 	return sdev;
 }
 

@@ -14,7 +14,7 @@
 #include <linux/shmem_fs.h>
 #include <linux/slab.h>
 
-#include "snpu.h"
+#include "graph.h"
 
 enum snpu_rec_type {
 	SNPU_REC_CTX = 1,
@@ -23,6 +23,7 @@ enum snpu_rec_type {
 	SNPU_REC_EVENT,
 	SNPU_REC_OWNER,
 	SNPU_REC_HOST,
+	SNPU_REC_GRAPH,
 	SNPU_REC_END,
 };
 
@@ -32,7 +33,8 @@ enum snpu_rec_type {
  * @handle: the object's handle
  * @id: CTX: the context's id
  * @addr: MEM: device address; HOST: user address
- * @bytes: MEM, HOST: size; MEM: that many bytes follow the record
+ * @bytes: MEM, HOST: size; MEM: that many bytes follow the record;
+ *         GRAPH: the number of nodes
  * @priority: STREAM, OWNER: SNPU_PRIO_*
  * @owner: STREAM: the owner's handle of an attached stream, else 0
  * @key: STREAM: an attached stream's key
@@ -103,6 +105,10 @@ static bool snpu_obj_rec(struct snpu_object *obj, struct snpu_rec *r)
 		r->type = SNPU_REC_HOST;
 		r->addr = h->uaddr;
 		r->bytes = h->bytes;
+		return true;
+	case SNPU_OBJ_GRAPH:
+		r->type = SNPU_REC_GRAPH;
+		r->bytes = container_of(obj, struct snpu_graph, obj)->nodes;
 		return true;
 	}
 	return false;
@@ -311,6 +317,12 @@ static int snpu_image_restore_rec(struct snpu_context *ctx,
 		return obj && obj->type == SNPU_OBJ_OWNER ? 0 : -ESTALE;
 	case SNPU_REC_HOST:
 		return obj && obj->type == SNPU_OBJ_HOST ? 0 : -ESTALE;
+	case SNPU_REC_GRAPH:
+		/* A definition never changes: the same handle, the same graph. */
+		if (!obj || obj->type != SNPU_OBJ_GRAPH ||
+		    container_of(obj, struct snpu_graph, obj)->nodes != r->bytes)
+			return -ESTALE;
+		return 0;
 	}
 	return -EIO;
 }

@@ -182,6 +182,10 @@ static const struct snpu_ioc_desc snpu_ioc_table[] = {
 		 snpu_ioc_bg_unregister),
 	SNPU_IOC(BG_PARK, SNAPSHOT, snpu_snapshot, 0,
 		 snpu_ioc_bg_park),
+	SNPU_IOC_MOD(GRAPH_CREATE, GRAPH_CREATE, snpu_graph_create, 0,
+		     snpu_ioc_graph_create),
+	SNPU_IOC_MOD(GRAPH_DESTROY, HANDLE_OP, snpu_handle_op, 0,
+		     snpu_ioc_graph_destroy),
 	/* No argument: the syscall floor for benchmarks. */
 	[_IOC_NR(SNPU_IOC_NOP)] = { SNPU_IOC_NOP, 0, 0, 0, false, snpu_ioc_nop },
 };

@@ -41,6 +41,8 @@ static struct snpu_job *snpu_pool_chunk(struct snpu_context *ctx, u32 base,
 
 		job->ctx = ctx;
 		job->index = base + i;
+		job->work.job = job;
+		INIT_LIST_HEAD(&job->work.node);
 		INIT_LIST_HEAD(&job->waiters);
 		INIT_LIST_HEAD(&job->wait_node);
 		INIT_LIST_HEAD(&job->ov_node);
@@ -173,6 +175,8 @@ static void snpu_job_release(struct snpu_job *job)
 	if (job->host)
 		snpu_host_put_deferred(job->host);
 	job->host = NULL;
+	if (job->ginst)
+		snpu_graph_put_job(job);
 }
 
 /*
@@ -193,17 +197,23 @@ static void snpu_job_ready_locked(struct snpu_context *ctx,
 		return;
 	}
 	job->state = SNPU_JOB_READY;
+	if (job->op == SNPU_OP_GRAPH)
+		snpu_graph_start_locked(ctx, job);
 	list_add_tail(&job->node, todo);
 }
 
-/*
- * Complete one job: record the result, advance the stream, resolve the
- * successors (the ones that become ready go to @todo) and wake waiters.
- * Called without locks; the job's context stays valid until the job is
- * no longer counted in flight, which is the last thing done here.
+/**
+ * snpu_job_finish() - complete one job
+ * @job: the job
+ * @error: 0 or -errno
+ * @todo: gets the successors that become ready
+ *
+ * Records the result, advances the stream, resolves the successors and
+ * wakes waiters. Called without locks; the job's context stays valid
+ * until the job is no longer counted in flight, which is the last thing
+ * done here.
  */
-static void snpu_job_finish(struct snpu_job *job, int error,
-			    struct list_head *todo)
+void snpu_job_finish(struct snpu_job *job, int error, struct list_head *todo)
 {
 	struct snpu_context *ctx = job->ctx;
 	struct snpu_stream *s = job->stream;
@@ -221,7 +231,9 @@ static void snpu_job_finish(struct snpu_job *job, int error,
 	if (s->tail == job)
 		s->tail = NULL;
 	if (job->next) {
-		if (!--job->next->pending)
+		if (job->next->stitched)
+			snpu_graph_unstitch_locked(job->next, todo);
+		else if (!--job->next->pending)
 			snpu_job_ready_locked(ctx, job->next, todo);
 		job->next = NULL;
 	}
@@ -285,8 +297,13 @@ void snpu_stream_fail_locked(struct snpu_context *ctx, struct snpu_stream *s,
 
 /* A ready job (see snpu_job_ready_locked()): run it or finish it. */
 static void snpu_job_dispatch(struct snpu_job *job, struct list_head *todo,
-			      struct snpu_job **handoff)
+			      struct snpu_work **handoff)
 {
+	/* A cancelled launch still runs its nodes down: see graph.c. */
+	if (job->op == SNPU_OP_GRAPH) {
+		snpu_graph_dispatch(job, todo, handoff);
+		return;
+	}
 	if (job->cancel) {
 		snpu_job_finish(job, -ECANCELED, todo);
 		return;
@@ -294,12 +311,12 @@ static void snpu_job_dispatch(struct snpu_job *job, struct list_head *todo,
 	switch (job->op) {
 	case SNPU_OP_LAUNCH:
 		/* A kernel that does nothing needs no core. */
-		if (job->launch.kernel == SNPU_KERNEL_NOP)
+		if (job->work.launch.kernel == SNPU_KERNEL_NOP)
 			break;
 		fallthrough;
 	case SNPU_OP_COPY:
 	case SNPU_OP_MEMSET:
-		if (snpu_sched_ready(job, handoff))
+		if (snpu_sched_ready(&job->work, handoff))
 			return;
 		/* Its context is closing: no core for it. */
 		snpu_job_finish(job, -ECANCELED, todo);
@@ -309,8 +326,12 @@ static void snpu_job_dispatch(struct snpu_job *job, struct list_head *todo,
 	snpu_job_finish(job, 0, todo);
 }
 
-static void snpu_job_run_todo(struct list_head *todo,
-			      struct snpu_job **handoff)
+/**
+ * snpu_jobs_run_handoff() - dispatch jobs that became ready
+ * @todo: the jobs; emptied
+ * @handoff: see snpu_sched_ready()
+ */
+void snpu_jobs_run_handoff(struct list_head *todo, struct snpu_work **handoff)
 {
 	struct snpu_job *job;
 
@@ -327,7 +348,7 @@ static void snpu_job_run_todo(struct list_head *todo,
  */
 void snpu_jobs_run(struct list_head *todo)
 {
-	snpu_job_run_todo(todo, NULL);
+	snpu_jobs_run_handoff(todo, NULL);
 }
 
 /**
@@ -341,12 +362,12 @@ void snpu_jobs_run(struct list_head *todo)
  * recursion however long the chain of immediately complete jobs.
  */
 void snpu_job_complete(struct snpu_job *job, int error,
-		       struct snpu_job **handoff)
+		       struct snpu_work **handoff)
 {
 	LIST_HEAD(todo);
 
 	snpu_job_finish(job, error, &todo);
-	snpu_job_run_todo(&todo, handoff);
+	snpu_jobs_run_handoff(&todo, handoff);
 }
 
 /* Resolve a copy's device and host sides. */
@@ -383,9 +404,9 @@ static int snpu_job_prepare_copy(struct snpu_context *ctx,
 	}
 	if (ret)
 		return ret;
-	job->copy.dst = dst;
-	job->copy.src = src;
-	job->copy.bytes = bytes;
+	job->work.copy.dst = dst;
+	job->work.copy.src = src;
+	job->work.copy.bytes = bytes;
 	return 0;
 }
 
@@ -393,7 +414,7 @@ static int snpu_job_prepare_launch(struct snpu_context *ctx,
 				   struct snpu_job *job,
 				   const struct snpu_task *t)
 {
-	struct snpu_klaunch *l = &job->launch;
+	struct snpu_klaunch *l = &job->work.launch;
 	u32 buffers = snpu_kernel_buffers(t->launch.kernel);
 	unsigned int i;
 	int ret;
@@ -416,7 +437,7 @@ static int snpu_job_prepare_launch(struct snpu_context *ctx,
 		if (ret)
 			return ret;
 	}
-	job->nblocks = l->block_dim;
+	job->work.nblocks = l->block_dim;
 	return 0;
 }
 
@@ -455,8 +476,9 @@ int snpu_job_prepare_locked(struct snpu_context *ctx, struct snpu_job *job,
 	job->stream = s;
 	job->stream_handle = s->obj.handle;
 	job->op = t->op;
+	job->work.op = t->op;
 	job->user_data = t->user_data;
-	job->nblocks = 1;
+	job->work.nblocks = 1;
 
 	switch (t->op) {
 	case SNPU_OP_LAUNCH:
@@ -464,12 +486,12 @@ int snpu_job_prepare_locked(struct snpu_context *ctx, struct snpu_job *job,
 	case SNPU_OP_COPY:
 		return snpu_job_prepare_copy(ctx, job, t);
 	case SNPU_OP_MEMSET:
-		job->copy.bytes = t->memset.bytes;
-		job->copy.value = t->memset.value;
-		job->copy.src = NULL;
+		job->work.copy.bytes = t->memset.bytes;
+		job->work.copy.value = t->memset.value;
+		job->work.copy.src = NULL;
 		return snpu_mem_resolve_locked(ctx, t->memset.addr,
 					       t->memset.bytes, &job->mem[0],
-					       &job->copy.dst);
+					       &job->work.copy.dst);
 	case SNPU_OP_EVENT_RECORD:
 	case SNPU_OP_STREAM_WAIT:
 		e = snpu_event_get_locked(ctx, t->event.event);
@@ -482,6 +504,8 @@ int snpu_job_prepare_locked(struct snpu_context *ctx, struct snpu_job *job,
 			e->batch_recorded = true;
 		job->event = e;
 		return 0;
+	case SNPU_OP_GRAPH:
+		return snpu_graph_prepare_locked(ctx, job, t);
 	default:
 		return 0;
 	}
@@ -517,7 +541,8 @@ static u64 snpu_job_nop_locked(struct snpu_context *ctx,
 	u64 seq;
 
 	lockdep_assert_held(&ctx->sched_lock);
-	if (job->op != SNPU_OP_LAUNCH || job->launch.kernel != SNPU_KERNEL_NOP)
+	if (job->op != SNPU_OP_LAUNCH ||
+	    job->work.launch.kernel != SNPU_KERNEL_NOP)
 		return 0;
 	seq = snpu_stream_nop_locked(ctx, job->stream);
 	if (!seq)
@@ -560,7 +585,11 @@ static u64 snpu_job_commit_locked(struct snpu_context *ctx,
 	job->state = SNPU_JOB_WAITING;
 	if (s->tail) {
 		s->tail->next = job;
-		job->pending++;
+		if (job->op == SNPU_OP_GRAPH &&
+		    snpu_graph_stitch_locked(ctx, s->tail, job))
+			job->stitched = true;
+		else
+			job->pending++;
 	}
 	s->tail = job;
 
@@ -670,6 +699,7 @@ again:
 		job->state = SNPU_JOB_WAITING;
 		job->waited = false;
 		job->cqe = false;
+		job->stitched = false;
 		job->gen++;
 	}
 	spin_unlock(&ctx->sched_lock);
@@ -704,7 +734,7 @@ u64 snpu_jobs_commit(struct snpu_context *ctx, struct list_head *batch)
 	INIT_LIST_HEAD(batch);
 	spin_unlock(&ctx->sched_lock);
 
-	snpu_job_run_todo(&ready, NULL);
+	snpu_jobs_run_handoff(&ready, NULL);
 	return seq;
 }
 

@@ -43,6 +43,14 @@ static unsigned int ctx_tasks = 4096;
 module_param(ctx_tasks, uint, 0444);
 MODULE_PARM_DESC(ctx_tasks, "tasks in flight per context, 1..32768 (default 4096)");
 
+static unsigned int ctx_graphs = 64;
+module_param(ctx_graphs, uint, 0444);
+MODULE_PARM_DESC(ctx_graphs, "graph quota per context, 1..4096 (default 64)");
+
+static unsigned int ctx_graph_mb = 64;
+module_param(ctx_graph_mb, uint, 0444);
+MODULE_PARM_DESC(ctx_graph_mb, "kernel memory of a context's graph definitions and launch instances in MiB, 1..4096 (default 64)");
+
 bool snpu_test_hooks;
 module_param_named(test_hooks, snpu_test_hooks, bool, 0444);
 MODULE_PARM_DESC(test_hooks, "enable the test hooks: kernels SPIN and FAIL, SNPU_IOC_NOP (default off: EOPNOTSUPP)");
@@ -94,6 +102,8 @@ static int __init snpu_init(void)
 		.ctx_streams = ctx_streams,
 		.ctx_events = ctx_events,
 		.ctx_tasks = ctx_tasks,
+		.ctx_graphs = ctx_graphs,
+		.ctx_graph_mb = ctx_graph_mb,
 	};
 	const char *bad = snpu_params_check(&p);
 	unsigned int i;
@@ -109,6 +119,8 @@ static int __init snpu_init(void)
 	snpu_quota.streams = p.ctx_streams;
 	snpu_quota.events = p.ctx_events;
 	snpu_quota.tasks = p.ctx_tasks;
+	snpu_quota.graphs = p.ctx_graphs;
+	snpu_quota.graph_mem = (u64)p.ctx_graph_mb << 20;
 
 	ret = snpu_free_wq_init();
 	if (ret)

@@ -46,31 +46,38 @@ static u64 snpu_deadline(void)
 	return ms ? ktime_get_ns() + (u64)ms * NSEC_PER_MSEC : 0;
 }
 
+/* The priority a work is listed under: its task's stream's. */
+static unsigned int snpu_work_prio(const struct snpu_work *w)
+{
+	return w->job->stream->prio;
+}
+
 /**
- * snpu_sched_ready() - hand a job's blocks to the cores
- * @job: a LAUNCH, COPY or MEMSET job whose predecessors are complete
+ * snpu_sched_ready() - hand a work's blocks to the cores
+ * @w: a LAUNCH, COPY or MEMSET job, or a graph node, whose predecessors
+ *     are complete
  * @handoff: the caller is a core that looks for work right after, or
- *           NULL: a one-block job goes straight to it when nothing else
+ *           NULL: a one-block work goes straight to it when nothing else
  *           is ready (no list, no wake-up); otherwise it takes a block
  *           itself, so one core fewer is woken
  *
- * Return: true, or false when the job's context is closing and its run
- * queues are closed: the caller finishes the job with -ECANCELED.
+ * Return: true, or false when the work's context is closing and its run
+ * queues are closed: the caller finishes it with -ECANCELED.
  */
-bool snpu_sched_ready(struct snpu_job *job, struct snpu_job **handoff)
+bool snpu_sched_ready(struct snpu_work *w, struct snpu_work **handoff)
 {
-	struct snpu_context *ctx = job->ctx;
+	struct snpu_context *ctx = w->job->ctx;
 	struct snpu_device *sdev = ctx->sdev;
-	struct snpu_runq *q = &ctx->runq[job->stream->prio];
+	struct snpu_runq *q = &ctx->runq[snpu_work_prio(w)];
 	unsigned int wake;
 
-	job->next_block = 0;
-	atomic_set(&job->blocks_left, job->nblocks);
-	atomic_set(&job->fail, 0);
+	w->next_block = 0;
+	atomic_set(&w->blocks_left, w->nblocks);
+	atomic_set(&w->fail, 0);
 
-	if (handoff && !*handoff && job->nblocks == 1 && !snpu_ready(sdev)) {
-		job->next_block = 1;
-		*handoff = job;
+	if (handoff && !*handoff && w->nblocks == 1 && !snpu_ready(sdev)) {
+		w->next_block = 1;
+		*handoff = w;
 		return true;
 	}
 
@@ -81,52 +88,67 @@ bool snpu_sched_ready(struct snpu_job *job, struct snpu_job **handoff)
 	}
 	/* A queue that had no work joins the rotation at its back. */
 	if (list_empty(&q->jobs))
-		list_add_tail(&q->node, &sdev->ready[job->stream->prio]);
-	list_add_tail(&job->node, &q->jobs);
+		list_add_tail(&q->node, &sdev->ready[snpu_work_prio(w)]);
+	list_add_tail(&w->node, &q->jobs);
 	spin_unlock(&sdev->ready_lock);
-	/* A core with an empty hand-off slot takes this job's block next. */
-	wake = min(job->nblocks, sdev->cores) - (handoff && !*handoff);
+	/* A core with an empty hand-off slot takes this work's block next. */
+	wake = min(w->nblocks, sdev->cores) - (handoff && !*handoff);
 	if (wake)
 		wake_up_nr(&sdev->ready_wq, wake);
 	return true;
 }
 
 /*
- * Take a listed job's blocks that were not handed out off its run queue.
+ * Take a listed work's blocks that were not handed out off its run queue.
  * Return: how many blocks were taken.
  */
 static u32 snpu_sched_unlist_locked(struct snpu_device *sdev,
-				    struct snpu_runq *q, struct snpu_job *job)
+				    struct snpu_runq *q, struct snpu_work *w)
 {
-	u32 left = job->nblocks - job->next_block;
+	u32 left = w->nblocks - w->next_block;
 
 	lockdep_assert_held(&sdev->ready_lock);
 	if (!left)
 		return 0;
-	job->next_block = job->nblocks;
-	list_del_init(&job->node);
+	w->next_block = w->nblocks;
+	list_del_init(&w->node);
 	if (list_empty(&q->jobs))
 		list_del_init(&q->node);
 	return left;
 }
 
 /*
- * A block of @job failed, was cancelled or timed out: the job's result is
+ * A block of @w failed, was cancelled or timed out: the work's result is
  * decided, so its blocks not handed out yet are dropped instead of each
- * taking a core's turn. The caller runs one block of the job, so this
- * never ends the job.
+ * taking a core's turn. The caller runs one block of the work, so this
+ * never ends the work.
  */
-static void snpu_sched_drop(struct snpu_job *job)
+static void snpu_sched_drop(struct snpu_work *w)
 {
-	struct snpu_device *sdev = job->ctx->sdev;
+	struct snpu_context *ctx = w->job->ctx;
+	struct snpu_device *sdev = ctx->sdev;
 	u32 left;
 
 	spin_lock(&sdev->ready_lock);
-	left = snpu_sched_unlist_locked(sdev, &job->ctx->runq[job->stream->prio],
-					job);
+	left = snpu_sched_unlist_locked(sdev, &ctx->runq[snpu_work_prio(w)], w);
 	spin_unlock(&sdev->ready_lock);
 	if (left)
-		atomic_sub(left, &job->blocks_left);
+		atomic_sub(left, &w->blocks_left);
+}
+
+/**
+ * snpu_work_complete() - a work has run (or was cancelled)
+ * @w: the work
+ * @error: 0 or -errno
+ * @handoff: see snpu_job_complete()
+ */
+void snpu_work_complete(struct snpu_work *w, int error,
+			struct snpu_work **handoff)
+{
+	if (w->gnode)
+		snpu_gnode_complete(w->gnode, error, handoff);
+	else
+		snpu_job_complete(w->job, error, handoff);
 }
 
 /**
@@ -142,7 +164,7 @@ static void snpu_sched_drop(struct snpu_job *job)
 void snpu_sched_cancel(struct snpu_context *ctx)
 {
 	struct snpu_device *sdev = ctx->sdev;
-	struct snpu_job *job, *tmp;
+	struct snpu_work *w, *tmp;
 	LIST_HEAD(done);
 	unsigned int p;
 	u32 left;
@@ -152,19 +174,19 @@ void snpu_sched_cancel(struct snpu_context *ctx)
 	for (p = 0; p < SNPU_NR_PRIO; p++) {
 		struct snpu_runq *q = &ctx->runq[p];
 
-		list_for_each_entry_safe(job, tmp, &q->jobs, node) {
-			left = snpu_sched_unlist_locked(sdev, q, job);
-			atomic_cmpxchg(&job->fail, 0, -ECANCELED);
+		list_for_each_entry_safe(w, tmp, &q->jobs, node) {
+			left = snpu_sched_unlist_locked(sdev, q, w);
+			atomic_cmpxchg(&w->fail, 0, -ECANCELED);
 			/* No block of it on a core: finish it here. */
-			if (atomic_sub_and_test(left, &job->blocks_left))
-				list_add_tail(&job->node, &done);
+			if (atomic_sub_and_test(left, &w->blocks_left))
+				list_add_tail(&w->node, &done);
 		}
 	}
 	spin_unlock(&sdev->ready_lock);
 
-	list_for_each_entry_safe(job, tmp, &done, node) {
-		list_del_init(&job->node);
-		snpu_job_complete(job, atomic_read(&job->fail), NULL);
+	list_for_each_entry_safe(w, tmp, &done, node) {
+		list_del_init(&w->node);
+		snpu_work_complete(w, atomic_read(&w->fail), NULL);
 	}
 }
 
@@ -192,9 +214,9 @@ static bool snpu_core_wake(struct snpu_device *sdev)
  * Take the next block of the first job of the run queue whose turn it is,
  * in the highest priority with work; that queue's turn is then over.
  */
-static struct snpu_job *snpu_pick(struct snpu_device *sdev, u32 *block)
+static struct snpu_work *snpu_pick(struct snpu_device *sdev, u32 *block)
 {
-	struct snpu_job *job = NULL;
+	struct snpu_work *w = NULL;
 	struct snpu_runq *q;
 	unsigned int p;
 
@@ -203,10 +225,10 @@ static struct snpu_job *snpu_pick(struct snpu_device *sdev, u32 *block)
 		if (list_empty(&sdev->ready[p]))
 			continue;
 		q = list_first_entry(&sdev->ready[p], struct snpu_runq, node);
-		job = list_first_entry(&q->jobs, struct snpu_job, node);
-		*block = job->next_block++;
-		if (job->next_block == job->nblocks)
-			list_del_init(&job->node);
+		w = list_first_entry(&q->jobs, struct snpu_work, node);
+		*block = w->next_block++;
+		if (w->next_block == w->nblocks)
+			list_del_init(&w->node);
 		if (list_empty(&q->jobs))
 			list_del_init(&q->node);
 		else
@@ -214,7 +236,7 @@ static struct snpu_job *snpu_pick(struct snpu_device *sdev, u32 *block)
 		break;
 	}
 	spin_unlock(&sdev->ready_lock);
-	return job;
+	return w;
 }
 
 /*
@@ -222,8 +244,10 @@ static struct snpu_job *snpu_pick(struct snpu_device *sdev, u32 *block)
  * file is closing, -ETIMEDOUT past the watchdog's @deadline (0: none),
  * else 0.
  */
-static int snpu_check(struct snpu_job *job, u64 deadline)
+static int snpu_check(struct snpu_work *w, u64 deadline)
 {
+	struct snpu_job *job = w->job;
+
 	if (READ_ONCE(job->ctx->dying) || READ_ONCE(job->stream->error))
 		return -ECANCELED;
 	if (deadline && ktime_get_ns() > deadline)
@@ -231,13 +255,13 @@ static int snpu_check(struct snpu_job *job, u64 deadline)
 	return 0;
 }
 
-static int snpu_spin(struct snpu_job *job, u64 deadline, u64 ns)
+static int snpu_spin(struct snpu_work *w, u64 deadline, u64 ns)
 {
 	u64 end = ktime_get_ns() + ns;
 	int ret;
 
 	while (ktime_get_ns() < end) {
-		ret = snpu_check(job, deadline);
+		ret = snpu_check(w, deadline);
 		if (ret)
 			return ret;
 		cpu_relax();
@@ -247,32 +271,32 @@ static int snpu_spin(struct snpu_job *job, u64 deadline, u64 ns)
 }
 
 /* Copy or set in chunks, checking for cancellation between them. */
-static int snpu_run_copy(struct snpu_job *job, u64 deadline)
+static int snpu_run_copy(struct snpu_work *w, u64 deadline)
 {
 	/* Overlapping ranges copy like memmove: last chunk first if needed. */
-	bool down = job->copy.src && job->copy.dst > job->copy.src;
-	u64 bytes = job->copy.bytes, done, n, off;
+	bool down = w->copy.src && w->copy.dst > w->copy.src;
+	u64 bytes = w->copy.bytes, done, n, off;
 	int ret;
 
 	for (done = 0; done < bytes; done += n) {
-		ret = snpu_check(job, deadline);
+		ret = snpu_check(w, deadline);
 		if (ret)
 			return ret;
 		n = min_t(u64, bytes - done, SNPU_COPY_CHUNK);
 		off = down ? bytes - done - n : done;
-		if (job->copy.src)
-			memmove(job->copy.dst + off, job->copy.src + off, n);
+		if (w->copy.src)
+			memmove(w->copy.dst + off, w->copy.src + off, n);
 		else
-			memset(job->copy.dst + off, job->copy.value, n);
+			memset(w->copy.dst + off, w->copy.value, n);
 		cond_resched();
 	}
 	return 0;
 }
 
 /* One block of a launch, in chunks; f32 chunks in an FPU section each. */
-static int snpu_run_block(struct snpu_job *job, u32 block, u64 deadline)
+static int snpu_run_block(struct snpu_work *w, u32 block, u64 deadline)
 {
-	const struct snpu_klaunch *l = &job->launch;
+	const struct snpu_klaunch *l = &w->launch;
 	bool fpu = snpu_kernel_uses_fpu(l->kernel);
 	u64 begin, end, pos, stop, chunk = snpu_kernel_chunk(l);
 	int ret = 0;
@@ -281,7 +305,7 @@ static int snpu_run_block(struct snpu_job *job, u32 block, u64 deadline)
 	case SNPU_KERNEL_NOP:
 		return 0;
 	case SNPU_KERNEL_SPIN:
-		return snpu_spin(job, deadline, l->scalar[0]);
+		return snpu_spin(w, deadline, l->scalar[0]);
 	case SNPU_KERNEL_FAIL:
 		return -(int)l->scalar[0];
 	}
@@ -289,7 +313,7 @@ static int snpu_run_block(struct snpu_job *job, u32 block, u64 deadline)
 	snpu_kernel_slice(l, block, &begin, &end);
 	pos = begin;
 	do {
-		ret = snpu_check(job, deadline);
+		ret = snpu_check(w, deadline);
 		if (ret)
 			return ret;
 		stop = min_t(u64, end, pos + chunk);
@@ -308,45 +332,45 @@ static int snpu_run_block(struct snpu_job *job, u32 block, u64 deadline)
  * Run one block. The watchdog times the block, from when its core took it:
  * time a job spends waiting for other contexts' turns is not its own.
  */
-static void snpu_run(struct snpu_job *job, u32 block,
-		     struct snpu_job **handoff)
+static void snpu_run(struct snpu_work *w, u32 block,
+		     struct snpu_work **handoff)
 {
 	u64 deadline = snpu_deadline();
 	int ret;
 
-	ret = snpu_check(job, deadline);
-	if (!ret && job->op == SNPU_OP_LAUNCH)
-		ret = snpu_run_block(job, block, deadline);
+	ret = snpu_check(w, deadline);
+	if (!ret && w->op == SNPU_OP_LAUNCH)
+		ret = snpu_run_block(w, block, deadline);
 	else if (!ret)
-		ret = snpu_run_copy(job, deadline);
+		ret = snpu_run_copy(w, deadline);
 	if (ret) {
-		atomic_cmpxchg(&job->fail, 0, ret);
-		snpu_sched_drop(job);
+		atomic_cmpxchg(&w->fail, 0, ret);
+		snpu_sched_drop(w);
 	}
-	if (atomic_dec_and_test(&job->blocks_left))
-		snpu_job_complete(job, atomic_read(&job->fail), handoff);
+	if (atomic_dec_and_test(&w->blocks_left))
+		snpu_work_complete(w, atomic_read(&w->fail), handoff);
 }
 
 static int snpu_core_fn(void *data)
 {
 	struct snpu_device *sdev = data;
-	struct snpu_job *job, *next = NULL;
+	struct snpu_work *w, *next = NULL;
 	u32 block = 0;
 
 	while (!kthread_should_stop()) {
-		/* A job handed over by the last completion runs first. */
-		job = next;
+		/* A work handed over by the last completion runs first. */
+		w = next;
 		next = NULL;
-		if (job)
+		if (w)
 			block = 0;
 		else
-			job = snpu_pick(sdev, &block);
-		if (!job) {
+			w = snpu_pick(sdev, &block);
+		if (!w) {
 			wait_event_interruptible_exclusive(sdev->ready_wq,
 							   snpu_core_wake(sdev));
 			continue;
 		}
-		snpu_run(job, block, &next);
+		snpu_run(w, block, &next);
 		cond_resched();
 	}
 	/* Stopped only with no context left: nothing can be handed over. */

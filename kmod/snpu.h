@@ -85,13 +85,17 @@ extern unsigned int snpu_task_timeout_ms;
  * @streams: streams
  * @events: events
  * @tasks: tasks submitted and not complete
+ * @graphs: graphs
+ * @graph_mem: kernel memory bytes of the graphs (definitions, instances)
  */
 struct snpu_quota {
 	u64 mem;
 	u64 host;
+	u64 graph_mem;
 	u32 streams;
 	u32 events;
 	u32 tasks;
+	u32 graphs;
 };
 
 extern struct snpu_quota snpu_quota;
@@ -102,6 +106,22 @@ extern struct snpu_quota snpu_quota;
  * unless it is set.
  */
 extern bool snpu_test_hooks;
+
+/**
+ * struct snpu_graph_stats - graph counters of a device (debugfs)
+ * @launches: graph launches complete
+ * @stitched: launches stitched to the launch before them
+ * @nodes: nodes of the complete launches
+ * @hazard_visits: hazard-list entries visited
+ * @hazard_invalid: visited entries whose nodes do not conflict
+ */
+struct snpu_graph_stats {
+	atomic64_t launches;
+	atomic64_t stitched;
+	atomic64_t nodes;
+	atomic64_t hazard_visits;
+	atomic64_t hazard_invalid;
+};
 
 /**
  * struct snpu_device - one virtual accelerator, /dev/snpuN
@@ -122,6 +142,7 @@ extern bool snpu_test_hooks;
  * @ctx_lock: protects @ctx_list
  * @ctx_list: the open contexts, by snpu_context.dev_node
  * @debugfs: the device's debugfs directory
+ * @gstats: graph counters
  *
  * A device lives from module load to module unload; every open file holds
  * a module reference, so no context outlives its device.
@@ -144,6 +165,7 @@ struct snpu_device {
 	struct mutex ctx_lock;		/* @ctx_list */
 	struct list_head ctx_list;
 	struct dentry *debugfs;
+	struct snpu_graph_stats gstats;
 };
 
 /* Handle types. */
@@ -152,6 +174,7 @@ enum snpu_obj_type {
 	SNPU_OBJ_EVENT,
 	SNPU_OBJ_HOST,
 	SNPU_OBJ_OWNER,
+	SNPU_OBJ_GRAPH,
 };
 
 /**
@@ -295,6 +318,41 @@ enum snpu_job_state {
 };
 
 /**
+ * struct snpu_work - what the cores run: the blocks of a job, or of a
+ * node of a graph launch
+ * @node: in a run queue (under the device's ready_lock), or on a list of
+ *        works to dispatch
+ * @job: the task it belongs to: the job itself, or the graph launch
+ * @gnode: the graph node, NULL for a job's own work
+ * @op: SNPU_OP_LAUNCH, SNPU_OP_COPY or SNPU_OP_MEMSET
+ * @nblocks: blocks to run
+ * @next_block: next block to hand out (under the device's ready_lock)
+ * @blocks_left: blocks not finished
+ * @fail: first error of a block
+ * @launch: SNPU_OP_LAUNCH, resolved
+ * @copy: SNPU_OP_COPY and SNPU_OP_MEMSET (@src NULL, @value)
+ */
+struct snpu_work {
+	struct list_head node;
+	struct snpu_job *job;
+	struct snpu_gnode *gnode;
+	u32 op;
+	u32 nblocks;
+	u32 next_block;
+	atomic_t blocks_left;
+	atomic_t fail;
+	union {
+		struct snpu_klaunch launch;
+		struct {
+			void *dst;
+			const void *src;
+			u64 bytes;
+			u8 value;
+		} copy;
+	};
+};
+
+/**
  * struct snpu_job - a task as the scheduler runs it, from the context pool
  * @node: free list, ready list, callback queue, or a submit's batch
  * @ctx: owner
@@ -323,12 +381,10 @@ enum snpu_job_state {
  * @cancel: decided when it became ready: finish it with -ECANCELED
  * @error: 0 or -errno the job ended with
  * @done_ns: completion time, CLOCK_MONOTONIC
- * @nblocks: blocks to run
- * @next_block: next block to hand out (under the device's ready_lock)
- * @blocks_left: blocks not finished
- * @fail: first error of a block
- * @launch: SNPU_OP_LAUNCH, resolved
- * @copy: SNPU_OP_COPY and SNPU_OP_MEMSET (@src NULL, @value)
+ * @stitched: SNPU_OP_GRAPH: started without waiting for the launch before
+ *            it on its stream, whose completion it still waits for
+ * @work: LAUNCH, COPY, MEMSET: what the cores run
+ * @ginst: SNPU_OP_GRAPH: the instance of the graph it runs
  * @mem: device allocations the job names, referenced until completion
  * @host: host memory the job names, referenced until completion
  *
@@ -360,20 +416,10 @@ struct snpu_job {
 	bool cancel;
 	int error;
 	u64 done_ns;
+	bool stitched;
 
-	u32 nblocks;
-	u32 next_block;
-	atomic_t blocks_left;
-	atomic_t fail;
-	union {
-		struct snpu_klaunch launch;
-		struct {
-			void *dst;
-			const void *src;
-			u64 bytes;
-			u8 value;
-		} copy;
-	};
+	struct snpu_work work;
+	struct snpu_ginst *ginst;
 	struct snpu_mem *mem[SNPU_KERNEL_MAX_ARGS];
 	struct snpu_host *host;
 };
@@ -525,6 +571,8 @@ struct snpu_proc {
  * @streams: number of streams
  * @events: number of events
  * @owners: number of owners
+ * @graphs: number of graphs
+ * @graph_mem: kernel memory bytes of the graphs and their instances
  * @sched_lock: see the top of this file
  * @pool: the jobs, in chunks of SNPU_POOL_CHUNK: @pool[i] holds jobs
  *        i * SNPU_POOL_CHUNK on; the first chunk is allocated at open,
@@ -571,6 +619,8 @@ struct snpu_context {
 	u32 streams;
 	u32 events;
 	u32 owners;
+	u32 graphs;
+	atomic64_t graph_mem;
 
 	spinlock_t sched_lock;		/* the task graph, see top */
 	struct snpu_job **pool;
@@ -694,7 +744,9 @@ void snpu_pool_fini(struct snpu_context *ctx);
 void snpu_job_put_locked(struct snpu_context *ctx, struct snpu_job *job);
 void snpu_job_put(struct snpu_context *ctx, struct snpu_job *job);
 void snpu_job_complete(struct snpu_job *job, int error,
-		       struct snpu_job **handoff);
+		       struct snpu_work **handoff);
+void snpu_job_finish(struct snpu_job *job, int error, struct list_head *todo);
+void snpu_jobs_run_handoff(struct list_head *todo, struct snpu_work **handoff);
 int snpu_submit_locked(struct snpu_context *ctx, union snpu_ioc_arg *arg);
 int snpu_jobs_reserve(struct snpu_context *ctx, u32 count,
 		      struct list_head *batch);
@@ -711,7 +763,26 @@ void snpu_jobs_run(struct list_head *todo);
 /* sched.c */
 int snpu_cores_start(struct snpu_device *sdev);
 void snpu_cores_stop(struct snpu_device *sdev);
-bool snpu_sched_ready(struct snpu_job *job, struct snpu_job **handoff);
+bool snpu_sched_ready(struct snpu_work *w, struct snpu_work **handoff);
+void snpu_work_complete(struct snpu_work *w, int error,
+			struct snpu_work **handoff);
+
+/* graph.c */
+struct snpu_graph;
+struct snpu_gnode;
+void snpu_graph_destroy_locked(struct snpu_context *ctx, struct snpu_graph *g);
+int snpu_graph_prepare_locked(struct snpu_context *ctx, struct snpu_job *job,
+			      const struct snpu_task *t);
+void snpu_graph_put_job(struct snpu_job *job);
+bool snpu_graph_stitch_locked(struct snpu_context *ctx, struct snpu_job *prev,
+			      struct snpu_job *job);
+void snpu_graph_start_locked(struct snpu_context *ctx, struct snpu_job *job);
+void snpu_graph_unstitch_locked(struct snpu_job *job, struct list_head *todo);
+void snpu_graph_dispatch(struct snpu_job *job, struct list_head *todo,
+			 struct snpu_work **handoff);
+void snpu_gnode_complete(struct snpu_gnode *node, int error,
+			 struct snpu_work **handoff);
+void snpu_graph_debugfs(struct snpu_device *sdev);
 void snpu_sched_cancel(struct snpu_context *ctx);
 void snpu_sched_init_ctx(struct snpu_context *ctx);
 
@@ -846,6 +917,8 @@ int snpu_ioc_snapshot_state(struct snpu_context *ctx, union snpu_ioc_arg *arg);
 int snpu_ioc_bg_register(struct snpu_context *ctx, union snpu_ioc_arg *arg);
 int snpu_ioc_bg_unregister(struct snpu_context *ctx, union snpu_ioc_arg *arg);
 int snpu_ioc_bg_park(struct snpu_context *ctx, union snpu_ioc_arg *arg);
+int snpu_ioc_graph_create(struct snpu_context *ctx, union snpu_ioc_arg *arg);
+int snpu_ioc_graph_destroy(struct snpu_context *ctx, union snpu_ioc_arg *arg);
 
 /**
  * union snpu_ioc_arg - the argument of any ioctl, copied in by snpu_ioctl()
@@ -871,6 +944,7 @@ int snpu_ioc_bg_park(struct snpu_context *ctx, union snpu_ioc_arg *arg);
  * @enter: SNPU_IOC_ENTER
  * @attached: SNPU_IOC_ATTACHED_STREAM_GET
  * @snapshot: SNPU_IOC_SNAPSHOT_*, SNPU_IOC_BG_*
+ * @graph_create: SNPU_IOC_GRAPH_CREATE
  *
  * At most 120 bytes: the dispatcher keeps it on the stack (in a struct
  * snpu_ioc_call, with what snpu_ioc_copy_out() needs).
@@ -901,6 +975,7 @@ union snpu_ioc_arg {
 	struct snpu_enter enter;
 	struct snpu_attached_stream attached;
 	struct snpu_snapshot snapshot;
+	struct snpu_graph_create graph_create;
 };
 
 /**

@@ -30,7 +30,8 @@
 /* The uapi struct sizes; scripts/abi-sizes holds the same list for pahole. */
 static_assert(sizeof(struct snpu_info) == 88, "struct snpu_info changed");
 static_assert(sizeof(struct snpu_task) == SNPU_TASK_SIZE, "struct snpu_task changed");
-static_assert(sizeof(struct snpu_graph_node) == SNPU_GRAPH_NODE_SIZE, "struct snpu_graph_node changed");
+static_assert(sizeof(struct snpu_graph_node) == SNPU_GRAPH_NODE_SIZE,
+	      "struct snpu_graph_node changed");
 static_assert(sizeof(struct snpu_graph_create) == SNPU_GRAPH_CREATE_SIZE_VER0,
 	      "struct snpu_graph_create changed");
 static_assert(sizeof(struct snpu_attached_stream) == SNPU_ATTACHED_STREAM_SIZE_VER0,
@@ -45,6 +46,8 @@ static_assert(sizeof(struct snpu_attached_stream) == SNPU_ATTACHED_STREAM_SIZE_V
 #define SNPU_MAX_CTX_STREAMS	4096
 #define SNPU_MAX_CTX_EVENTS	16384
 #define SNPU_MAX_CTX_TASKS	32768
+#define SNPU_MAX_CTX_GRAPHS	4096
+#define SNPU_MAX_CTX_GRAPH_MB	4096
 
 /* Device limits reported by SNPU_IOC_GET_INFO. */
 #define SNPU_MAX_BLOCK_DIM	65535
@@ -60,6 +63,8 @@ static_assert(sizeof(struct snpu_attached_stream) == SNPU_ATTACHED_STREAM_SIZE_V
  * @ctx_streams: stream quota per context
  * @ctx_events: event quota per context
  * @ctx_tasks: tasks in flight per context
+ * @ctx_graphs: graph quota per context
+ * @ctx_graph_mb: kernel memory of a context's graphs in MiB
  */
 struct snpu_params {
 	unsigned int devices;
@@ -70,6 +75,8 @@ struct snpu_params {
 	unsigned int ctx_streams;
 	unsigned int ctx_events;
 	unsigned int ctx_tasks;
+	unsigned int ctx_graphs;
+	unsigned int ctx_graph_mb;
 };
 
 const char *snpu_params_check(const struct snpu_params *p);

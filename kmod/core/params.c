@@ -29,5 +29,9 @@ const char *snpu_params_check(const struct snpu_params *p)
 		return "ctx_events must be in [1, 16384]";
 	if (p->ctx_tasks < 1 || p->ctx_tasks > SNPU_MAX_CTX_TASKS)
 		return "ctx_tasks must be in [1, 32768]";
+	if (p->ctx_graphs < 1 || p->ctx_graphs > SNPU_MAX_CTX_GRAPHS)
+		return "ctx_graphs must be in [1, 4096]";
+	if (p->ctx_graph_mb < 1 || p->ctx_graph_mb > SNPU_MAX_CTX_GRAPH_MB)
+		return "ctx_graph_mb must be in [1, 4096]";
 	return NULL;
 }

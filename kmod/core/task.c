@@ -19,6 +19,8 @@ static unsigned int snpu_task_words(__u32 op)
 	case SNPU_OP_EVENT_RECORD:
 	case SNPU_OP_STREAM_WAIT:
 		return 1;
+	case SNPU_OP_GRAPH:
+		return 10;
 	default:
 		return 0;
 	}
@@ -36,7 +38,7 @@ int snpu_task_check(const struct snpu_task *t)
 {
 	unsigned int i, used;
 
-	if (t->op < SNPU_OP_LAUNCH || t->op > SNPU_OP_HOST_FUNC ||
+	if (t->op < SNPU_OP_LAUNCH || t->op > SNPU_OP_GRAPH ||
 	    t->flags || t->reserved0)
 		return -EINVAL;
 	used = snpu_task_words(t->op);
@@ -60,6 +62,8 @@ int snpu_task_check(const struct snpu_task *t)
 	case SNPU_OP_EVENT_RECORD:
 	case SNPU_OP_STREAM_WAIT:
 		return t->event.pad ? -EINVAL : 0;
+	case SNPU_OP_GRAPH:
+		return t->graph.pad ? -EINVAL : 0;
 	default:
 		return 0;
 	}

@@ -1260,7 +1260,7 @@ TEST_F(bad, unknown_op)
 	memset(&t.launch, 0, sizeof(t.launch));
 	t.op = 0;
 	EXPECT_REFUSED(EINVAL, t);
-	t.op = SNPU_OP_HOST_FUNC + 1;
+	t.op = SNPU_OP_GRAPH + 1;
 	EXPECT_REFUSED(EINVAL, t);
 	t.op = 0xffffffff;
 	EXPECT_REFUSED(EINVAL, t);

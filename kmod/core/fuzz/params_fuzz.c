@@ -40,6 +40,8 @@ static const struct limit limits[] = {
 	LIMIT(ctx_streams, 1, SNPU_MAX_CTX_STREAMS),
 	LIMIT(ctx_events, 1, SNPU_MAX_CTX_EVENTS),
 	LIMIT(ctx_tasks, 1, SNPU_MAX_CTX_TASKS),
+	LIMIT(ctx_graphs, 1, SNPU_MAX_CTX_GRAPHS),
+	LIMIT(ctx_graph_mb, 1, SNPU_MAX_CTX_GRAPH_MB),
 };
 
 #define NLIMITS ARRAY_SIZE(limits)

@@ -25,6 +25,8 @@ unsigned int ref_task_words(__u32 op)
 	case SNPU_OP_EVENT_RECORD:
 	case SNPU_OP_STREAM_WAIT:
 		return MEMBER_WORDS(event);
+	case SNPU_OP_GRAPH:
+		return MEMBER_WORDS(graph);
 	default:
 		return 0;
 	}
@@ -193,7 +195,7 @@ bool ref_task_valid(const struct snpu_task *t)
 {
 	unsigned int i;
 
-	if (!in_range(t->op, SNPU_OP_LAUNCH, SNPU_OP_HOST_FUNC) ||
+	if (!in_range(t->op, SNPU_OP_LAUNCH, SNPU_OP_GRAPH) ||
 	    t->flags || t->reserved0)
 		return false;
 	for (i = ref_task_words(t->op); i < 13; i++)
@@ -213,6 +215,8 @@ bool ref_task_valid(const struct snpu_task *t)
 	case SNPU_OP_EVENT_RECORD:
 	case SNPU_OP_STREAM_WAIT:
 		return !t->event.pad;
+	case SNPU_OP_GRAPH:
+		return !t->graph.pad;
 	default:
 		return true;
 	}

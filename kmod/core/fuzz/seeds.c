@@ -219,7 +219,7 @@ static void params_seeds(void)
 	const struct snpu_params def = {
 		.devices = 1, .cores = 4, .mem_mb = 256, .ctx_mem_mb = 0,
 		.ctx_host_mb = 256, .ctx_streams = 64, .ctx_events = 1024,
-		.ctx_tasks = 4096,
+		.ctx_tasks = 4096, .ctx_graphs = 64, .ctx_graph_mb = 64,
 	};
 	const struct snpu_params max = {
 		.devices = SNPU_MAX_DEVICES, .cores = SNPU_MAX_CORES,
@@ -228,11 +228,14 @@ static void params_seeds(void)
 		.ctx_streams = SNPU_MAX_CTX_STREAMS,
 		.ctx_events = SNPU_MAX_CTX_EVENTS,
 		.ctx_tasks = SNPU_MAX_CTX_TASKS,
+		.ctx_graphs = SNPU_MAX_CTX_GRAPHS,
+		.ctx_graph_mb = SNPU_MAX_CTX_GRAPH_MB,
 	};
 	const struct snpu_params min = {
 		.devices = 1, .cores = 1, .mem_mb = SNPU_MIN_MEM_MB,
 		.ctx_mem_mb = 0, .ctx_host_mb = 1, .ctx_streams = 1,
-		.ctx_events = 1, .ctx_tasks = 1,
+		.ctx_events = 1, .ctx_tasks = 1, .ctx_graphs = 1,
+		.ctx_graph_mb = 1,
 	};
 	struct snpu_params p = def;
 

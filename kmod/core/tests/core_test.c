@@ -24,6 +24,8 @@ static const char *check(unsigned int devices, unsigned int cores,
 		.ctx_streams = 64,
 		.ctx_events = 1024,
 		.ctx_tasks = 4096,
+		.ctx_graphs = 64,
+		.ctx_graph_mb = 64,
 	};
 
 	return snpu_params_check(&p);
@@ -254,6 +256,8 @@ static const char *check_quota(unsigned int mem_mb, unsigned int host_mb,
 		.ctx_streams = streams,
 		.ctx_events = events,
 		.ctx_tasks = tasks,
+		.ctx_graphs = 64,
+		.ctx_graph_mb = 64,
 	};
 
 	return snpu_params_check(&p);

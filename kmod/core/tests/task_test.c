@@ -78,7 +78,21 @@ TEST_F(task, unknown_op_refused)
 {
 	self->t.op = 0;
 	ASSERT_EQ(-EINVAL, snpu_task_check(&self->t));
-	self->t.op = SNPU_OP_HOST_FUNC + 1;
+	self->t.op = SNPU_OP_GRAPH + 1;
+	ASSERT_EQ(-EINVAL, snpu_task_check(&self->t));
+}
+
+TEST_F(task, graph_launch_words)
+{
+	self->t.op = SNPU_OP_GRAPH;
+	self->t.graph.graph = 1;
+	self->t.graph.scratch = 0x1000;
+	self->t.graph.slots[7] = 0x2000;
+	ASSERT_EQ(0, snpu_task_check(&self->t));
+	self->t.graph.pad = 1;
+	ASSERT_EQ(-EINVAL, snpu_task_check(&self->t));
+	self->t.graph.pad = 0;
+	self->t.raw[10] = 1;
 	ASSERT_EQ(-EINVAL, snpu_task_check(&self->t));
 }
 

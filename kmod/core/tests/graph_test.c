@@ -1,0 +1,276 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Native unit tests of the graph definition checks and of the hazard
+ * lists (kmod/core/graph.c).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/graph.h"
+
+#include "kselftest_harness.h"
+
+static const __u64 slot_bytes[2] = { 4096, 8192 };
+
+/* FILL of @bytes at @value bound by @ref. */
+static struct snpu_graph_node fill(__u32 ref, __u64 value, __u64 bytes)
+{
+	struct snpu_graph_node n;
+
+	memset(&n, 0, sizeof(n));
+	n.task.op = SNPU_OP_LAUNCH;
+	n.task.launch.kernel = SNPU_KERNEL_FILL;
+	n.task.launch.block_dim = 1;
+	n.task.launch.args[0].value = value;
+	n.task.launch.args[0].bytes = bytes;
+	n.task.launch.args[1].value = 7;
+	n.ref[0] = ref;
+	return n;
+}
+
+/* COPY (device to device) of @bytes from @src to @dst. */
+static struct snpu_graph_node copy(__u32 rdst, __u64 dst, __u32 rsrc,
+				   __u64 src, __u64 bytes)
+{
+	struct snpu_graph_node n;
+
+	memset(&n, 0, sizeof(n));
+	n.task.op = SNPU_OP_COPY;
+	n.task.copy.dir = SNPU_COPY_D2D;
+	n.task.copy.dst = dst;
+	n.task.copy.src = src;
+	n.task.copy.bytes = bytes;
+	n.ref[0] = rdst;
+	n.ref[1] = rsrc;
+	return n;
+}
+
+static int acc_of(const struct snpu_graph_node *n, struct snpu_gacc *acc)
+{
+	return snpu_graph_node_acc(n, 3, 2, slot_bytes, 1024, acc);
+}
+
+TEST(node_slot_and_scratch_bound)
+{
+	struct snpu_graph_node n = copy(SNPU_GRAPH_REF_SLOT(1), 4096,
+					SNPU_GRAPH_REF_SCRATCH, 0, 1024);
+	struct snpu_gacc acc[SNPU_GNODE_MAX_ACC];
+
+	ASSERT_EQ(2, acc_of(&n, acc));
+	EXPECT_EQ(1, acc[0].res);
+	EXPECT_EQ(4096ULL, acc[0].start);
+	EXPECT_EQ(5120ULL, acc[0].end);
+	EXPECT_EQ(1, acc[0].write);
+	EXPECT_EQ(3U, acc[0].node);
+	EXPECT_EQ(SNPU_GRES_SCRATCH, acc[1].res);
+	EXPECT_EQ(0, acc[1].write);
+	EXPECT_EQ(1, acc[1].addr);
+}
+
+TEST(node_range_past_slot_or_scratch_refused)
+{
+	struct snpu_gacc acc[SNPU_GNODE_MAX_ACC];
+	struct snpu_graph_node n = fill(SNPU_GRAPH_REF_SLOT(0), 4, 4096);
+
+	ASSERT_EQ(-EINVAL, acc_of(&n, acc));
+	n = fill(SNPU_GRAPH_REF_SLOT(0), 0, 4096);
+	ASSERT_EQ(1, acc_of(&n, acc));
+	n = copy(SNPU_GRAPH_REF_SLOT(0), 0, SNPU_GRAPH_REF_SCRATCH, 8, 1024);
+	ASSERT_EQ(-EINVAL, acc_of(&n, acc));
+	n = fill(SNPU_GRAPH_REF_SLOT(0), ~0ULL - 3, 8);
+	ASSERT_EQ(-EINVAL, acc_of(&n, acc));
+}
+
+TEST(node_bad_refs_refused)
+{
+	struct snpu_gacc acc[SNPU_GNODE_MAX_ACC];
+	struct snpu_graph_node n = fill(SNPU_GRAPH_REF_SLOT(2), 0, 64);
+
+	/* Slot 2 of a definition with two slots. */
+	ASSERT_EQ(-EINVAL, acc_of(&n, acc));
+	n = fill(0x300, 0, 64);
+	ASSERT_EQ(-EINVAL, acc_of(&n, acc));
+	/* A reference on FILL's scalar argument. */
+	n = fill(SNPU_GRAPH_REF_ADDR, 0x10000, 64);
+	n.ref[1] = SNPU_GRAPH_REF_SLOT(0);
+	ASSERT_EQ(-EINVAL, acc_of(&n, acc));
+	/* A plain range that wraps. */
+	n = fill(SNPU_GRAPH_REF_ADDR, ~0ULL - 3, 8);
+	ASSERT_EQ(-EFAULT, acc_of(&n, acc));
+}
+
+TEST(node_ops_and_fields_refused)
+{
+	struct snpu_gacc acc[SNPU_GNODE_MAX_ACC];
+	struct snpu_graph_node n = copy(0, 0x1000, 0, 0x2000, 64);
+
+	n.task.copy.dir = SNPU_COPY_H2D;
+	ASSERT_EQ(-EINVAL, acc_of(&n, acc));
+	n = fill(0, 0x1000, 64);
+	n.task.stream = 1;
+	ASSERT_EQ(-EINVAL, acc_of(&n, acc));
+	n = fill(0, 0x1000, 64);
+	n.task.user_data = 1;
+	ASSERT_EQ(-EINVAL, acc_of(&n, acc));
+	n = fill(0, 0x1000, 64);
+	n.reserved = 1;
+	ASSERT_EQ(-EINVAL, acc_of(&n, acc));
+	n = fill(0, 0x1000, 64);
+	n.task.launch.block_dim = 0;
+	ASSERT_EQ(-EINVAL, acc_of(&n, acc));
+	memset(&n, 0, sizeof(n));
+	n.task.op = SNPU_OP_EVENT_RECORD;
+	ASSERT_EQ(-EINVAL, acc_of(&n, acc));
+	n.task.op = SNPU_OP_GRAPH;
+	ASSERT_EQ(-EINVAL, acc_of(&n, acc));
+	n.task.op = SNPU_OP_HOST_FUNC;
+	ASSERT_EQ(-EINVAL, acc_of(&n, acc));
+}
+
+TEST(fanin_rules)
+{
+	__u32 mark[4], off[5] = { 0, 0, 1, 3, 3 }, fanin[3] = { 0, 0, 1 };
+
+	memset(mark, 0, sizeof(mark));
+	ASSERT_EQ(0, snpu_graph_check_fanin(off, fanin, 4, 3, mark));
+	ASSERT_EQ(0, snpu_graph_check_fanin(NULL, NULL, 4, 0, mark));
+	ASSERT_EQ(-EINVAL, snpu_graph_check_fanin(NULL, NULL, 4, 1, mark));
+
+	/* A predecessor not below its node. */
+	memset(mark, 0, sizeof(mark));
+	fanin[2] = 2;
+	ASSERT_EQ(-EINVAL, snpu_graph_check_fanin(off, fanin, 4, 3, mark));
+	/* A duplicate. */
+	memset(mark, 0, sizeof(mark));
+	fanin[2] = 0;
+	ASSERT_EQ(-EINVAL, snpu_graph_check_fanin(off, fanin, 4, 3, mark));
+	/* Offsets: not from 0, decreasing, not ending at the edge count. */
+	fanin[2] = 1;
+	memset(mark, 0, sizeof(mark));
+	off[0] = 1;
+	ASSERT_EQ(-EINVAL, snpu_graph_check_fanin(off, fanin, 4, 3, mark));
+	off[0] = 0;
+	off[2] = 0;
+	ASSERT_EQ(-EINVAL, snpu_graph_check_fanin(off, fanin, 4, 3, mark));
+	off[2] = 1;
+	ASSERT_EQ(-EINVAL, snpu_graph_check_fanin(off, fanin, 4, 2, mark));
+}
+
+/* Hazard lists of @n nodes with one access each. */
+static int hazards(const struct snpu_gacc *in, __u32 n, __u32 *off,
+		   __u32 *list, __u32 *count)
+{
+	struct snpu_gacc acc[16];
+	__u64 pairs[64];
+
+	memcpy(acc, in, n * sizeof(*in));
+	return snpu_graph_hazards(acc, n, n, pairs, 64, off, list, count);
+}
+
+TEST(hazards_only_conflicting_pairs)
+{
+	/* 0 writes A, 1 reads A, 2 reads A, 3 writes B, 4 reads C. */
+	const struct snpu_gacc acc[5] = {
+		{ .start = 0, .end = 64, .node = 0, .res = 0, .write = 1 },
+		{ .start = 32, .end = 96, .node = 1, .res = 0 },
+		{ .start = 0, .end = 16, .node = 2, .res = 0 },
+		{ .start = 0, .end = 64, .node = 3, .res = 1, .write = 1 },
+		{ .start = 0, .end = 64, .node = 4, .res = SNPU_GRES_PLAIN },
+	};
+	__u32 off[6], list[64], count, n, i;
+
+	ASSERT_EQ(0, hazards(acc, 5, off, list, &count));
+	/* 0: {0, 1, 2}; 1: {0}; 2: {0}; 3: {3}; 4: {}. */
+	ASSERT_EQ(6U, count);
+	ASSERT_EQ(3U, off[1] - off[0]);
+	EXPECT_EQ(0U, list[0]);
+	EXPECT_EQ(1U, list[1]);
+	EXPECT_EQ(2U, list[2]);
+	ASSERT_EQ(1U, off[2] - off[1]);
+	EXPECT_EQ(0U, list[off[1]]);
+	ASSERT_EQ(1U, off[3] - off[2]);
+	EXPECT_EQ(0U, list[off[2]]);
+	ASSERT_EQ(1U, off[4] - off[3]);
+	EXPECT_EQ(3U, list[off[3]]);
+	EXPECT_EQ(off[4], off[5]);
+	/* Every entry is a real conflict, and every conflict is listed. */
+	for (n = 0; n < 5; n++)
+		for (i = 0; i < 5; i++) {
+			bool listed = false;
+			__u32 e;
+
+			for (e = off[n]; e < off[n + 1]; e++)
+				listed |= list[e] == i;
+			EXPECT_EQ(snpu_gacc_conflict(&acc[n], &acc[i]), listed);
+		}
+}
+
+TEST(hazards_past_the_bound_refused)
+{
+	struct snpu_gacc acc[16];
+	__u32 off[17], list[64], count, i;
+
+	/* 16 writers of one range: 256 entries, above a bound of 64. */
+	for (i = 0; i < 16; i++)
+		acc[i] = (struct snpu_gacc){ .start = 0, .end = 8, .node = i,
+					     .res = 2, .write = 1 };
+	ASSERT_EQ(-E2BIG, hazards(acc, 16, off, list, &count));
+	/* 16 readers: no entry, but 120 overlapping pairs to visit. */
+	for (i = 0; i < 16; i++)
+		acc[i].write = 0;
+	ASSERT_EQ(0, hazards(acc, 16, off, list, &count));
+	ASSERT_EQ(0U, count);
+}
+
+TEST(plain_intervals_merged_and_searched)
+{
+	struct snpu_gacc acc[4] = {
+		{ .start = 100, .end = 200, .res = SNPU_GRES_PLAIN },
+		{ .start = 0, .end = 50, .res = SNPU_GRES_PLAIN },
+		{ .start = 150, .end = 300, .res = SNPU_GRES_PLAIN },
+		{ .start = 300, .end = 310, .res = SNPU_GRES_PLAIN },
+	};
+	__u32 n = snpu_graph_plain_merge(acc, 4);
+
+	ASSERT_EQ(2U, n);
+	EXPECT_EQ(0ULL, acc[0].start);
+	EXPECT_EQ(50ULL, acc[0].end);
+	EXPECT_EQ(100ULL, acc[1].start);
+	EXPECT_EQ(310ULL, acc[1].end);
+	EXPECT_FALSE(snpu_graph_plain_overlaps(acc, n, 50, 100));
+	EXPECT_TRUE(snpu_graph_plain_overlaps(acc, n, 49, 51));
+	EXPECT_TRUE(snpu_graph_plain_overlaps(acc, n, 309, 400));
+	EXPECT_FALSE(snpu_graph_plain_overlaps(acc, n, 310, 400));
+	EXPECT_FALSE(snpu_graph_plain_overlaps(acc, 0, 0, 400));
+}
+
+TEST(create_fixed_fields)
+{
+	struct snpu_graph_create c = {
+		.size = sizeof(c), .nodes_count = 1,
+		.node_size = SNPU_GRAPH_NODE_SIZE,
+	};
+
+	ASSERT_EQ(0, snpu_graph_check_create(&c));
+	c.node_size--;
+	ASSERT_EQ(-EINVAL, snpu_graph_check_create(&c));
+	c.node_size++;
+	c.nodes_count = SNPU_GRAPH_MAX_NODES + 1;
+	ASSERT_EQ(-EINVAL, snpu_graph_check_create(&c));
+	c.nodes_count = 0;
+	ASSERT_EQ(-EINVAL, snpu_graph_check_create(&c));
+	c.nodes_count = 1;
+	c.slots_count = SNPU_GRAPH_MAX_SLOTS + 1;
+	ASSERT_EQ(-EINVAL, snpu_graph_check_create(&c));
+	c.slots_count = 0;
+	c.edges_count = SNPU_GRAPH_MAX_EDGES + 1;
+	ASSERT_EQ(-EINVAL, snpu_graph_check_create(&c));
+	c.edges_count = 0;
+	c.pad = 1;
+	ASSERT_EQ(-EINVAL, snpu_graph_check_create(&c));
+	c.pad = 0;
+	c.reserved[1] = 1;
+	ASSERT_EQ(-EINVAL, snpu_graph_check_create(&c));
+}
+
+TEST_HARNESS_MAIN

@@ -1,0 +1,917 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * snpu graphs: a DAG of tasks uploaded once (SNPU_IOC_GRAPH_CREATE),
+ * checked and compacted once, then launched as one task (SNPU_OP_GRAPH).
+ *
+ * A definition holds, per node, the node's work with its plain addresses
+ * resolved, its successors (fanout CSR), its number of predecessors and
+ * its hazard list. A launch takes an instance of the graph (one per
+ * launch in flight, kept for reuse: launches allocate nothing once the
+ * graph is warm), binds the slots and the scratch, and starts the roots
+ * when its stream reaches it; each node that completes resolves its
+ * successors, and the last one completes the launch. A launch that
+ * directly follows one of the same graph with the same bindings is
+ * stitched to it: it starts at once, each node also waiting for the
+ * nodes of the launch before that its hazard list names.
+ */
+#include <linux/debugfs.h>
+#include <linux/seq_file.h>
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+
+#include "graph.h"
+
+/* Memory of a definition or instance: charged to the context's quota. */
+static void *snpu_graph_alloc(struct snpu_graph *g, size_t n, size_t size)
+{
+	size_t bytes = array_size(n, size);
+	void *p;
+
+	if (!bytes)
+		return ZERO_SIZE_PTR;
+	p = kvzalloc(bytes, GFP_KERNEL_ACCOUNT | __GFP_NOWARN);
+	if (p)
+		g->charged += bytes;
+	return p;
+}
+
+static void snpu_graph_free(struct snpu_graph *g)
+{
+	struct snpu_context *ctx = g->ctx;
+	struct snpu_ginst *inst, *tmp;
+	u32 i;
+
+	list_for_each_entry_safe(inst, tmp, &g->free, node)
+		kvfree(inst);
+	for (i = 0; i < g->nmems; i++)
+		snpu_mem_put(g->mems[i]);
+	kvfree(g->mems);
+	kvfree(g->def);
+	kvfree(g->fanout_off);
+	kvfree(g->fanout);
+	kvfree(g->fanin);
+	kvfree(g->roots);
+	kvfree(g->acc_off);
+	kvfree(g->acc);
+	kvfree(g->haz_off);
+	kvfree(g->haz);
+	kvfree(g->plain);
+	atomic64_sub(g->charged, &ctx->graph_mem);
+	kfree_rcu(g, obj.rcu);
+}
+
+static void snpu_graph_free_work(struct work_struct *work)
+{
+	snpu_graph_free(container_of(work, struct snpu_graph, free_work));
+}
+
+static void snpu_graph_release(struct kref *ref)
+{
+	snpu_graph_free(container_of(ref, struct snpu_graph, ref));
+}
+
+static void snpu_graph_release_deferred(struct kref *ref)
+{
+	struct snpu_graph *g = container_of(ref, struct snpu_graph, ref);
+
+	queue_work(snpu_free_wq, &g->free_work);
+}
+
+/* The graph a handle names, or NULL. */
+static struct snpu_graph *snpu_graph_get_locked(struct snpu_context *ctx,
+						u32 handle)
+{
+	struct snpu_object *obj;
+
+	obj = snpu_object_get_locked(ctx, handle, SNPU_OBJ_GRAPH);
+	return obj ? container_of(obj, struct snpu_graph, obj) : NULL;
+}
+
+/**
+ * struct snpu_graph_in - a definition as copied from the caller
+ * @nodes: the nodes
+ * @offsets: the fanin CSR offsets, or NULL
+ * @fanin: the predecessors
+ */
+struct snpu_graph_in {
+	struct snpu_graph_node *nodes;
+	u32 *offsets;
+	u32 *fanin;
+};
+
+static void *snpu_graph_copy_in(u64 uptr, size_t n, size_t size, int *ret)
+{
+	size_t bytes = array_size(n, size);
+	void *p;
+
+	p = kvmalloc(bytes, GFP_KERNEL_ACCOUNT | __GFP_NOWARN);
+	if (!p) {
+		*ret = -ENOMEM;
+		return NULL;
+	}
+	if (copy_from_user(p, u64_to_user_ptr(uptr), bytes)) {
+		kvfree(p);
+		*ret = -EFAULT;
+		return NULL;
+	}
+	return p;
+}
+
+static int snpu_graph_read(const struct snpu_graph_create *c,
+			   struct snpu_graph *g, struct snpu_graph_in *in)
+{
+	const void __user *src = u64_to_user_ptr(c->nodes);
+	u64 slot_bytes[SNPU_GRAPH_MAX_SLOTS];
+	u32 i;
+	int ret = 0;
+
+	in->nodes = kvmalloc_array(c->nodes_count, sizeof(*in->nodes),
+				   GFP_KERNEL_ACCOUNT | __GFP_NOWARN);
+	if (!in->nodes)
+		return -ENOMEM;
+	for (i = 0; i < c->nodes_count; i++, src += c->node_size) {
+		if (copy_from_user(&in->nodes[i], src, sizeof(in->nodes[i])))
+			return -EFAULT;
+		if (c->node_size > sizeof(in->nodes[i])) {
+			ret = check_zeroed_user(src + sizeof(in->nodes[i]),
+						c->node_size -
+						sizeof(in->nodes[i]));
+			if (ret <= 0)
+				return ret ?: -E2BIG;
+		}
+	}
+	if (c->edges_count || c->fanin_offsets) {
+		in->offsets = snpu_graph_copy_in(c->fanin_offsets,
+						 c->nodes_count + 1,
+						 sizeof(u32), &ret);
+		if (!in->offsets)
+			return ret;
+		in->fanin = snpu_graph_copy_in(c->fanin, c->edges_count,
+					       sizeof(u32), &ret);
+		if (!in->fanin)
+			return ret;
+	}
+	if (c->slots_count &&
+	    copy_from_user(slot_bytes, u64_to_user_ptr(c->slot_bytes),
+			   c->slots_count * sizeof(u64)))
+		return -EFAULT;
+	for (i = 0; i < c->slots_count; i++) {
+		if (!slot_bytes[i])
+			return -EINVAL;
+		g->bytes[i] = slot_bytes[i];
+	}
+	g->bytes[SNPU_GRES_SCRATCH] = c->scratch_bytes;
+	return 0;
+}
+
+/* Check every node and list its accesses. */
+static int snpu_graph_accesses(struct snpu_graph *g,
+			       const struct snpu_graph_in *in, u32 *nacc)
+{
+	u32 n, total = 0;
+	int ret;
+
+	g->acc_off = snpu_graph_alloc(g, g->nodes + 1, sizeof(u32));
+	g->acc = snpu_graph_alloc(g, g->nodes,
+				  SNPU_GNODE_MAX_ACC * sizeof(*g->acc));
+	if (!g->acc_off || !g->acc)
+		return -ENOMEM;
+	for (n = 0; n < g->nodes; n++) {
+		const struct snpu_task *t = &in->nodes[n].task;
+
+		ret = snpu_graph_node_acc(&in->nodes[n], n, g->slots, g->bytes,
+					  g->bytes[SNPU_GRES_SCRATCH],
+					  &g->acc[total]);
+		if (ret < 0)
+			return ret;
+		if (t->op == SNPU_OP_LAUNCH && !snpu_test_hooks &&
+		    (t->launch.kernel == SNPU_KERNEL_SPIN ||
+		     t->launch.kernel == SNPU_KERNEL_FAIL))
+			return -EOPNOTSUPP;
+		g->acc_off[n] = total;
+		total += ret;
+	}
+	g->acc_off[n] = total;
+	*nacc = total;
+	return 0;
+}
+
+/* Successors from predecessors; predecessor counts; roots. */
+static int snpu_graph_edges(struct snpu_graph *g,
+			    const struct snpu_graph_in *in, u32 edges)
+{
+	u32 n, e, *fill;
+	int ret;
+
+	fill = kvcalloc(g->nodes + 1, sizeof(u32), GFP_KERNEL_ACCOUNT);
+	if (!fill)
+		return -ENOMEM;
+	ret = snpu_graph_check_fanin(in->offsets, in->fanin, g->nodes, edges,
+				     fill);
+	if (ret)
+		goto out;
+	ret = -ENOMEM;
+	g->fanout_off = snpu_graph_alloc(g, g->nodes + 1, sizeof(u32));
+	g->fanout = snpu_graph_alloc(g, edges, sizeof(u32));
+	g->fanin = snpu_graph_alloc(g, g->nodes, sizeof(u32));
+	if (!g->fanout_off || !g->fanout || !g->fanin)
+		goto out;
+	for (n = 0; n < g->nodes; n++) {
+		u32 lo = in->offsets ? in->offsets[n] : 0;
+		u32 hi = in->offsets ? in->offsets[n + 1] : 0;
+
+		g->fanin[n] = hi - lo;
+		g->nroots += !g->fanin[n];
+		for (e = lo; e < hi; e++)
+			g->fanout_off[in->fanin[e] + 1]++;
+	}
+	for (n = 0; n < g->nodes; n++)
+		g->fanout_off[n + 1] += g->fanout_off[n];
+	memset(fill, 0, (g->nodes + 1) * sizeof(u32));
+	for (n = 0; n < g->nodes; n++) {
+		u32 lo = in->offsets ? in->offsets[n] : 0;
+		u32 hi = in->offsets ? in->offsets[n + 1] : 0;
+
+		for (e = lo; e < hi; e++) {
+			u32 p = in->fanin[e];
+
+			g->fanout[g->fanout_off[p] + fill[p]++] = n;
+		}
+	}
+	g->roots = snpu_graph_alloc(g, g->nroots, sizeof(u32));
+	if (!g->roots)
+		goto out;
+	for (n = 0, e = 0; n < g->nodes; n++)
+		if (!g->fanin[n])
+			g->roots[e++] = n;
+	ret = 0;
+out:
+	kvfree(fill);
+	return ret;
+}
+
+/*
+ * The hazard lists, and the plain ranges merged. A definition past the
+ * hazard bound is kept, without lists: its launches are never stitched.
+ */
+static int snpu_graph_hazard_lists(struct snpu_graph *g, u32 nacc)
+{
+	struct snpu_gacc *acc;
+	u32 *offsets = NULL, *list = NULL, count, i, nplain = 0;
+	u64 *pairs = NULL;
+	int ret = -ENOMEM;
+
+	acc = kvmalloc_array(nacc ?: 1, sizeof(*acc), GFP_KERNEL_ACCOUNT);
+	pairs = kvmalloc_array(SNPU_GRAPH_MAX_HAZARDS, sizeof(*pairs),
+			       GFP_KERNEL_ACCOUNT);
+	list = kvmalloc_array(SNPU_GRAPH_MAX_HAZARDS, sizeof(*list),
+			      GFP_KERNEL_ACCOUNT);
+	offsets = snpu_graph_alloc(g, g->nodes + 1, sizeof(u32));
+	if (!acc || !pairs || !list || !offsets)
+		goto out;
+
+	memcpy(acc, g->acc, nacc * sizeof(*acc));
+	ret = snpu_graph_hazards(acc, nacc, g->nodes, pairs,
+				 SNPU_GRAPH_MAX_HAZARDS, offsets, list, &count);
+	if (!ret) {
+		ret = -ENOMEM;
+		g->haz = snpu_graph_alloc(g, count, sizeof(u32));
+		if (!g->haz)
+			goto out;
+		memcpy(g->haz, list, count * sizeof(u32));
+		g->haz_off = offsets;
+		offsets = NULL;
+	}
+
+	/* The plain ranges, from the accesses in node order. */
+	for (i = 0; i < nacc; i++)
+		if (g->acc[i].res == SNPU_GRES_PLAIN)
+			acc[nplain++] = g->acc[i];
+	g->nplain = snpu_graph_plain_merge(acc, nplain);
+	ret = -ENOMEM;
+	g->plain = snpu_graph_alloc(g, g->nplain, sizeof(*acc));
+	if (!g->plain)
+		goto out;
+	memcpy(g->plain, acc, g->nplain * sizeof(*acc));
+	ret = 0;
+out:
+	kvfree(offsets);
+	kvfree(list);
+	kvfree(pairs);
+	kvfree(acc);
+	return ret;
+}
+
+/* The node works as far as the definition knows them. */
+static int snpu_graph_templates(struct snpu_graph *g,
+				const struct snpu_graph_in *in)
+{
+	u32 n, a;
+
+	g->def = snpu_graph_alloc(g, g->nodes, sizeof(*g->def));
+	g->mems = snpu_graph_alloc(g, g->acc_off[g->nodes], sizeof(*g->mems));
+	if (!g->def || !g->mems)
+		return -ENOMEM;
+	for (n = 0; n < g->nodes; n++) {
+		const struct snpu_task *t = &in->nodes[n].task;
+		struct snpu_gdef *d = &g->def[n];
+		struct snpu_work *w = &d->tmpl;
+		struct snpu_klaunch *l = &w->launch;
+
+		w->op = t->op;
+		w->nblocks = 1;
+		memset(d->res, SNPU_GRES_PLAIN, sizeof(d->res));
+		switch (t->op) {
+		case SNPU_OP_LAUNCH:
+			l->kernel = t->launch.kernel;
+			l->block_dim = t->launch.block_dim;
+			w->nblocks = l->block_dim;
+			for (a = 0; a < SNPU_KERNEL_MAX_ARGS; a++) {
+				if (snpu_kernel_is_buffer(l->kernel, a))
+					l->bytes[a] = t->launch.args[a].bytes;
+				else
+					l->scalar[a] = t->launch.args[a].value;
+			}
+			break;
+		case SNPU_OP_COPY:
+			w->copy.bytes = t->copy.bytes;
+			break;
+		case SNPU_OP_MEMSET:
+			w->copy.bytes = t->memset.bytes;
+			w->copy.value = t->memset.value;
+			break;
+		}
+		for (a = g->acc_off[n]; a < g->acc_off[n + 1]; a++) {
+			const struct snpu_gacc *acc = &g->acc[a];
+
+			d->res[acc->addr] = acc->res;
+			d->off[acc->addr] = acc->start;
+		}
+	}
+	return 0;
+}
+
+/* Where address @a of a node's work goes. */
+static void snpu_gwork_set(struct snpu_work *w, u32 a, void *p)
+{
+	if (w->op == SNPU_OP_LAUNCH)
+		w->launch.buf[a] = p;
+	else if (a == 0)
+		w->copy.dst = p;
+	else
+		w->copy.src = p;
+}
+
+/* Resolve the plain addresses, each allocation referenced. */
+static int snpu_graph_plain_locked(struct snpu_context *ctx,
+				   struct snpu_graph *g)
+{
+	u32 n, i;
+	int ret;
+
+	lockdep_assert_held(&ctx->lock);
+	for (n = 0; n < g->nodes; n++) {
+		for (i = g->acc_off[n]; i < g->acc_off[n + 1]; i++) {
+			const struct snpu_gacc *a = &g->acc[i];
+			void *kaddr;
+
+			if (a->res != SNPU_GRES_PLAIN)
+				continue;
+			ret = snpu_mem_resolve_locked(ctx, a->start,
+						      a->end - a->start,
+						      &g->mems[g->nmems],
+						      &kaddr);
+			if (ret)
+				return ret;
+			g->nmems++;
+			snpu_gwork_set(&g->def[n].tmpl, a->addr, kaddr);
+		}
+	}
+	return 0;
+}
+
+int snpu_ioc_graph_create(struct snpu_context *ctx, union snpu_ioc_arg *arg)
+{
+	struct snpu_graph_create *c = &arg->graph_create;
+	struct snpu_graph_in in = { };
+	struct snpu_graph *g;
+	u32 nacc;
+	int ret;
+
+	ret = snpu_graph_check_create(c);
+	if (ret)
+		return ret;
+	g = kzalloc(sizeof(*g), GFP_KERNEL_ACCOUNT);
+	if (!g)
+		return -ENOMEM;
+	g->charged = sizeof(*g);
+	g->ctx = ctx;
+	g->nodes = c->nodes_count;
+	g->slots = c->slots_count;
+	kref_init(&g->ref);
+	INIT_LIST_HEAD(&g->free);
+	INIT_WORK(&g->free_work, snpu_graph_free_work);
+	g->inst_bytes = sizeof(struct snpu_ginst) +
+			array_size(g->nodes, sizeof(struct snpu_gnode));
+
+	ret = snpu_graph_read(c, g, &in);
+	if (!ret)
+		ret = snpu_graph_accesses(g, &in, &nacc);
+	if (!ret)
+		ret = snpu_graph_edges(g, &in, c->edges_count);
+	if (!ret)
+		ret = snpu_graph_templates(g, &in);
+	if (!ret)
+		ret = snpu_graph_hazard_lists(g, nacc);
+	kvfree(in.nodes);
+	kvfree(in.offsets);
+	kvfree(in.fanin);
+	atomic64_add(g->charged, &ctx->graph_mem);
+	if (ret)
+		goto fail;
+
+	mutex_lock(&ctx->lock);
+	if (ctx->graphs >= snpu_quota.graphs ||
+	    atomic64_read(&ctx->graph_mem) > snpu_quota.graph_mem)
+		ret = -ENOSPC;
+	if (!ret)
+		ret = snpu_graph_plain_locked(ctx, g);
+	if (!ret)
+		ret = snpu_object_add_locked(ctx, &g->obj, SNPU_OBJ_GRAPH);
+	if (!ret)
+		ctx->graphs++;
+	mutex_unlock(&ctx->lock);
+	if (ret)
+		goto fail;
+	c->graph = g->obj.handle;
+	return 0;
+
+fail:
+	snpu_graph_free(g);
+	return ret;
+}
+
+/**
+ * snpu_graph_destroy_locked() - drop a graph's handle
+ * @ctx: the context
+ * @g: the graph; freed now, or by its last launch in flight
+ */
+void snpu_graph_destroy_locked(struct snpu_context *ctx, struct snpu_graph *g)
+{
+	lockdep_assert_held(&ctx->lock);
+	xa_erase(&ctx->handles, g->obj.handle);
+	ctx->graphs--;
+	kref_put(&g->ref, snpu_graph_release);
+}
+
+int snpu_ioc_graph_destroy(struct snpu_context *ctx, union snpu_ioc_arg *arg)
+{
+	struct snpu_handle_op *h = &arg->handle_op;
+	struct snpu_graph *g;
+	int ret = 0;
+
+	if (h->flags || h->pad || !snpu_zero(h->reserved, sizeof(h->reserved)))
+		return -EINVAL;
+	mutex_lock(&ctx->lock);
+	g = snpu_graph_get_locked(ctx, h->handle);
+	if (g)
+		snpu_graph_destroy_locked(ctx, g);
+	else
+		ret = -ENOENT;
+	mutex_unlock(&ctx->lock);
+	return ret;
+}
+
+/* A free instance of @g, or a new one (charged): NULL and *ret on error. */
+static struct snpu_ginst *snpu_ginst_get_locked(struct snpu_context *ctx,
+						struct snpu_graph *g, int *ret)
+{
+	struct snpu_ginst *inst;
+	u32 n;
+
+	lockdep_assert_held(&ctx->lock);
+	spin_lock(&ctx->sched_lock);
+	inst = list_first_entry_or_null(&g->free, struct snpu_ginst, node);
+	if (inst)
+		list_del_init(&inst->node);
+	spin_unlock(&ctx->sched_lock);
+	if (inst)
+		return inst;
+
+	if (atomic64_add_return(g->inst_bytes, &ctx->graph_mem) >
+	    snpu_quota.graph_mem) {
+		atomic64_sub(g->inst_bytes, &ctx->graph_mem);
+		*ret = -ENOSPC;
+		return NULL;
+	}
+	inst = kvzalloc(g->inst_bytes, GFP_KERNEL_ACCOUNT | __GFP_NOWARN);
+	if (!inst) {
+		atomic64_sub(g->inst_bytes, &ctx->graph_mem);
+		*ret = -ENOMEM;
+		return NULL;
+	}
+	g->charged += g->inst_bytes;
+	INIT_LIST_HEAD(&inst->node);
+	INIT_LIST_HEAD(&inst->ready);
+	inst->graph = g;
+	for (n = 0; n < g->nodes; n++) {
+		inst->nodes[n].inst = inst;
+		inst->nodes[n].index = n;
+		inst->nodes[n].work.gnode = &inst->nodes[n];
+	}
+	return inst;
+}
+
+/* Do the bound ranges overlap each other or a plain range of the graph? */
+static bool snpu_ginst_aliased(const struct snpu_graph *g,
+			       const struct snpu_ginst *inst)
+{
+	u32 r, q;
+
+	for (r = 0; r < SNPU_GRES_COUNT; r++) {
+		u64 end = inst->addr[r] + g->bytes[r];
+
+		if (!inst->mem[r])
+			continue;
+		if (snpu_graph_plain_overlaps(g->plain, g->nplain,
+					      inst->addr[r], end))
+			return true;
+		for (q = r + 1; q < SNPU_GRES_COUNT; q++)
+			if (inst->mem[q] && inst->addr[q] < end &&
+			    inst->addr[r] < inst->addr[q] + g->bytes[q])
+				return true;
+	}
+	return false;
+}
+
+/* Fill the node works of an instance for its bindings. */
+static void snpu_ginst_bind(const struct snpu_graph *g,
+			    struct snpu_ginst *inst)
+{
+	u32 n, a;
+
+	for (n = 0; n < g->nodes; n++) {
+		const struct snpu_gdef *d = &g->def[n];
+		struct snpu_work *w = &inst->nodes[n].work;
+
+		w->op = d->tmpl.op;
+		w->nblocks = d->tmpl.nblocks;
+		if (w->op == SNPU_OP_LAUNCH)
+			w->launch = d->tmpl.launch;
+		else
+			w->copy = d->tmpl.copy;
+		for (a = 0; a < SNPU_GNODE_MAX_ACC; a++)
+			if (d->res[a] != SNPU_GRES_PLAIN)
+				snpu_gwork_set(w, a,
+					       inst->base[d->res[a]] + d->off[a]);
+	}
+	inst->aliased = snpu_ginst_aliased(g, inst);
+	inst->bound = true;
+}
+
+/**
+ * snpu_graph_prepare_locked() - check a graph launch and take an instance
+ * @ctx: the context
+ * @job: the reserved job of the launch
+ * @t: the task
+ *
+ * Return: 0; -ENOENT for a handle that names no graph; -EINVAL for an
+ * unused slot or a scratch the graph has no room for that is not zero;
+ * -EFAULT for a binding not inside one allocation; -ENOSPC or -ENOMEM
+ * when a new instance cannot be had. What was taken is given back by
+ * snpu_graph_put_job().
+ */
+int snpu_graph_prepare_locked(struct snpu_context *ctx, struct snpu_job *job,
+			      const struct snpu_task *t)
+{
+	struct snpu_graph *g;
+	struct snpu_ginst *inst;
+	u32 r, n;
+	int ret = 0;
+
+	lockdep_assert_held(&ctx->lock);
+	g = snpu_graph_get_locked(ctx, t->graph.graph);
+	if (!g)
+		return -ENOENT;
+	for (r = g->slots; r < SNPU_GRAPH_MAX_SLOTS; r++)
+		if (t->graph.slots[r])
+			return -EINVAL;
+	if (!g->bytes[SNPU_GRES_SCRATCH] && t->graph.scratch)
+		return -EINVAL;
+
+	inst = snpu_ginst_get_locked(ctx, g, &ret);
+	if (!inst)
+		return ret;
+	kref_get(&g->ref);
+	job->ginst = inst;
+	inst->job = job;
+	for (r = 0; r < SNPU_GRES_COUNT; r++) {
+		u64 addr = r == SNPU_GRES_SCRATCH ? t->graph.scratch :
+			   r < g->slots ? t->graph.slots[r] : 0;
+		void *base = NULL;
+
+		if (g->bytes[r] && (r < g->slots || r == SNPU_GRES_SCRATCH)) {
+			ret = snpu_mem_resolve_locked(ctx, addr, g->bytes[r],
+						      &inst->mem[r], &base);
+			if (ret)
+				return ret;
+		}
+		if (inst->addr[r] != addr || inst->base[r] != base)
+			inst->bound = false;
+		inst->addr[r] = addr;
+		inst->base[r] = base;
+	}
+	if (!inst->bound)
+		snpu_ginst_bind(g, inst);
+
+	for (n = 0; n < g->nodes; n++) {
+		struct snpu_gnode *node = &inst->nodes[n];
+
+		node->work.job = job;
+		node->pending = g->fanin[n] + !g->fanin[n];
+		node->done = false;
+	}
+	inst->next = NULL;
+	inst->hold = g->nodes + 1;
+	inst->error = 0;
+	inst->dispatched = false;
+	inst->visits = 0;
+	inst->invalid = 0;
+	return 0;
+}
+
+/**
+ * snpu_graph_put_job() - give back what a launch took
+ * @job: the launch, complete or never committed
+ *
+ * The instance goes back to its graph for the next launch, the bound
+ * allocations and the graph are released (by snpu_free_wq when last).
+ */
+void snpu_graph_put_job(struct snpu_job *job)
+{
+	struct snpu_ginst *inst = job->ginst;
+	struct snpu_graph *g = inst->graph;
+	struct snpu_context *ctx = g->ctx;
+	struct snpu_device *sdev = ctx->sdev;
+	u32 r;
+
+	for (r = 0; r < SNPU_GRES_COUNT; r++) {
+		if (inst->mem[r])
+			snpu_mem_put_deferred(inst->mem[r]);
+		inst->mem[r] = NULL;
+	}
+	if (inst->dispatched) {
+		atomic64_inc(&sdev->gstats.launches);
+		atomic64_add(g->nodes, &sdev->gstats.nodes);
+		atomic64_add(inst->visits, &sdev->gstats.hazard_visits);
+		atomic64_add(inst->invalid, &sdev->gstats.hazard_invalid);
+	}
+	spin_lock(&ctx->sched_lock);
+	inst->job = NULL;
+	inst->next = NULL;
+	list_add(&inst->node, &g->free);
+	spin_unlock(&ctx->sched_lock);
+	job->ginst = NULL;
+	kref_put(&g->ref, snpu_graph_release_deferred);
+}
+
+/*
+ * Node @n of the next launch waits for the listed nodes of this one that
+ * are not complete. Each visit checks that the pair does conflict: the
+ * lists hold nothing else, so the invalid count stays 0.
+ */
+static void snpu_graph_visit_locked(const struct snpu_graph *g,
+				    struct snpu_ginst *inst, u32 n, u32 m)
+{
+	const struct snpu_gacc *a = &g->acc[g->acc_off[n]];
+	const struct snpu_gacc *b = &g->acc[g->acc_off[m]];
+
+	inst->visits++;
+	if (!snpu_gnode_conflict(a, g->acc_off[n + 1] - g->acc_off[n],
+				 b, g->acc_off[m + 1] - g->acc_off[m]))
+		inst->invalid++;
+}
+
+/**
+ * snpu_graph_stitch_locked() - let a launch overlap the one before it
+ * @ctx: the context
+ * @prev: the last job of the launch's stream, not complete
+ * @job: the launch being committed
+ *
+ * A launch is stitched when @prev is a started launch of the same graph
+ * with the same bindings, none of them aliased, and the graph has hazard
+ * lists: then each node also waits for the nodes of @prev its list names
+ * that are not complete, and the launch's completion waits for @prev's.
+ *
+ * Return: true when stitched: the launch does not wait for @prev to start.
+ */
+bool snpu_graph_stitch_locked(struct snpu_context *ctx, struct snpu_job *prev,
+			      struct snpu_job *job)
+{
+	struct snpu_ginst *p = prev->ginst, *inst = job->ginst;
+	struct snpu_graph *g = inst->graph;
+	u32 n, i;
+
+	lockdep_assert_held(&ctx->sched_lock);
+	if (prev->op != SNPU_OP_GRAPH || prev->state != SNPU_JOB_READY ||
+	    p->graph != g || !g->haz_off || inst->aliased ||
+	    memcmp(p->addr, inst->addr, sizeof(p->addr)))
+		return false;
+
+	for (n = 0; n < g->nodes; n++) {
+		for (i = g->haz_off[n]; i < g->haz_off[n + 1]; i++) {
+			u32 m = g->haz[i];
+
+			snpu_graph_visit_locked(g, inst, n, m);
+			if (!p->nodes[m].done)
+				inst->nodes[n].pending++;
+		}
+	}
+	p->next = inst;
+	inst->hold++;
+	atomic64_inc(&ctx->sdev->gstats.stitched);
+	return true;
+}
+
+/**
+ * snpu_graph_start_locked() - a launch's stream reached it
+ * @ctx: the context
+ * @job: the launch; a cancelled one starts too and cancels its nodes
+ *
+ * The roots that have nothing else to wait for wait on the instance's
+ * ready list for the launch's dispatch.
+ */
+void snpu_graph_start_locked(struct snpu_context *ctx, struct snpu_job *job)
+{
+	struct snpu_ginst *inst = job->ginst;
+	struct snpu_graph *g = inst->graph;
+	u32 i;
+
+	lockdep_assert_held(&ctx->sched_lock);
+	if (job->cancel)
+		inst->error = -ECANCELED;
+	for (i = 0; i < g->nroots; i++) {
+		struct snpu_gnode *node = &inst->nodes[g->roots[i]];
+
+		if (!--node->pending)
+			list_add_tail(&node->work.node, &inst->ready);
+	}
+}
+
+/* One hold of a launch less; with the last, it goes to @todo to end. */
+static void snpu_graph_unhold_locked(struct snpu_ginst *inst,
+				     struct list_head *todo)
+{
+	if (--inst->hold)
+		return;
+	inst->job->state = SNPU_JOB_READY;
+	list_add_tail(&inst->job->node, todo);
+}
+
+/**
+ * snpu_graph_unstitch_locked() - the launch before a stitched one is done
+ * @job: the stitched launch
+ * @todo: gets @job when it is complete now
+ */
+void snpu_graph_unstitch_locked(struct snpu_job *job, struct list_head *todo)
+{
+	lockdep_assert_held(&job->ctx->sched_lock);
+	job->stitched = false;
+	snpu_graph_unhold_locked(job->ginst, todo);
+}
+
+/*
+ * A node is complete: resolve its successors in its launch and, when a
+ * launch is stitched to it, that launch's nodes its hazard list names.
+ * Ready nodes go to @nodes, a launch now complete to @todo.
+ */
+static void snpu_gnode_finish(struct snpu_gnode *node, int error,
+			      struct list_head *nodes, struct list_head *todo)
+{
+	struct snpu_ginst *inst = node->inst, *next;
+	struct snpu_graph *g = inst->graph;
+	struct snpu_context *ctx = g->ctx;
+	u32 n = node->index, i;
+
+	spin_lock(&ctx->sched_lock);
+	node->done = true;
+	if (error && !inst->error)
+		WRITE_ONCE(inst->error, error);
+	for (i = g->fanout_off[n]; i < g->fanout_off[n + 1]; i++) {
+		struct snpu_gnode *s = &inst->nodes[g->fanout[i]];
+
+		if (!--s->pending)
+			list_add_tail(&s->work.node, nodes);
+	}
+	next = inst->next;
+	if (next) {
+		for (i = g->haz_off[n]; i < g->haz_off[n + 1]; i++) {
+			struct snpu_gnode *s = &next->nodes[g->haz[i]];
+
+			snpu_graph_visit_locked(g, next, g->haz[i], n);
+			if (!--s->pending)
+				list_add_tail(&s->work.node, nodes);
+		}
+	}
+	snpu_graph_unhold_locked(inst, todo);
+	spin_unlock(&ctx->sched_lock);
+}
+
+/* Should a ready node be finished without a core? */
+static bool snpu_gnode_cancelled(const struct snpu_gnode *node)
+{
+	const struct snpu_job *job = node->work.job;
+
+	return READ_ONCE(node->inst->error) || READ_ONCE(job->ctx->dying) ||
+	       READ_ONCE(job->stream->error);
+}
+
+/* Hand ready nodes to the cores, or finish the cancelled ones. */
+static void snpu_gnodes_run(struct list_head *nodes, struct list_head *todo,
+			    struct snpu_work **handoff)
+{
+	struct snpu_gnode *node;
+
+	while (!list_empty(nodes)) {
+		node = list_first_entry(nodes, struct snpu_gnode, work.node);
+		list_del_init(&node->work.node);
+		if (snpu_gnode_cancelled(node) ||
+		    !snpu_sched_ready(&node->work, handoff))
+			snpu_gnode_finish(node, -ECANCELED, nodes, todo);
+	}
+}
+
+/**
+ * snpu_graph_dispatch() - dispatch a ready launch
+ * @job: the launch
+ * @todo: gets the jobs that become ready
+ * @handoff: see snpu_sched_ready()
+ *
+ * The first dispatch hands the ready roots to the cores; the one after
+ * the last node (and the launch before, when stitched) completes the
+ * launch with the first node's error.
+ */
+void snpu_graph_dispatch(struct snpu_job *job, struct list_head *todo,
+			 struct snpu_work **handoff)
+{
+	struct snpu_context *ctx = job->ctx;
+	struct snpu_ginst *inst = job->ginst;
+	LIST_HEAD(nodes);
+	bool first;
+
+	spin_lock(&ctx->sched_lock);
+	first = !inst->dispatched;
+	inst->dispatched = true;
+	if (first) {
+		list_splice_init(&inst->ready, &nodes);
+		first = --inst->hold;
+	}
+	spin_unlock(&ctx->sched_lock);
+	if (!first) {
+		snpu_job_finish(job, inst->error, todo);
+		return;
+	}
+	snpu_gnodes_run(&nodes, todo, handoff);
+}
+
+/**
+ * snpu_gnode_complete() - a node has run (or was cancelled)
+ * @node: the node
+ * @error: 0 or -errno
+ * @handoff: see snpu_job_complete()
+ */
+void snpu_gnode_complete(struct snpu_gnode *node, int error,
+			 struct snpu_work **handoff)
+{
+	LIST_HEAD(nodes);
+	LIST_HEAD(todo);
+
+	snpu_gnode_finish(node, error, &nodes, &todo);
+	snpu_gnodes_run(&nodes, &todo, handoff);
+	snpu_jobs_run_handoff(&todo, handoff);
+}
+
+static int snpu_graph_stats_show(struct seq_file *m, void *unused)
+{
+	struct snpu_graph_stats *st = &((struct snpu_device *)m->private)->gstats;
+
+	seq_printf(m, "launches %lld\n", atomic64_read(&st->launches));
+	seq_printf(m, "stitched %lld\n", atomic64_read(&st->stitched));
+	seq_printf(m, "nodes %lld\n", atomic64_read(&st->nodes));
+	seq_printf(m, "hazard_visits %lld\n",
+		   atomic64_read(&st->hazard_visits));
+	seq_printf(m, "hazard_invalid %lld\n",
+		   atomic64_read(&st->hazard_invalid));
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(snpu_graph_stats);
+
+/**
+ * snpu_graph_debugfs() - the device's graph statistics file
+ * @sdev: the device, with its debugfs directory
+ */
+void snpu_graph_debugfs(struct snpu_device *sdev)
+{
+	debugfs_create_file("graph_stats", 0444, sdev->debugfs, sdev,
+			    &snpu_graph_stats_fops);
+}
