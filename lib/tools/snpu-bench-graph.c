@@ -7,7 +7,7 @@
  *   snpu-bench-graph [-d N] [-r ROUNDS] [-n NODES] [-l LAUNCHES] [-b BYTES]
  *
  * NODES a multiple of 512, LAUNCHES even; BYTES (default 4096) replaces
- * the 4 KiB of every region below.
+ * the 4 KiB of every region below (a multiple of 4, up to 64 KiB).
  *
  * node: graphs of 8, 64 and 512 nodes in min(8, nodes) parallel chains.
  *       Each node writes its own 4 KiB region: the first of a chain FILLs
@@ -28,10 +28,12 @@
  *       ns per node of each, and graph / ring as the median of the
  *       rounds' ratios (the two run in alternating order). The results
  *       are checked once for each size and transport before timing.
- *       Then the same with NOP launches (no work, no arguments; the same
- *       edges): a synthetic row, the bare cost of the task path. Beside
- *       them, the kernels' own cost: ns per region of one ADD_I32 launch
- *       over NODES regions at once ("work").
+ *       Beside them, the kernel's own cost: ns per region of one ADD_I32
+ *       launch over NODES regions at once ("work"). Then the same with
+ *       regions of 64 bytes, where the task path outweighs the kernel,
+ *       and with NOP launches (no work, no arguments; the same edges): a
+ *       synthetic row, since a NOP task on an idle stream completes
+ *       without a core and a NOP node does not.
  * stitch: LAUNCHES (default 100) back-to-back launches, one
  *       SNPU_IOC_SUBMIT, then one synchronize, of graphs whose
  *       consecutive launches are independent but for node i against node
@@ -61,16 +63,18 @@
 #include "bench.h"
 
 #define ARRAY_SIZE(a)	(sizeof(a) / sizeof((a)[0]))
-#define WORDS		(region / 4)
 #define MAX_CHAINS	8
 #define RING_ENTRIES	256
 #define RING_BATCH	32
-#define ONES		0			/* offset of the ones in slot 0 */
-#define SEEDS		region			/* 8 seeds, one per chain */
-#define DATA		((1 + MAX_CHAINS) * (uint64_t)region)	/* the nodes' */
+#define SMALL		64	/* bytes a node writes in the small rows */
 
-/* Bytes each node writes (-b): 4 KiB unless told. */
-static unsigned int region = 4096;
+/*
+ * Slot 0 of a graph whose nodes write @rb bytes each: the ones at 0, one
+ * seed per chain, then the nodes' regions.
+ */
+#define ONES		0
+#define SEEDS(rb)	((uint64_t)(rb))
+#define DATA(rb)	((1 + MAX_CHAINS) * (uint64_t)(rb))
 
 static void die(const char *what, int err)
 {
@@ -100,6 +104,7 @@ enum work {
  */
 struct bgraph {
 	unsigned int n, edges, chains;
+	unsigned int region;		/* bytes each node writes */
 	struct snpu_graph_node *nodes;
 	uint32_t *fanin_offsets, *fanin;
 	struct snpu_task *tasks;	/* stream and addresses filled in */
@@ -122,7 +127,7 @@ static uint32_t seed(unsigned int chain)
 /* Node @i's kernel task, with device offsets (@base 0) or addresses. */
 static void node_task(struct snpu_task *t, enum work w, int first,
 		      uint64_t base, uint64_t dst, uint64_t src,
-		      unsigned int chain)
+		      unsigned int chain, unsigned int region)
 {
 	struct snpu_kernel_arg a[3];
 
@@ -174,9 +179,10 @@ static int graph_destroy(int fd, uint32_t handle)
  * its read-only regions (ones, seeds), create two graph handles of it.
  */
 static void bgraph_init(struct snpu_device *dev, struct bgraph *g,
-			enum work w, unsigned int chains,
+			enum work w, unsigned int region, unsigned int chains,
 			const unsigned int *len, uint32_t stream)
 {
+	unsigned int words = region / 4;
 	uint32_t last[MAX_CHAINS], depth[MAX_CHAINS] = { 0 };
 	unsigned int c, i, j, maxlen = 0, n = 0;
 	uint32_t *buf;
@@ -190,23 +196,24 @@ static void bgraph_init(struct snpu_device *dev, struct bgraph *g,
 	}
 	g->n = n;
 	g->chains = chains;
+	g->region = region;
 	g->nodes = zalloc(n, sizeof(*g->nodes));
 	g->tasks = zalloc(n, sizeof(*g->tasks));
 	g->expect = zalloc(n, sizeof(*g->expect));
 	g->fanin_offsets = zalloc(n + 1, sizeof(uint32_t));
 	g->fanin = zalloc(n, sizeof(uint32_t));
-	g->slot_bytes = DATA + (uint64_t)n * region;
+	g->slot_bytes = DATA(region) + (uint64_t)n * region;
 
 	ret = snpu_mem_alloc(dev, g->slot_bytes, 0, 0, &g->base);
 	if (ret)
 		die("mem alloc", ret);
-	buf = zalloc(WORDS * (1 + MAX_CHAINS), sizeof(*buf));
-	for (i = 0; i < WORDS; i++)
+	buf = zalloc(words * (1 + MAX_CHAINS), sizeof(*buf));
+	for (i = 0; i < words; i++)
 		buf[i] = 1;
 	for (c = 0; c < MAX_CHAINS; c++)
-		for (i = 0; i < WORDS; i++)
-			buf[(c + 1) * WORDS + i] = seed(c);
-	ret = snpu_memcpy_h2d(dev, g->base, buf, DATA);
+		for (i = 0; i < words; i++)
+			buf[(c + 1) * words + i] = seed(c);
+	ret = snpu_memcpy_h2d(dev, g->base, buf, DATA(region));
 	if (ret)
 		die("memcpy h2d", ret);
 	free(buf);
@@ -215,14 +222,16 @@ static void bgraph_init(struct snpu_device *dev, struct bgraph *g,
 	for (j = 0; j < maxlen; j++) {
 		for (c = 0; c < chains; c++) {
 			struct snpu_graph_node *node = &g->nodes[i];
-			uint64_t dst = DATA + (uint64_t)i * region;
-			uint64_t src = w == WORK_INDEP ? SEEDS + c * region :
-				       DATA + (uint64_t)last[c] * region;
+			uint64_t dst = DATA(region) + (uint64_t)i * region;
+			uint64_t src = w == WORK_INDEP ?
+				       SEEDS(region) + c * region :
+				       DATA(region) + (uint64_t)last[c] * region;
 
 			if (j >= len[c])
 				continue;
-			node_task(&node->task, w, !j, 0, dst, src, c);
-			node_task(&g->tasks[i], w, !j, g->base, dst, src, c);
+			node_task(&node->task, w, !j, 0, dst, src, c, region);
+			node_task(&g->tasks[i], w, !j, g->base, dst, src, c,
+				  region);
 			g->tasks[i].stream = stream;
 			if (w != WORK_NOP) {
 				node->ref[0] = SNPU_GRAPH_REF_SLOT(0);
@@ -277,7 +286,8 @@ static void prep_graph(struct snpu_task *t, uint32_t stream, uint32_t handle,
 /* Zero the nodes' regions, so that a run's results can be checked. */
 static void bgraph_clear(struct snpu_device *dev, const struct bgraph *g)
 {
-	int ret = snpu_memset(dev, g->base + DATA, 0, g->slot_bytes - DATA);
+	uint64_t data = DATA(g->region);
+	int ret = snpu_memset(dev, g->base + data, 0, g->slot_bytes - data);
 
 	if (ret)
 		die("memset", ret);
@@ -287,21 +297,21 @@ static void bgraph_clear(struct snpu_device *dev, const struct bgraph *g)
 static void bgraph_check(struct snpu_device *dev, const struct bgraph *g,
 			 const char *how)
 {
-	uint32_t *buf = zalloc(g->n, region);
-	unsigned int i, k;
+	unsigned int i, k, words = g->region / 4;
+	uint32_t *buf = zalloc(g->n, g->region);
 	int ret;
 
-	ret = snpu_memcpy_d2h(dev, buf, g->base + DATA,
-			      (size_t)g->n * region);
+	ret = snpu_memcpy_d2h(dev, buf, g->base + DATA(g->region),
+			      (size_t)g->n * g->region);
 	if (ret)
 		die("memcpy d2h", ret);
 	for (i = 0; i < g->n; i++)
-		for (k = 0; k < WORDS; k++)
-			if (buf[i * WORDS + k] != g->expect[i]) {
+		for (k = 0; k < words; k++)
+			if (buf[i * words + k] != g->expect[i]) {
 				fprintf(stderr, "snpu-bench-graph: %s, %u nodes:\n",
 					how, g->n);
 				fprintf(stderr, "  node %u word %u is %#x, not %#x\n",
-					i, k, buf[i * WORDS + k], g->expect[i]);
+					i, k, buf[i * words + k], g->expect[i]);
 				exit(1);
 			}
 	free(buf);
@@ -433,8 +443,9 @@ enum node_metric {
 
 /* One row: a graph of @n nodes against its tasks through the ring. */
 static void node_row(struct snpu_device *dev, struct snpu_ring *ring,
-		     uint32_t stream, enum work w, unsigned int n,
-		     unsigned int rounds, unsigned int total)
+		     uint32_t stream, enum work w, unsigned int region,
+		     uint64_t work_ns, unsigned int n, unsigned int rounds,
+		     unsigned int total)
 {
 	unsigned int chains = n < MAX_CHAINS ? n : MAX_CHAINS;
 	unsigned int len[MAX_CHAINS], c, r, k, launches = total / n;
@@ -444,7 +455,7 @@ static void node_row(struct snpu_device *dev, struct snpu_ring *ring,
 
 	for (c = 0; c < chains; c++)
 		len[c] = n / chains;
-	bgraph_init(dev, &g, w, chains, len, stream);
+	bgraph_init(dev, &g, w, region, chains, len, stream);
 	prep_graph(&launch, stream, g.handle[0], g.base);
 
 	/* The same results both ways, before anything is timed. */
@@ -482,8 +493,12 @@ static void node_row(struct snpu_device *dev, struct snpu_ring *ring,
 		m[NM_LAT_RATIO][r] = m[NM_GRAPH_LAT][r] * 1000 /
 				     m[NM_RING_LAT][r];
 	}
-	printf("%-5s %5u %6u %9llu %9llu %6.3fx %9llu %6.3fx %11llu %11llu %6.3fx\n",
-	       w == WORK_NOP ? "nop" : "real", n, chains,
+	if (w == WORK_NOP)
+		printf("%-4s %5s %5u %6u %5s", "nop", "-", n, chains, "-");
+	else
+		printf("%-4s %5u %5u %6u %5llu", "real", region, n, chains,
+		       (unsigned long long)work_ns);
+	printf(" %6llu %6llu %6.3fx %6llu %6.3fx %9llu %9llu %6.3fx\n",
 	       (unsigned long long)median(m[NM_RING], rounds),
 	       (unsigned long long)median(m[NM_GRAPH], rounds),
 	       (double)median(m[NM_RATIO], rounds) / 1000,
@@ -498,25 +513,25 @@ static void node_row(struct snpu_device *dev, struct snpu_ring *ring,
 }
 
 /*
- * The kernels' own cost: ns per region of one ADD_I32 launch (block_dim
- * 1) over @total regions at once (fewer if one block may not do that
- * much), median of @rounds, so that the cost of a node can be split into
- * its work and its trip through the task path.
+ * The kernels' own cost: ns per @region bytes of one ADD_I32 launch
+ * (block_dim 1) over @total regions at once (fewer if one block may not
+ * do that much), median of @rounds, so that the cost of a node can be
+ * split into its work and its trip through the task path.
  */
 static uint64_t work_floor(struct snpu_device *dev, uint32_t stream,
-			   unsigned int rounds, unsigned int total)
+			   unsigned int region, unsigned int rounds,
+			   unsigned int total)
 {
 	uint64_t *v = zalloc(rounds, sizeof(*v));
-	uint64_t bytes, addr, t0;
-
-	if ((uint64_t)total * WORDS > SNPU_KERNEL_BLOCK_WORK_MAX)
-		total = SNPU_KERNEL_BLOCK_WORK_MAX / WORDS;
-	bytes = (uint64_t)total * region;
 	struct snpu_kernel_arg a[3];
+	uint64_t bytes, addr, t0;
 	struct snpu_task t;
 	unsigned int r;
 	int ret;
 
+	if ((uint64_t)total * (region / 4) > SNPU_KERNEL_BLOCK_WORK_MAX)
+		total = SNPU_KERNEL_BLOCK_WORK_MAX / (region / 4);
+	bytes = (uint64_t)total * region;
 	ret = snpu_mem_alloc(dev, bytes, 0, 0, &addr);
 	if (ret)
 		die("mem alloc", ret);
@@ -544,14 +559,14 @@ static uint64_t work_floor(struct snpu_device *dev, uint32_t stream,
 }
 
 static void node_bench(unsigned int index, unsigned int rounds,
-		       unsigned int total)
+		       unsigned int total, unsigned int region)
 {
 	static const unsigned int sizes[] = { 8, 64, 512 };
-	static const enum work works[] = { WORK_CHAIN, WORK_NOP };
+	unsigned int regions[2] = { region, SMALL }, b, s;
 	struct snpu_device *dev;
 	struct snpu_ring ring;
-	unsigned int s, w;
 	uint32_t stream;
+	uint64_t work;
 	int ret;
 
 	ret = snpu_open(index, 0, &dev);
@@ -566,23 +581,28 @@ static void node_bench(unsigned int index, unsigned int rounds,
 
 	printf("graph per node: %u nodes of work a round, ns per node, medians of %u rounds\n",
 	       total, rounds);
+	printf("  real: chains of FILL, then ADD_I32 of the previous node's region\n");
+	printf("  and ones, each node writing its own region of bytes\n");
+	printf("  work: the kernel alone, ns per region in one ADD_I32 of many\n");
 	printf("  ring: the nodes as tasks through the SQ (%u entries, %u per submit)\n",
 	       RING_ENTRIES, RING_BATCH);
 	printf("  graph: launches through the same SQ; ioctl: one launch per SNPU_IOC_SUBMIT\n");
 	printf("  lat: ns from submit to the last completion of one graph's worth\n");
 	printf("  x: median of the rounds' ratios to ring\n");
-	printf("  real: FILL / ADD_I32 chains of %u bytes a node; nop: NOP launches (synthetic)\n",
-	       region);
-	printf("  work: %llu ns per %u bytes in one ADD_I32 launch of many regions\n",
-	       (unsigned long long)work_floor(dev, stream, rounds, total),
-	       region);
-	printf("%-5s %5s %6s %9s %9s %7s %9s %7s %11s %11s %7s\n",
-	       "work", "nodes", "chains", "ring", "graph", "x ring",
-	       "ioctl", "x ring", "ring lat", "graph lat", "x");
-	for (w = 0; w < 2; w++)
+	printf("  nop: NOP launches, synthetic: a NOP task on an idle stream takes\n");
+	printf("  no core, a NOP node does\n");
+	printf("%-4s %5s %5s %6s %5s %6s %6s %7s %6s %7s %9s %9s %7s\n",
+	       "", "bytes", "nodes", "chains", "work", "ring", "graph",
+	       "x ring", "ioctl", "x ring", "ring lat", "graph lat", "x");
+	for (b = 0; b < (region == SMALL ? 1 : 2); b++) {
+		work = work_floor(dev, stream, regions[b], rounds, total);
 		for (s = 0; s < ARRAY_SIZE(sizes); s++)
-			node_row(dev, &ring, stream, works[w], sizes[s],
-				 rounds, total);
+			node_row(dev, &ring, stream, WORK_CHAIN, regions[b],
+				 work, sizes[s], rounds, total);
+	}
+	for (s = 0; s < ARRAY_SIZE(sizes); s++)
+		node_row(dev, &ring, stream, WORK_NOP, 4, 0, sizes[s], rounds,
+			 total);
 	snpu_ring_exit(&ring);
 	snpu_stream_destroy(dev, stream, 0);
 	snpu_close(dev);
@@ -596,6 +616,7 @@ static uint64_t stitch_run(struct snpu_device *dev, unsigned int index,
 			   struct gstats *d)
 {
 	struct gstats a, b;
+	unsigned int tries;
 	uint64_t t0, ns;
 	int ret;
 
@@ -608,8 +629,17 @@ static uint64_t stitch_run(struct snpu_device *dev, unsigned int index,
 	if (ret)
 		die("synchronize", ret);
 	ns = now_ns() - t0;
-	gstats_read(index, &b);
-	gstats_sub(d, &a, &b);
+	/*
+	 * A launch is counted when its job is given back, which may come
+	 * just after the synchronize returns: wait for all of them.
+	 */
+	for (tries = 0; tries < 100; tries++) {
+		gstats_read(index, &b);
+		gstats_sub(d, &a, &b);
+		if (!d->ok || d->launches >= launches)
+			break;
+		usleep(1000);
+	}
 	return ns;
 }
 
@@ -619,9 +649,9 @@ enum stitch_metric {
 };
 
 static void stitch_row(struct snpu_device *dev, unsigned int index,
-		       uint32_t stream, const char *name, unsigned int chains,
-		       const unsigned int *len, unsigned int rounds,
-		       unsigned int launches)
+		       uint32_t stream, const char *name, unsigned int region,
+		       unsigned int chains, const unsigned int *len,
+		       unsigned int rounds, unsigned int launches)
 {
 	struct snpu_task *on = zalloc(launches, sizeof(*on));
 	struct snpu_task *off = zalloc(launches, sizeof(*off));
@@ -631,7 +661,7 @@ static void stitch_row(struct snpu_device *dev, unsigned int index,
 	int stats = 1;
 	struct bgraph g;
 
-	bgraph_init(dev, &g, WORK_INDEP, chains, len, stream);
+	bgraph_init(dev, &g, WORK_INDEP, region, chains, len, stream);
 	for (i = 0; i < launches; i++) {
 		prep_graph(&on[i], stream, g.handle[0], g.base);
 		/*
@@ -692,7 +722,7 @@ static void stitch_row(struct snpu_device *dev, unsigned int index,
 }
 
 static void stitch_bench(unsigned int index, unsigned int rounds,
-			 unsigned int launches)
+			 unsigned int launches, unsigned int region)
 {
 	static const unsigned int equal[MAX_CHAINS] = {
 		8, 8, 8, 8, 8, 8, 8, 8
@@ -723,10 +753,10 @@ static void stitch_bench(unsigned int index, unsigned int rounds,
 	printf("%-9s %5s %6s %11s %11s %7s %9s %9s %9s %8s %7s\n",
 	       "graph", "nodes", "chains", "stitched", "unstitched", "x",
 	       "stitched", "(alt.)", "visits", "/node", "invalid");
-	stitch_row(dev, index, stream, "8x8", MAX_CHAINS, equal, rounds,
-		   launches);
-	stitch_row(dev, index, stream, "48+7x2", MAX_CHAINS, ragged, rounds,
-		   launches);
+	stitch_row(dev, index, stream, "8x8", region, MAX_CHAINS, equal,
+		   rounds, launches);
+	stitch_row(dev, index, stream, "48+7x2", region, MAX_CHAINS, ragged,
+		   rounds, launches);
 	snpu_stream_destroy(dev, stream, 0);
 	snpu_close(dev);
 }
@@ -734,6 +764,7 @@ static void stitch_bench(unsigned int index, unsigned int rounds,
 int main(int argc, char **argv)
 {
 	unsigned int rounds = 7, total = 2048, launches = 100, index = 0;
+	unsigned int region = 4096;
 	struct snpu_device *dev;
 	struct snpu_info info;
 	int opt, ret;
@@ -782,7 +813,7 @@ int main(int argc, char **argv)
 			info.abi_major, info.abi_minor);
 		return 1;
 	}
-	node_bench(index, rounds, total);
-	stitch_bench(index, rounds, launches);
+	node_bench(index, rounds, total, region);
+	stitch_bench(index, rounds, launches, region);
 	return 0;
 }
