@@ -2,7 +2,7 @@
 # snpu top-level build: the kernel module (kbuild, see Kbuild), libsnpu,
 # its tools, the kselftests, the VM image and the checks. `make help`.
 
-VERSION := 0.5.0
+VERSION := 0.8.0
 SONAME := libsnpu.so.0
 # The file behind the soname: new symbol versions, same soname.
 LIBFILE := libsnpu.so.$(VERSION)
@@ -27,8 +27,8 @@ KSRC := $(B)/ksrc
 KSFT_INC := $(KSRC)/tools/testing/selftests
 SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 
-LIB_SRCS := $(wildcard lib/*.c)
-LIB_HDRS := lib/include/snpu.h uapi/linux/snpu.h
+LIB_SRCS := $(wildcard lib/*.c lib/rt2/*.c)
+LIB_HDRS := lib/include/snpu.h lib/include/snpu_rt2.h uapi/linux/snpu.h
 LIB_CFLAGS := $(CFLAGS) $(WARN) -fPIC -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 \
 	      -Iuapi -Ilib/include
 TOOLS := $(patsubst lib/tools/%.c,$(B)/tools/%,$(wildcard lib/tools/*.c))
@@ -91,7 +91,7 @@ help:
 	@echo '                 the same tasks through the ring, stitched against'
 	@echo '                 unstitched launches, hazard-list visits'
 	@echo '  bench-native   attached-stream cache hits on the host (-O2, no sanitizers);'
-	@echo '                 fails if a hit allocates'
+	@echo '                 fails if a hit allocates; the cost per node of graph capture'
 	@echo '  deps           install every Debian package any target needs'
 	@echo '  install        library, headers and libsnpu.pc under DESTDIR/PREFIX'
 	@echo '  clean          remove build outputs'
@@ -118,10 +118,13 @@ kbuild:
 
 LIB_OBJS := $(patsubst lib/%.c,$(B)/lib/obj/%.o,$(LIB_SRCS))
 
-$(B)/lib/obj/%.o: lib/%.c $(LIB_HDRS) $(wildcard lib/*.h)
+$(B)/lib/obj/%.o: lib/%.c $(LIB_HDRS) $(wildcard lib/*.h lib/rt2/*.h)
 	@mkdir -p $(@D)
 	@$(if $(Q),echo '  CC      $@')
 	$(Q)$(CC) $(LIB_CFLAGS) -c $< -o $@
+
+# lib/core.c builds the task checks of kmod/core into the library.
+$(B)/lib/obj/core.o: $(CORE_SRCS) $(CORE_HDRS)
 
 $(B)/lib/libsnpu.a: $(LIB_OBJS)
 	@$(if $(Q),echo '  AR      $@')
@@ -174,11 +177,15 @@ $(CORE_TESTS): $(B)/unit/%: kmod/core/tests/%.c $(CORE_SRCS) $(CORE_HDRS)
 	$(Q)$(CC) -O1 -g $(WARN) $(SAN) -ffp-contract=off -I$(KSFT_INC) $(CORE_INC) \
 		$< $(CORE_SRCS) -o $@
 
-$(LIB_TESTS): $(B)/unit/%: lib/tests/%.c $(LIB_SRCS) $(LIB_HDRS) $(wildcard lib/*.h)
+# lib/tests/rt2/: the host-only device interface of rt2's tests, which runs
+# the built-in kernels natively (lib/core.c builds them into the library).
+LIB_TEST_SRCS := $(wildcard lib/tests/rt2/*.c)
+$(LIB_TESTS): $(B)/unit/%: lib/tests/%.c $(LIB_SRCS) $(LIB_HDRS) $(LIB_TEST_SRCS) \
+		$(wildcard lib/*.h lib/rt2/*.h lib/tests/rt2/*.h) $(CORE_SRCS) $(CORE_HDRS)
 	@mkdir -p $(@D)
 	@$(if $(Q),echo '  CC      $@')
-	$(Q)$(CC) -O1 -g $(WARN) $(SAN) -D_GNU_SOURCE -I$(KSFT_INC) -Iuapi -Ilib/include \
-		$< $(LIB_SRCS) -o $@
+	$(Q)$(CC) -O1 -g $(WARN) $(SAN) -ffp-contract=off -D_GNU_SOURCE -I$(KSFT_INC) \
+		-Iuapi -Ilib/include -Ikmod $< $(LIB_SRCS) $(LIB_TEST_SRCS) -lpthread -o $@
 
 unit-build: ksrc
 	$(Q)$(MAKE) $(UNIT_TESTS)
@@ -276,8 +283,9 @@ $(B)/bench/%: lib/bench/%.c $(LIB_SRCS) $(LIB_HDRS) $(wildcard lib/*.h lib/tools
 	@$(if $(Q),echo '  CC      $@')
 	$(Q)$(CC) -O2 -g $(WARN) -D_GNU_SOURCE -Iuapi -Ilib/include $< $(LIB_SRCS) -o $@
 
-bench-native: $(B)/bench/attached_bench
+bench-native: $(B)/bench/attached_bench $(B)/bench/capture_bench
 	$(Q)$(B)/bench/attached_bench
+	$(Q)$(B)/bench/capture_bench
 
 # ---- debug tier ------------------------------------------------------------
 
@@ -319,7 +327,7 @@ install: lib
 	install -m 755 $(B)/lib/$(LIBFILE) $(DESTDIR)$(LIBDIR)/
 	ln -sf $(LIBFILE) $(DESTDIR)$(LIBDIR)/$(SONAME)
 	ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/libsnpu.so
-	install -m 644 lib/include/snpu.h $(DESTDIR)$(INCLUDEDIR)/
+	install -m 644 lib/include/snpu.h lib/include/snpu_rt2.h $(DESTDIR)$(INCLUDEDIR)/
 	install -m 644 uapi/linux/snpu.h $(DESTDIR)$(INCLUDEDIR)/linux/
 	$(PC_SUBST) lib/libsnpu.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/libsnpu.pc
 

@@ -189,7 +189,10 @@ static int snpu_graph_accesses(struct snpu_graph *g,
 		     t->launch.kernel == SNPU_KERNEL_FAIL))
 			return -EOPNOTSUPP;
 		g->acc_off[n] = total;
-		total += ret;
+		for (; ret; ret--, total++)
+			if (g->acc[total].word &&
+			    g->acc[total].res != SNPU_GRES_PLAIN)
+				g->align[g->acc[total].res] = 3;
 	}
 	g->acc_off[n] = total;
 	*nacc = total;
@@ -576,7 +579,8 @@ static void snpu_ginst_bind(const struct snpu_graph *g,
  * @t: the task
  *
  * Return: 0; -ENOENT for a handle that names no graph; -EINVAL for an
- * unused slot or a scratch the graph has no room for that is not zero;
+ * unused slot or a scratch the graph has no room for that is not zero, or
+ * a slot or scratch address misaligned for a node's 32-bit elements;
  * -EFAULT for a binding not inside one allocation; -ENOSPC or -ENOMEM
  * when a new instance cannot be had. What was taken is given back by
  * snpu_graph_put_job().
@@ -597,6 +601,12 @@ int snpu_graph_prepare_locked(struct snpu_context *ctx, struct snpu_job *job,
 		if (t->graph.slots[r])
 			return -EINVAL;
 	if (!g->bytes[SNPU_GRES_SCRATCH] && t->graph.scratch)
+		return -EINVAL;
+	/* A node's 32-bit elements at an aligned offset of a slot: aligned. */
+	for (r = 0; r < g->slots; r++)
+		if (t->graph.slots[r] & g->align[r])
+			return -EINVAL;
+	if (t->graph.scratch & g->align[SNPU_GRES_SCRATCH])
 		return -EINVAL;
 
 	inst = snpu_ginst_get_locked(ctx, g, &ret);
@@ -666,12 +676,16 @@ void snpu_graph_put_job(struct snpu_job *job)
 		atomic64_add(inst->visits, &sdev->gstats.hazard_visits);
 		atomic64_add(inst->invalid, &sdev->gstats.hazard_invalid);
 	}
+	/*
+	 * The launch may still be its stream's tail: a commit looking at it
+	 * under sched_lock sees its instance, or none once it is free.
+	 */
 	spin_lock(&ctx->sched_lock);
 	inst->job = NULL;
 	inst->next = NULL;
 	list_add(&inst->node, &g->free);
-	spin_unlock(&ctx->sched_lock);
 	job->ginst = NULL;
+	spin_unlock(&ctx->sched_lock);
 	kref_put(&g->ref, snpu_graph_release_deferred);
 }
 
@@ -702,6 +716,8 @@ static void snpu_graph_visit_locked(const struct snpu_graph *g,
  * with the same bindings, none of them aliased, and the graph has hazard
  * lists: then each node also waits for the nodes of @prev its list names
  * that are not complete, and the launch's completion waits for @prev's.
+ * A @prev that is completing has given its instance back already (its
+ * nodes are all complete): the launch then simply waits for it.
  *
  * Return: true when stitched: the launch does not wait for @prev to start.
  */
@@ -714,7 +730,7 @@ bool snpu_graph_stitch_locked(struct snpu_context *ctx, struct snpu_job *prev,
 
 	lockdep_assert_held(&ctx->sched_lock);
 	if (prev->op != SNPU_OP_GRAPH || prev->state != SNPU_JOB_READY ||
-	    p->graph != g || !g->haz_off || inst->aliased ||
+	    !p || p->graph != g || !g->haz_off || inst->aliased ||
 	    memcmp(p->addr, inst->addr, sizeof(p->addr)))
 		return false;
 

@@ -90,6 +90,8 @@ struct snpu_ginst {
  * @nodes: number of nodes
  * @slots: number of boundary slots
  * @bytes: the extent of each slot, and at SNPU_GRES_SCRATCH the scratch's
+ * @align: per slot and scratch, 3 when a node reads it as 32-bit elements
+ *         (its address must be 4-aligned), else 0
  * @def: the nodes
  * @fanout_off: CSR offsets of @fanout, @nodes + 1
  * @fanout: the successors of each node
@@ -116,6 +118,7 @@ struct snpu_graph {
 	u32 nodes;
 	u32 slots;
 	u64 bytes[SNPU_GRES_COUNT];
+	u8 align[SNPU_GRES_COUNT];
 	struct snpu_gdef *def;
 	u32 *fanout_off;
 	u32 *fanout;

@@ -38,6 +38,7 @@ int snpu_open_path(const char *path, unsigned int flags,
 		return ret;
 	}
 	snpu_snapshot_init(dev);
+	snpu_graph_init(dev);
 
 	/* An snpu device answers GET_INFO with an ABI we understand. */
 	ret = snpu_get_info(dev, &info);
@@ -68,6 +69,7 @@ void snpu_close(struct snpu_device *dev)
 	if (!dev)
 		return;
 	snpu_joins_fini(dev);
+	snpu_graph_fini(dev);
 	snpu_snapshot_fini(dev);
 	close(dev->fd);
 	free(dev);

@@ -14,6 +14,13 @@
 #include "snpu.h"
 
 struct snpu_joins;
+struct snpu_capture;
+
+/* Buckets of a device's cache of graphs by key (graph.c). */
+#define SNPU_GRAPH_BUCKET_BITS	6
+#define SNPU_GRAPH_BUCKETS	(1U << SNPU_GRAPH_BUCKET_BITS)
+struct snpu_graph_cached;
+struct snpu_graph_ops;
 
 /* A stage callback of the process snapshot (snapshot.c). */
 struct snpu_snap_cb {
@@ -36,7 +43,97 @@ struct snpu_device {
 	pthread_mutex_t snap_lock;
 	struct snpu_snap_cb snap_cb[SNPU_SNAPSHOT_STAGES];
 	const struct snpu_state_page *_Atomic state_page;
+	struct snpu_capture *_Atomic capture;
+	_Atomic uint32_t capture_stream;
+	pthread_mutex_t graph_lock;
+	struct snpu_graph_cached *graphs[SNPU_GRAPH_BUCKETS];
+	const struct snpu_graph_ops *graph_ops;
 };
+
+/*
+ * The device's graph fields (graph.c): @capture is the capture in progress
+ * (at most one per device), NULL when none: snpu_submit() and the rings
+ * look at it first; @capture_stream is its stream, stored before it.
+ * @graph_lock protects @graphs, the hash table of the definitions cached
+ * by key, and the capture's state. @graph_ops, NULL for the driver, lets
+ * the unit tests and benchmarks see what would be created and submitted.
+ */
+struct snpu_graph_ops {
+	int (*create)(struct snpu_device *dev,
+		      const struct snpu_graph_desc *desc, uint32_t *graph);
+	int (*destroy)(struct snpu_device *dev, uint32_t graph);
+	int (*submit)(struct snpu_device *dev, const struct snpu_task *tasks,
+		      unsigned int count, uint64_t *seq);
+	uint64_t caps;
+};
+
+void snpu_graph_init(struct snpu_device *dev);
+void snpu_graph_fini(struct snpu_device *dev);
+
+/* task.c, ring.c: the ordinary paths, without the capture's routing. */
+int snpu_submit_direct(struct snpu_device *dev, const struct snpu_task *tasks,
+		       unsigned int count, uint64_t *seq);
+int snpu_ring_submit_direct(struct snpu_ring *ring, unsigned int wait_nr);
+
+/* graph.c: the routing of snpu_submit() and of a ring under capture. */
+int snpu_capture_submit(struct snpu_device *dev, const struct snpu_task *tasks,
+			unsigned int count, uint64_t *seq);
+int snpu_capture_ring_submit(struct snpu_ring *ring, unsigned int wait_nr);
+
+/*
+ * A library-only bit of struct snpu_ring's @flags: the ring's SQ side is
+ * turned to a capture's buffer (see graph.c); never passed to the kernel.
+ */
+#define SNPU_RING_LIB_CAPTURE	(1U << 31)
+
+/* core.c: the kernel's own checks of a task (kmod/core). */
+int snpu_task_check(const struct snpu_task *t);
+uint32_t snpu_kernel_buffers(uint32_t kernel);
+
+/*
+ * The recorder (capture.c): a graph definition built from tasks, with
+ * edges from the device ranges each node reads and writes.
+ *
+ * @nodes, @fanin_offsets (@nodes_count + 1 entries) and @fanin make the
+ * definition as SNPU_IOC_GRAPH_CREATE takes it; the predecessors of each
+ * node are sorted and unique. @acc is the access table: ranges with the
+ * node that last wrote them or read them since, in order of start;
+ * @acc_maxlen is the longest range ever entered, @pieces room for the
+ * pieces a trim moves. @events are the events recorded by the body,
+ * which a wait in the body may name. @slot_base and @slot_bytes are the
+ * boundary slots (@slots_count of them, disjoint), set before recording.
+ */
+struct snpu_rec_access {
+	uint64_t lo, hi;	/* [lo, hi) */
+	uint32_t node;
+	uint32_t write;
+};
+
+struct snpu_rec {
+	struct snpu_graph_node *nodes;
+	uint32_t *fanin_offsets;
+	uint32_t *fanin;
+	struct snpu_rec_access *acc;
+	struct snpu_rec_access *pieces;
+	uint32_t *events;
+	uint64_t acc_maxlen;
+	uint64_t slot_base[SNPU_GRAPH_MAX_SLOTS];
+	uint64_t slot_bytes[SNPU_GRAPH_MAX_SLOTS];
+	uint32_t slots_count;
+	uint32_t nodes_count, nodes_cap, offsets_cap;
+	uint32_t edges_count, edges_cap;
+	uint32_t acc_count, acc_cap, pieces_cap;
+	uint32_t events_count, events_cap;
+};
+
+/* snpu_rec_add(): the task cannot be expressed in a graph. */
+#define SNPU_REC_UNSUPPORTED	1
+
+void snpu_rec_init(struct snpu_rec *r);
+void snpu_rec_fini(struct snpu_rec *r);
+int snpu_rec_check(const struct snpu_task *t, uint64_t caps);
+int snpu_rec_add(struct snpu_rec *r, const struct snpu_task *t);
+int snpu_rec_desc(const struct snpu_rec *r, struct snpu_graph_desc *desc);
 
 /* snapshot.c: set up and tear down the snapshot fields of a device. */
 void snpu_snapshot_init(struct snpu_device *dev);

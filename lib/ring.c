@@ -106,13 +106,11 @@ static unsigned int snpu_ring_flush(struct snpu_ring *ring)
 	return tail - __atomic_load_n(ring->sq.khead, __ATOMIC_ACQUIRE);
 }
 
-int snpu_ring_submit_and_wait(struct snpu_ring *ring, unsigned int wait_nr)
+int snpu_ring_submit_direct(struct snpu_ring *ring, unsigned int wait_nr)
 {
 	unsigned int pending, flags = 0;
 	int ret;
 
-	if (!ring)
-		return -EINVAL;
 	pending = snpu_ring_flush(ring);
 	if (ring->flags & SNPU_RING_SQPOLL) {
 		/* The tail store must be seen before we read the flag. */
@@ -132,6 +130,16 @@ int snpu_ring_submit_and_wait(struct snpu_ring *ring, unsigned int wait_nr)
 	if (wait_nr)
 		flags |= SNPU_ENTER_GETEVENTS;
 	return snpu_ring_enter(ring, pending, wait_nr, flags, -1);
+}
+
+int snpu_ring_submit_and_wait(struct snpu_ring *ring, unsigned int wait_nr)
+{
+	if (!ring)
+		return -EINVAL;
+	/* The SQ side is a graph capture's (graph.c). */
+	if (ring->flags & SNPU_RING_LIB_CAPTURE)
+		return snpu_capture_ring_submit(ring, wait_nr);
+	return snpu_ring_submit_direct(ring, wait_nr);
 }
 
 int snpu_ring_submit(struct snpu_ring *ring)

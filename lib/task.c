@@ -15,8 +15,8 @@ static_assert(sizeof(struct snpu_kernel_arg) == 16,
 	      "struct snpu_kernel_arg changed");
 static_assert(sizeof(struct snpu_submit) == 48, "struct snpu_submit changed");
 
-int snpu_submit(struct snpu_device *dev, const struct snpu_task *tasks,
-		unsigned int count, uint64_t *seq)
+int snpu_submit_direct(struct snpu_device *dev, const struct snpu_task *tasks,
+		       unsigned int count, uint64_t *seq)
 {
 	struct snpu_submit s = {
 		.size = sizeof(s),
@@ -26,13 +26,6 @@ int snpu_submit(struct snpu_device *dev, const struct snpu_task *tasks,
 	};
 	struct snpu_join_cap *caps = NULL;
 	int ret;
-
-	/*
-	 * A larger batch is refused rather than split: a split batch would
-	 * no longer be all or nothing.
-	 */
-	if (!dev || !tasks || !count || count > SNPU_SUBMIT_MAX)
-		return -EINVAL;
 
 	if (dev->joins)
 		caps = snpu_joins_before(dev, tasks, count);
@@ -46,6 +39,21 @@ int snpu_submit(struct snpu_device *dev, const struct snpu_task *tasks,
 	if (dev->joins)
 		snpu_joins_note(dev, tasks, count, caps);
 	return 0;
+}
+
+int snpu_submit(struct snpu_device *dev, const struct snpu_task *tasks,
+		unsigned int count, uint64_t *seq)
+{
+	/*
+	 * A larger batch is refused rather than split: a split batch would
+	 * no longer be all or nothing.
+	 */
+	if (!dev || !tasks || !count || count > SNPU_SUBMIT_MAX)
+		return -EINVAL;
+	/* A graph capture in progress takes the batch (graph.c). */
+	if (atomic_load_explicit(&dev->capture, memory_order_acquire))
+		return snpu_capture_submit(dev, tasks, count, seq);
+	return snpu_submit_direct(dev, tasks, count, seq);
 }
 
 int snpu_launch(struct snpu_device *dev, uint32_t stream, uint32_t kernel,

@@ -129,7 +129,7 @@ int snpu_graph_node_acc(const struct snpu_graph_node *n, __u32 index,
 {
 	const struct snpu_task *t = &n->task;
 	__u64 value[SNPU_GNODE_MAX_ACC], bytes[SNPU_GNODE_MAX_ACC];
-	__u32 used = 0, i;
+	__u32 used = 0, words = 0, i;
 	int ret;
 
 	if (n->reserved || t->stream || t->user_data)
@@ -153,6 +153,7 @@ int snpu_graph_node_acc(const struct snpu_graph_node *n, __u32 index,
 	switch (t->op) {
 	case SNPU_OP_LAUNCH:
 		used = snpu_kernel_buffers(t->launch.kernel);
+		words = snpu_kernel_words(t->launch.kernel);
 		for (i = 0; i < SNPU_KERNEL_MAX_ARGS; i++) {
 			value[i] = t->launch.args[i].value;
 			bytes[i] = t->launch.args[i].bytes;
@@ -189,7 +190,7 @@ int snpu_graph_node_acc(const struct snpu_graph_node *n, __u32 index,
 		a->node = index;
 		a->write = i == 0;
 		a->addr = i;
-		a->pad = 0;
+		a->word = !!(words & (1u << i));
 		ret++;
 	}
 	return ret;

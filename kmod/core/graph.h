@@ -26,7 +26,7 @@
  * @write: the node writes the range
  * @addr: which address of the task: launch argument, or 0 (destination)
  *        and 1 (source) of a copy, 0 of a memset
- * @pad: zero
+ * @word: the range holds 32-bit elements: its address must be 4-aligned
  */
 struct snpu_gacc {
 	__u64 start;
@@ -35,7 +35,7 @@ struct snpu_gacc {
 	__u8 res;
 	__u8 write;
 	__u8 addr;
-	__u8 pad;
+	__u8 word;
 };
 
 int snpu_graph_check_create(const struct snpu_graph_create *c);

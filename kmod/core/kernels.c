@@ -257,6 +257,21 @@ bool snpu_kernel_is_buffer(__u32 kernel, unsigned int arg)
 }
 
 /**
+ * snpu_kernel_words() - which buffers of a kernel hold 32-bit elements
+ * @kernel: SNPU_KERNEL_*
+ *
+ * Return: bit i set when argument i is a buffer of 32-bit elements, which
+ * must be 4-byte aligned; 0 for an unknown kernel.
+ */
+__u32 snpu_kernel_words(__u32 kernel)
+{
+	if (kernel >= SNPU_KERNEL_COUNT)
+		return 0;
+	return snpu_kernel_descs[kernel].buffers &
+	       ~snpu_kernel_descs[kernel].bytewise;
+}
+
+/**
  * snpu_kernel_buffers() - which arguments of a kernel are buffers
  * @kernel: SNPU_KERNEL_*
  *

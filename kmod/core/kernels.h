@@ -48,6 +48,7 @@ int snpu_kernel_check(__u32 kernel, __u32 block_dim,
 		      const struct snpu_kernel_arg *args);
 bool snpu_kernel_is_buffer(__u32 kernel, unsigned int arg);
 __u32 snpu_kernel_buffers(__u32 kernel);
+__u32 snpu_kernel_words(__u32 kernel);
 bool snpu_kernel_uses_fpu(__u32 kernel);
 __u64 snpu_kernel_units(const struct snpu_klaunch *l);
 void snpu_kernel_slice(const struct snpu_klaunch *l, __u32 block,

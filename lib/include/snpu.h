@@ -9,7 +9,9 @@
  *
  * Threads: every call on a struct snpu_device may run concurrently with any
  * other call on the same device from other threads, except snpu_close().
- * The kernel serializes what must be serialized; the library adds no lock.
+ * The kernel serializes what must be serialized; the library adds a lock
+ * only where Documentation/lib/index.rst says (owner misses, the join
+ * check, snapshot callbacks, the graph cache and captures).
  * The snpu_prep_*() and snpu_arg_*() helpers only touch the memory they
  * are given.
  *
@@ -453,6 +455,94 @@ int snpu_snapshot_callback_unregister(struct snpu_device *dev,
 int snpu_bg_register(struct snpu_device *dev);
 int snpu_bg_unregister(struct snpu_device *dev);
 int snpu_bg_checkpoint(struct snpu_device *dev);
+
+/* ---- graphs (LIBSNPU_0.7) --------------------------------------------- */
+
+/**
+ * struct snpu_graph_desc - a graph definition for snpu_graph_create()
+ * @nodes: @nodes_count nodes (see struct snpu_graph_node)
+ * @fanin_offsets: @nodes_count + 1 offsets into @fanin; NULL when
+ *                 @edges_count is 0
+ * @fanin: @edges_count predecessor indices; NULL when @edges_count is 0
+ * @slot_bytes: @slots_count slot extents; NULL when @slots_count is 0
+ * @scratch_bytes: bytes of scratch each launch passes, 0 for none
+ * @nodes_count: 1 to SNPU_GRAPH_MAX_NODES
+ * @edges_count: 0 to SNPU_GRAPH_MAX_EDGES
+ * @slots_count: 0 to SNPU_GRAPH_MAX_SLOTS
+ * @pad: must be zero
+ */
+struct snpu_graph_desc {
+	const struct snpu_graph_node *nodes;
+	const uint32_t *fanin_offsets;
+	const uint32_t *fanin;
+	const uint64_t *slot_bytes;
+	uint64_t scratch_bytes;
+	uint32_t nodes_count;
+	uint32_t edges_count;
+	uint32_t slots_count;
+	uint32_t pad;
+};
+
+int snpu_graph_create(struct snpu_device *dev,
+		      const struct snpu_graph_desc *desc, uint32_t *graph);
+int snpu_graph_destroy(struct snpu_device *dev, uint32_t graph);
+
+/*
+ * A launch of @graph on @stream: one task. The first @slots_count (at most
+ * SNPU_GRAPH_MAX_SLOTS; the rest are ignored) addresses of @slots bind the
+ * graph's boundary slots; @scratch is its scratch (0 when it has none).
+ */
+static inline void snpu_prep_graph(struct snpu_task *t, uint32_t stream,
+				   uint32_t graph, const uint64_t *slots,
+				   unsigned int slots_count, uint64_t scratch)
+{
+	unsigned int i;
+
+	memset(t, 0, sizeof(*t));
+	t->op = SNPU_OP_GRAPH;
+	t->stream = stream;
+	t->graph.graph = graph;
+	t->graph.scratch = scratch;
+	for (i = 0; slots && i < slots_count && i < SNPU_GRAPH_MAX_SLOTS; i++)
+		t->graph.slots[i] = slots[i];
+}
+
+int snpu_graph_launch(struct snpu_device *dev, uint32_t stream,
+		      uint32_t graph, const uint64_t *slots,
+		      unsigned int slots_count, uint64_t scratch);
+
+/*
+ * Capture: record the work a body puts on one stream as a graph, cached in
+ * the device under a key, and launch it as one task:
+ *
+ *	ret = snpu_graph_begin(dev, stream, key);
+ *	if (ret == 0) {
+ *		... the body: snpu_submit() and the calls built on it ...
+ *		ret = snpu_graph_end(dev);
+ *	}
+ *
+ * snpu_graph_begin() returns SNPU_GRAPH_CACHED when @key is cached: the
+ * graph was launched, skip the body and do not call snpu_graph_end().
+ * snpu_graph_end() returns 0 when the body ran as one graph launch, or
+ * SNPU_GRAPH_NOT_RECORDED when it could not be expressed and its tasks
+ * went the ordinary way. snpu_graph_begin_ring() records what the body
+ * puts in @ring's SQ instead; snpu_graph_begin_slots() (either transport)
+ * binds the body's boundary buffers as slots, which each launch of the
+ * cached graph may place elsewhere. See
+ * Documentation/lib/snpu_graph_begin.rst.
+ */
+#define SNPU_GRAPH_CACHED		1
+#define SNPU_GRAPH_NOT_RECORDED		2
+
+int snpu_graph_begin(struct snpu_device *dev, uint32_t stream, uint64_t key);
+int snpu_graph_begin_ring(struct snpu_device *dev, struct snpu_ring *ring,
+			  uint32_t stream, uint64_t key, uint64_t user_data);
+int snpu_graph_begin_slots(struct snpu_device *dev, struct snpu_ring *ring,
+			   uint32_t stream, uint64_t key, uint64_t user_data,
+			   const uint64_t *slots, const uint64_t *slot_bytes,
+			   unsigned int slots_count);
+int snpu_graph_end(struct snpu_device *dev);
+int snpu_graph_forget(struct snpu_device *dev, uint64_t key);
 
 #ifdef __cplusplus
 }

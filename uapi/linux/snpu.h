@@ -847,7 +847,9 @@ struct snpu_callback {
  * @completed) when its last node does, and fails with the first failing
  * node's error, the nodes not yet started cancelled and the stream in its
  * error state. Each slot address must lie, with the slot's bytes, inside
- * one allocation (EFAULT at submit), as must the scratch.
+ * one allocation (EFAULT at submit), as must the scratch; a slot or the
+ * scratch that a node reads or writes as 32-bit elements must be 4-byte
+ * aligned (EINVAL).
  *
  * Stitching: a launch that directly follows a launch of the same graph on
  * its stream, with the same slot and scratch addresses, does not wait for

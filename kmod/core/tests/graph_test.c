@@ -67,6 +67,23 @@ TEST(node_slot_and_scratch_bound)
 	EXPECT_EQ(1, acc[1].addr);
 }
 
+TEST(node_word_buffers_marked)
+{
+	struct snpu_graph_node n = fill(SNPU_GRAPH_REF_SLOT(0), 8, 64);
+	struct snpu_gacc acc[SNPU_GNODE_MAX_ACC];
+
+	ASSERT_EQ(1, acc_of(&n, acc));
+	EXPECT_EQ(1, acc[0].word);
+	/* An offset that leaves the 32-bit elements misaligned. */
+	n = fill(SNPU_GRAPH_REF_SLOT(0), 2, 64);
+	ASSERT_EQ(-EINVAL, acc_of(&n, acc));
+	/* COPY moves bytes. */
+	n = copy(SNPU_GRAPH_REF_SLOT(0), 1, SNPU_GRAPH_REF_SLOT(1), 3, 64);
+	ASSERT_EQ(2, acc_of(&n, acc));
+	EXPECT_EQ(0, acc[0].word);
+	EXPECT_EQ(0, acc[1].word);
+}
+
 TEST(node_range_past_slot_or_scratch_refused)
 {
 	struct snpu_gacc acc[SNPU_GNODE_MAX_ACC];

@@ -1,0 +1,197 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later OR MIT */
+/*
+ * rt2 - the execution-graph executor of libsnpu.
+ *
+ * A model is a small graph of tensors and ops built with the
+ * snpu_rt2_model_*() calls. An executor lowers a model (read only: one
+ * model may back any number of executors) into an execution graph of
+ * kernel nodes, optimises it with its passes, and runs it on a device
+ * interface, as many times as wanted, in single-thread mode or with three
+ * workers (memory, normal, launch). See Documentation/rt2.rst.
+ *
+ * Same manners as <snpu.h>: 0 or a count on success, -errno on failure,
+ * no global state. A model may be read by any number of threads at once
+ * but changed by one. An executor runs one snpu_rt2_exec_run() at a time.
+ */
+#ifndef LIBSNPU_SNPU_RT2_H
+#define LIBSNPU_SNPU_RT2_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <snpu.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct snpu_rt2_model;
+struct snpu_rt2_exec;
+struct snpu_rt2_dev;
+struct snpu_rt2_kctx;
+
+/* Element types. */
+#define SNPU_RT2_F32		1
+#define SNPU_RT2_I32		2
+
+/* Most dimensions of a tensor; most inputs of one op. */
+#define SNPU_RT2_MAX_DIMS	4
+#define SNPU_RT2_MAX_OP_INPUTS	4
+
+/**
+ * struct snpu_rt2_shape - element type and shape of a tensor
+ * @dtype: SNPU_RT2_F32 or SNPU_RT2_I32
+ * @ndim: 1 to SNPU_RT2_MAX_DIMS
+ * @dims: the dimensions, row major; the ones past @ndim zero
+ */
+struct snpu_rt2_shape {
+	uint32_t dtype;
+	uint32_t ndim;
+	uint32_t dims[SNPU_RT2_MAX_DIMS];
+};
+
+/* Op types. New ones are added at the end. */
+#define SNPU_RT2_OP_MATMUL	1	/* out = op(in0) x op(in1), f32 */
+#define SNPU_RT2_OP_ADD		2	/* out = in0 + in1, same shapes */
+#define SNPU_RT2_OP_RELU	3	/* out = max(in0, 0), f32 */
+#define SNPU_RT2_OP_CUSTOM	4	/* a caller's operator */
+
+/* SNPU_RT2_OP_MATMUL flags: use the transpose of an operand. */
+#define SNPU_RT2_MATMUL_TRANS_A	(1U << 0)
+#define SNPU_RT2_MATMUL_TRANS_B	(1U << 1)
+
+/**
+ * struct snpu_rt2_kargs - what a custom operator runs on
+ * @stream: the executor's stream; the operator's work must end up
+ *          ordered on it (join work on attached streams back into it)
+ * @nin: number of inputs
+ * @in: device address of each input
+ * @in_shape: shape of each input in this run
+ * @out: device address of the output
+ * @out_shape: shape of the output
+ */
+struct snpu_rt2_kargs {
+	uint32_t stream;
+	uint32_t nin;
+	uint64_t in[SNPU_RT2_MAX_OP_INPUTS];
+	struct snpu_rt2_shape in_shape[SNPU_RT2_MAX_OP_INPUTS];
+	uint64_t out;
+	struct snpu_rt2_shape out_shape;
+};
+
+/*
+ * A custom operator: submits device work with snpu_rt2_kctx_submit(), on
+ * @args->stream or on attached streams from
+ * snpu_rt2_kctx_attached_stream() (made to wait for the inputs with
+ * snpu_rt2_kctx_fork()), joins the attached streams it used back with
+ * snpu_rt2_kctx_join(), and returns 0 or a negative errno.
+ */
+typedef int (*snpu_rt2_custom_fn)(struct snpu_rt2_kctx *ctx,
+				  const struct snpu_rt2_kargs *args,
+				  void *arg);
+
+/**
+ * struct snpu_rt2_op_desc - one op of a model
+ * @type: SNPU_RT2_OP_*
+ * @flags: per type (SNPU_RT2_MATMUL_*), else zero
+ * @nin: number of inputs
+ * @in: the input tensors (ids from the model calls)
+ * @custom: SNPU_RT2_OP_CUSTOM: the operator
+ * @custom_arg: its argument
+ * @name: SNPU_RT2_OP_CUSTOM: a name for traces and dumps (copied)
+ * @out_shape: SNPU_RT2_OP_CUSTOM: the output's shape (other ops infer it)
+ */
+struct snpu_rt2_op_desc {
+	uint32_t type;
+	uint32_t flags;
+	uint32_t nin;
+	int in[SNPU_RT2_MAX_OP_INPUTS];
+	snpu_rt2_custom_fn custom;
+	void *custom_arg;
+	const char *name;
+	struct snpu_rt2_shape out_shape;
+};
+
+/* ---- models (LIBSNPU_0.8) --------------------------------------------- */
+
+int snpu_rt2_model_create(struct snpu_rt2_model **model);
+void snpu_rt2_model_destroy(struct snpu_rt2_model *model);
+int snpu_rt2_model_input(struct snpu_rt2_model *model,
+			 const struct snpu_rt2_shape *shape);
+int snpu_rt2_model_param(struct snpu_rt2_model *model,
+			 const struct snpu_rt2_shape *shape, const void *init);
+int snpu_rt2_model_op(struct snpu_rt2_model *model,
+		      const struct snpu_rt2_op_desc *op);
+int snpu_rt2_model_output(struct snpu_rt2_model *model, int tensor);
+
+/* ---- device interfaces ------------------------------------------------ */
+
+int snpu_rt2_dev_open(struct snpu_device *dev, unsigned int ring_entries,
+		      struct snpu_rt2_dev **rdev);
+void snpu_rt2_dev_close(struct snpu_rt2_dev *rdev);
+
+/* ---- executors -------------------------------------------------------- */
+
+/* struct snpu_rt2_exec_opts flags. */
+#define SNPU_RT2_EXEC_THREADS	(1U << 0)  /* three workers, else one */
+#define SNPU_RT2_EXEC_DYN_MULTI_STREAM (1U << 1)  /* no split, no relation */
+
+/**
+ * struct snpu_rt2_trace - one kernel run, given to a trace hook
+ * @node: the node's execution ID
+ * @op: the index of the model op the node was lowered from, or -1
+ * @kernel: the kernel's registered name
+ * @name: a custom op's name, else NULL
+ * @worker: 0 memory, 1 normal, 2 launch (always 0 in single-thread mode)
+ * @ret: what the kernel returned
+ */
+struct snpu_rt2_trace {
+	uint32_t node;
+	int op;
+	const char *kernel;
+	const char *name;
+	unsigned int worker;
+	int ret;
+};
+
+typedef void (*snpu_rt2_trace_fn)(void *arg, const struct snpu_rt2_trace *t);
+
+/**
+ * struct snpu_rt2_exec_opts - how an executor runs
+ * @flags: SNPU_RT2_EXEC_*
+ * @trace: called after every kernel (from the worker that ran it), or NULL
+ * @trace_arg: its argument
+ */
+struct snpu_rt2_exec_opts {
+	unsigned int flags;
+	snpu_rt2_trace_fn trace;
+	void *trace_arg;
+};
+
+int snpu_rt2_exec_create(const struct snpu_rt2_model *model,
+			 struct snpu_rt2_dev *rdev,
+			 const struct snpu_rt2_exec_opts *opts,
+			 struct snpu_rt2_exec **exec);
+void snpu_rt2_exec_destroy(struct snpu_rt2_exec *exec);
+int snpu_rt2_exec_input(struct snpu_rt2_exec *exec, unsigned int index,
+			const uint32_t *dims, void **host);
+int snpu_rt2_exec_run(struct snpu_rt2_exec *exec);
+int snpu_rt2_exec_output(struct snpu_rt2_exec *exec, unsigned int index,
+			 const void **host, struct snpu_rt2_shape *shape);
+int snpu_rt2_exec_dump(const struct snpu_rt2_exec *exec, char *buf,
+		       size_t len);
+
+/* ---- inside a custom operator ------------------------------------------ */
+
+int snpu_rt2_kctx_attached_stream(struct snpu_rt2_kctx *ctx, const char *key,
+				  uint32_t *stream);
+int snpu_rt2_kctx_submit(struct snpu_rt2_kctx *ctx,
+			 const struct snpu_task *tasks, unsigned int count);
+int snpu_rt2_kctx_fork(struct snpu_rt2_kctx *ctx, uint32_t stream);
+int snpu_rt2_kctx_join(struct snpu_rt2_kctx *ctx, uint32_t stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* LIBSNPU_SNPU_RT2_H */

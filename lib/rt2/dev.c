@@ -1,0 +1,307 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
+/*
+ * rt2: the device interface over libsnpu - device memory, pinned host
+ * memory from the driver, a stream per executor, an owner for the
+ * attached streams of custom operators, and the command queues (struct
+ * snpu_ring) for every task. The ring's SQ side and CQ side each have a
+ * mutex, so that the executors and workers sharing this interface may
+ * submit from any thread while one waits; every task carries its
+ * executor's slot in user_data, and completions are accounted to it.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "rt2.h"
+
+/* The accounting of one queue: written under @cq_lock but @submitted. */
+struct rt2_sslot {
+	bool used;
+	uint32_t stream;
+	uint64_t submitted;	/* under sq_lock; read with acquire */
+	uint64_t completed;
+	int err;
+};
+
+/*
+ * @sq_lock serializes the SQ side of the ring (get_sqe, submit), @cq_lock
+ * the CQ side (peek, wait, seen) and the completion accounting; a thread
+ * that needs both takes @sq_lock first.
+ */
+struct rt2_sdev {
+	struct snpu_rt2_dev head;
+	struct snpu_device *dev;
+	struct snpu_owner *owner;
+	struct snpu_ring ring;
+	pthread_mutex_t sq_lock, cq_lock;
+	struct rt2_sslot slot[RT2_DEV_QUEUES];
+};
+
+static struct rt2_sdev *rt2_sdev(struct snpu_rt2_dev *d)
+{
+	return (struct rt2_sdev *)d;
+}
+
+static int rt2_s_mem_alloc(struct snpu_rt2_dev *d, uint64_t bytes,
+			   uint64_t *addr)
+{
+	return snpu_mem_alloc(rt2_sdev(d)->dev, bytes, 64, 0, addr);
+}
+
+static int rt2_s_mem_free(struct snpu_rt2_dev *d, uint64_t addr)
+{
+	return snpu_mem_free(rt2_sdev(d)->dev, addr);
+}
+
+static int rt2_s_host_alloc(struct snpu_rt2_dev *d, size_t bytes,
+			    void **ptr, uint32_t *handle)
+{
+	struct snpu_host_buf buf;
+	int ret;
+
+	ret = snpu_host_alloc(rt2_sdev(d)->dev, bytes, &buf);
+	if (ret)
+		return ret;
+	*ptr = buf.ptr;
+	*handle = buf.handle;
+	return 0;
+}
+
+static void rt2_s_host_free(struct snpu_rt2_dev *d, void *ptr, size_t bytes,
+			    uint32_t handle)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	struct snpu_host_buf buf = {
+		.ptr = ptr,
+		.bytes = (bytes + page - 1) & ~(page - 1),
+		.handle = handle,
+	};
+
+	snpu_host_free(rt2_sdev(d)->dev, &buf);
+}
+
+/* Account every completion there is to its queue. Under cq_lock. */
+static void rt2_s_reap(struct rt2_sdev *s)
+{
+	struct rt2_sslot *sl;
+	struct snpu_cqe *cqe;
+
+	while (!snpu_ring_peek_cqe(&s->ring, &cqe)) {
+		sl = &s->slot[cqe->user_data % RT2_DEV_QUEUES];
+		if (cqe->result && !sl->err)
+			sl->err = cqe->result;
+		sl->completed++;
+		snpu_ring_cqe_seen(&s->ring, cqe);
+	}
+}
+
+/* Publish the SQ. Under sq_lock. */
+static int rt2_s_flush(struct rt2_sdev *s)
+{
+	int ret = snpu_ring_submit(&s->ring);
+
+	/* -EBUSY: the CQ is full; the entries stay and go in later. */
+	return ret < 0 && ret != -EBUSY ? ret : 0;
+}
+
+static int rt2_s_submit(struct snpu_rt2_dev *d, const struct rt2_dev_queue *q,
+			const struct snpu_task *tasks, unsigned int count)
+{
+	struct rt2_sdev *s = rt2_sdev(d);
+	struct rt2_sslot *sl = &s->slot[q->slot];
+	struct snpu_task *sqe;
+	struct snpu_cqe *cqe;
+	unsigned int i;
+	int ret = 0;
+
+	pthread_mutex_lock(&s->sq_lock);
+	for (i = 0; i < count; i++) {
+		while (!(sqe = snpu_ring_get_sqe(&s->ring))) {
+			/* Full: hand the SQ over, make room in the CQ. */
+			ret = rt2_s_flush(s);
+			if (ret)
+				goto out;
+			pthread_mutex_lock(&s->cq_lock);
+			ret = snpu_ring_wait_cqe(&s->ring, &cqe);
+			if (!ret)
+				rt2_s_reap(s);
+			pthread_mutex_unlock(&s->cq_lock);
+			if (ret)
+				goto out;
+		}
+		*sqe = tasks[i];
+		sqe->user_data = q->slot;
+		__atomic_store_n(&sl->submitted, sl->submitted + 1,
+				 __ATOMIC_RELEASE);
+	}
+	ret = rt2_s_flush(s);
+out:
+	pthread_mutex_unlock(&s->sq_lock);
+	return ret;
+}
+
+static int rt2_s_wait(struct snpu_rt2_dev *d, const struct rt2_dev_queue *q)
+{
+	struct rt2_sdev *s = rt2_sdev(d);
+	struct rt2_sslot *sl = &s->slot[q->slot];
+	struct snpu_cqe *cqe;
+	int ret = 0;
+
+	for (;;) {
+		/* Entries a full CQ kept in the SQ go in now. */
+		pthread_mutex_lock(&s->sq_lock);
+		ret = rt2_s_flush(s);
+		pthread_mutex_unlock(&s->sq_lock);
+		if (ret)
+			break;
+		pthread_mutex_lock(&s->cq_lock);
+		rt2_s_reap(s);
+		if (sl->completed ==
+		    __atomic_load_n(&sl->submitted, __ATOMIC_ACQUIRE)) {
+			pthread_mutex_unlock(&s->cq_lock);
+			break;
+		}
+		ret = snpu_ring_wait_cqe(&s->ring, &cqe);
+		if (!ret)
+			rt2_s_reap(s);
+		pthread_mutex_unlock(&s->cq_lock);
+		if (ret)
+			break;
+	}
+	pthread_mutex_lock(&s->cq_lock);
+	if (!ret)
+		ret = sl->err;
+	sl->err = 0;
+	pthread_mutex_unlock(&s->cq_lock);
+	return ret;
+}
+
+/* A slot and a stream of its own for an executor. */
+static int rt2_s_queue_create(struct snpu_rt2_dev *d, struct rt2_dev_queue *q)
+{
+	struct rt2_sdev *s = rt2_sdev(d);
+	unsigned int i;
+	uint32_t stream;
+	int ret;
+
+	ret = snpu_stream_create(s->dev, SNPU_PRIO_NORMAL, 0, &stream);
+	if (ret)
+		return ret;
+	pthread_mutex_lock(&s->sq_lock);
+	pthread_mutex_lock(&s->cq_lock);
+	for (i = 0; i < RT2_DEV_QUEUES && s->slot[i].used; i++)
+		;
+	if (i < RT2_DEV_QUEUES) {
+		memset(&s->slot[i], 0, sizeof(s->slot[i]));
+		s->slot[i].used = true;
+		s->slot[i].stream = stream;
+	}
+	pthread_mutex_unlock(&s->cq_lock);
+	pthread_mutex_unlock(&s->sq_lock);
+	if (i == RT2_DEV_QUEUES) {
+		snpu_stream_destroy(s->dev, stream, 0);
+		return -ENOSPC;
+	}
+	q->stream = stream;
+	q->slot = i;
+	return 0;
+}
+
+/* After a wait: nothing of the queue is in flight any more. */
+static void rt2_s_queue_destroy(struct snpu_rt2_dev *d,
+				struct rt2_dev_queue *q)
+{
+	struct rt2_sdev *s = rt2_sdev(d);
+
+	snpu_stream_destroy(s->dev, q->stream, 0);
+	pthread_mutex_lock(&s->sq_lock);
+	pthread_mutex_lock(&s->cq_lock);
+	s->slot[q->slot].used = false;
+	pthread_mutex_unlock(&s->cq_lock);
+	pthread_mutex_unlock(&s->sq_lock);
+}
+
+static int rt2_s_h2d(struct snpu_rt2_dev *d, uint64_t dst, const void *src,
+		     size_t n)
+{
+	return snpu_memcpy_h2d(rt2_sdev(d)->dev, dst, src, n);
+}
+
+static int rt2_s_attached_stream(struct snpu_rt2_dev *d, const char *key,
+				 uint32_t *stream)
+{
+	return snpu_owner_attached_stream(rt2_sdev(d)->owner, key, stream);
+}
+
+static int rt2_s_event_create(struct snpu_rt2_dev *d, uint32_t *event)
+{
+	return snpu_event_create(rt2_sdev(d)->dev, event);
+}
+
+static void rt2_s_event_destroy(struct snpu_rt2_dev *d, uint32_t event)
+{
+	snpu_event_destroy(rt2_sdev(d)->dev, event);
+}
+
+static void rt2_s_close(struct snpu_rt2_dev *d)
+{
+	struct rt2_sdev *s = rt2_sdev(d);
+
+	snpu_ring_exit(&s->ring);
+	if (s->owner)
+		snpu_owner_destroy(s->owner);
+	pthread_mutex_destroy(&s->sq_lock);
+	pthread_mutex_destroy(&s->cq_lock);
+	free(s);
+}
+
+static const struct rt2_dev_ops rt2_snpu_ops = {
+	.mem_alloc = rt2_s_mem_alloc,
+	.mem_free = rt2_s_mem_free,
+	.host_alloc = rt2_s_host_alloc,
+	.host_free = rt2_s_host_free,
+	.queue_create = rt2_s_queue_create,
+	.queue_destroy = rt2_s_queue_destroy,
+	.submit = rt2_s_submit,
+	.wait = rt2_s_wait,
+	.h2d = rt2_s_h2d,
+	.attached_stream = rt2_s_attached_stream,
+	.event_create = rt2_s_event_create,
+	.event_destroy = rt2_s_event_destroy,
+	.close = rt2_s_close,
+};
+
+int snpu_rt2_dev_open(struct snpu_device *dev, unsigned int ring_entries,
+		      struct snpu_rt2_dev **rdev)
+{
+	struct rt2_sdev *s;
+	int ret;
+
+	if (!dev || !rdev)
+		return -EINVAL;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	s->head.ops = &rt2_snpu_ops;
+	s->dev = dev;
+	pthread_mutex_init(&s->sq_lock, NULL);
+	pthread_mutex_init(&s->cq_lock, NULL);
+	ret = snpu_ring_init(dev, ring_entries ? ring_entries : 256, 0,
+			     &s->ring);
+	if (!ret)
+		ret = snpu_owner_create(dev, SNPU_PRIO_NORMAL, &s->owner);
+	if (ret) {
+		rt2_s_close(&s->head);
+		return ret;
+	}
+	*rdev = &s->head;
+	return 0;
+}
+
+void snpu_rt2_dev_close(struct snpu_rt2_dev *rdev)
+{
+	if (rdev)
+		rdev->ops->close(rdev);
+}

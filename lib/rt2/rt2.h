@@ -1,0 +1,365 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later OR MIT */
+/*
+ * rt2 internals: the model, the device interface, the kernel registry,
+ * the execution graph and its builder, the passes and the executor. Not
+ * installed; the unit tests and benchmarks include it.
+ */
+#ifndef LIBSNPU_RT2_H
+#define LIBSNPU_RT2_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "snpu_rt2.h"
+
+/* ---- model ------------------------------------------------------------ */
+
+#define RT2_T_INPUT	1	/* fed from host memory every run */
+#define RT2_T_PARAM	2	/* device resident, set once per executor */
+#define RT2_T_VALUE	3	/* an op's result */
+
+struct rt2_tensor {
+	struct snpu_rt2_shape shape;
+	unsigned int kind;
+	int producer;		/* op index, -1 for inputs and params */
+	unsigned int input;	/* RT2_T_INPUT: index among inputs */
+	void *init;		/* RT2_T_PARAM: copy of the initial data */
+	bool output;
+};
+
+struct rt2_op {
+	struct snpu_rt2_op_desc desc;	/* desc.name points to @name */
+	int out;
+	char name[32];
+};
+
+struct snpu_rt2_model {
+	struct rt2_tensor *tensors;
+	unsigned int ntensors, cap_tensors;
+	struct rt2_op *ops;
+	unsigned int nops, cap_ops;
+	int *outputs;
+	unsigned int noutputs, cap_outputs;
+	unsigned int ninputs;
+};
+
+uint64_t rt2_shape_elems(const struct snpu_rt2_shape *s);
+uint64_t rt2_shape_bytes(const struct snpu_rt2_shape *s);
+int rt2_shape_check(const struct snpu_rt2_shape *s);
+int rt2_op_infer(const struct snpu_rt2_op_desc *op,
+		 const struct snpu_rt2_shape *const *in,
+		 struct snpu_rt2_shape *out);
+
+/* ---- device interface --------------------------------------------------- */
+
+/* Most queues (executors) one device interface serves at once. */
+#define RT2_DEV_QUEUES	64
+
+/*
+ * An executor's queue on a device interface: its stream, and the slot
+ * that accounts the tasks it submits (on its stream or on attached
+ * streams) and their first error.
+ */
+struct rt2_dev_queue {
+	uint32_t stream;
+	unsigned int slot;
+};
+
+/*
+ * What rt2 needs from a device, as a function table. Device addresses are
+ * the device's. @queue_create makes a queue with a stream of its own.
+ * @submit queues tasks (struct snpu_task) in order on the streams they
+ * name, accounted to queue @q; @wait returns once every task accounted to
+ * @q has completed, with the first error one of them completed with since
+ * the last @wait (then forgotten), or 0. Event records and stream waits
+ * are tasks. @h2d is a synchronous copy (parameters).
+ */
+struct rt2_dev_ops {
+	int (*mem_alloc)(struct snpu_rt2_dev *d, uint64_t bytes, uint64_t *addr);
+	int (*mem_free)(struct snpu_rt2_dev *d, uint64_t addr);
+	int (*host_alloc)(struct snpu_rt2_dev *d, size_t bytes, void **ptr,
+			  uint32_t *handle);
+	void (*host_free)(struct snpu_rt2_dev *d, void *ptr, size_t bytes,
+			  uint32_t handle);
+	int (*queue_create)(struct snpu_rt2_dev *d, struct rt2_dev_queue *q);
+	void (*queue_destroy)(struct snpu_rt2_dev *d, struct rt2_dev_queue *q);
+	int (*submit)(struct snpu_rt2_dev *d, const struct rt2_dev_queue *q,
+		      const struct snpu_task *tasks, unsigned int count);
+	int (*wait)(struct snpu_rt2_dev *d, const struct rt2_dev_queue *q);
+	int (*h2d)(struct snpu_rt2_dev *d, uint64_t dst, const void *src,
+		   size_t n);
+	int (*attached_stream)(struct snpu_rt2_dev *d, const char *key,
+			       uint32_t *stream);
+	int (*event_create)(struct snpu_rt2_dev *d, uint32_t *event);
+	void (*event_destroy)(struct snpu_rt2_dev *d, uint32_t event);
+	void (*close)(struct snpu_rt2_dev *d);
+};
+
+/* The common head of every device interface: its table. */
+struct snpu_rt2_dev {
+	const struct rt2_dev_ops *ops;
+};
+
+/* ---- kernel registry ---------------------------------------------------- */
+
+/* Kernel classes (the original's kKernelUseMemory, kKernelLaunch, none). */
+#define RT2_CLASS_NORMAL	0U
+#define RT2_CLASS_MEMORY	1U
+#define RT2_CLASS_LAUNCH	2U
+
+/* Workers of three-worker mode; the class picks one. */
+#define RT2_W_MEMORY	0U
+#define RT2_W_NORMAL	1U
+#define RT2_W_LAUNCH	2U
+#define RT2_WORKERS	3
+
+/* Critical-section keys: kernels with a key change shared state. */
+#define RT2_CS_NONE	0U
+#define RT2_CS_POOL	1U	/* the executor's device memory pool */
+#define RT2_CS_DEV	2U	/* the device's queue (mixed legacy kernels) */
+
+/* Kernel flags. */
+#define RT2_KF_COMPUTE_LAUNCH	(1U << 0)  /* IsLaunchNode: an op's launch */
+#define RT2_KF_NORMAL_WORKER	(1U << 1)  /* BuildTensor-like exception */
+#define RT2_KF_MIXED		(1U << 2)  /* legacy: allocates and submits */
+#define RT2_KF_FREE		(1U << 3)  /* a device free */
+#define RT2_KF_FREE_HOLD	(1U << 4)  /* its hold-address variant */
+#define RT2_KF_BUILD_TENSOR	(1U << 5)  /* tensor building consumer */
+
+/* Node types of the execution graph, from the kernel. */
+#define RT2_NT_NORMAL	0U
+#define RT2_NT_MEMORY	1U
+#define RT2_NT_LAUNCH	2U
+#define RT2_NT_FREE	3U
+#define RT2_NT_FREE_HOLD 4U
+
+enum rt2_kid {
+	RT2_K_INFER_SHAPE,
+	RT2_K_ALLOC_OUTPUT,
+	RT2_K_BUILD_TENSOR,
+	RT2_K_LAUNCH_MATMUL,
+	RT2_K_LAUNCH_ADD,
+	RT2_K_LAUNCH_RELU,
+	RT2_K_LAUNCH_CUSTOM,
+	RT2_K_LAUNCH_D2H,
+	RT2_K_FREE_MEM,
+	RT2_K_FREE_MEM_HOLD,
+	RT2_K_H2D_COPY,			/* legacy, mixed */
+	RT2_K_CALC_DEVICE_COPY_SIZES,
+	RT2_K_ALLOC_MEM_HBM,
+	RT2_K_SHARE_H2D_COPY_RESULT,
+	RT2_K_LAUNCH_H2D_COPY,
+	RT2_K_COPY_FLOW_LAUNCH,		/* legacy, mixed */
+	RT2_K_CALC_COPY_FLOW_ALLOC_SIZES,
+	RT2_K_ALLOC_COPY_FLOW_HBM,
+	RT2_K_PREPARE_COPY_FLOW_RESULT,
+	RT2_K_LAUNCH_COPY_FLOW_H2D,
+	RT2_K_EMPTY,			/* tests and benchmarks: do nothing, */
+	RT2_K_EMPTY_MEMORY,		/* one per class */
+	RT2_K_EMPTY_LAUNCH,
+	RT2_K_FAIL,			/* tests: returns node->arg as error */
+	RT2_K_COUNT
+};
+
+struct rt2_exec;
+struct rt2_node;
+typedef int (*rt2_kernel_fn)(struct snpu_rt2_exec *e,
+			     const struct rt2_node *n);
+
+struct rt2_kernel {
+	const char *name;
+	unsigned int cls;
+	unsigned int cs_key;
+	unsigned int flags;
+	rt2_kernel_fn run;
+};
+
+extern const struct rt2_kernel rt2_kernels[RT2_K_COUNT];
+
+static inline const struct rt2_kernel *rt2_kernel(unsigned int kid)
+{
+	return &rt2_kernels[kid];
+}
+
+unsigned int rt2_kernel_worker(unsigned int kid);
+unsigned int rt2_kernel_node_type(unsigned int kid);
+bool rt2_kernel_is_launch(unsigned int kid);	/* IsLaunchOrHasSubGraph */
+
+/* ---- execution graph ---------------------------------------------------- */
+
+/* Most values a node reads or writes; the largest copy flow. */
+#define RT2_NODE_IO	8
+
+/*
+ * A node. @prio is the compute-node index that orders launches (an
+ * internal H2D launch inherits its source's); -1 when it has none. @owner
+ * is the owner graph (0, the root, in part 1). @op is the model op the
+ * node was lowered from, -1 for none. @count is a copy flow's static
+ * count. @in and @out are value (tensor) indices.
+ */
+struct rt2_node {
+	uint32_t id;
+	uint16_t kernel;
+	uint8_t type;
+	uint8_t worker;
+	int32_t prio;
+	uint32_t owner;
+	int32_t op;
+	uint32_t count;
+	uint32_t nin, nout;
+	int32_t in[RT2_NODE_IO];
+	int32_t out[RT2_NODE_IO];
+	int64_t arg;
+	/* CSR ranges into the graph's edge arrays (final graph only) */
+	uint32_t pred_off, npred, succ_off, nsucc;
+	uint32_t seq;		/* creation order, for stable ordering */
+	bool dead;		/* removed by a pass (builder only) */
+};
+
+struct rt2_edge {
+	uint32_t from, to;
+};
+
+/* The builder: nodes in creation order, edges as a list; passes edit it. */
+struct rt2_build {
+	struct rt2_node *nodes;
+	unsigned int nnodes, cap_nodes;
+	struct rt2_edge *edges;
+	unsigned int nedges, cap_edges;
+	unsigned int seq;
+	unsigned int flags;	/* SNPU_RT2_EXEC_* */
+	const char *passes[8];	/* names of the passes run, in order */
+	unsigned int npasses;
+};
+
+/* The final graph: IDs in execution order, CSR edges both ways. */
+struct rt2_graph {
+	struct rt2_node *nodes;
+	unsigned int nnodes;
+	uint32_t *preds, *succs;
+	unsigned int nedges;
+	uint32_t *launch_order;	/* launch node IDs by (prio, id) */
+	unsigned int nlaunch;
+	const char *passes[8];
+	unsigned int npasses;
+};
+
+int rt2_build_node(struct rt2_build *b, unsigned int kernel, int32_t op,
+		   int32_t prio);
+int rt2_build_edge(struct rt2_build *b, unsigned int from, unsigned int to);
+void rt2_build_fini(struct rt2_build *b);
+int rt2_lower(struct rt2_build *b, const struct snpu_rt2_model *m);
+
+struct rt2_pass {
+	const char *name;
+	int (*run)(struct rt2_build *b);
+};
+
+unsigned int rt2_passes(unsigned int flags, const struct rt2_pass **out,
+			unsigned int max);
+int rt2_run_passes(struct rt2_build *b);
+int rt2_pass_copy_flow_launch_fuse(struct rt2_build *b);
+int rt2_pass_split_mixed_launch_memory(struct rt2_build *b);
+int rt2_pass_remove_launch_free_edge(struct rt2_build *b);
+int rt2_finalize(struct rt2_build *b, struct rt2_graph *g);
+void rt2_graph_fini(struct rt2_graph *g);
+int rt2_graph_dump(const struct rt2_graph *g, char *buf, size_t len);
+
+/* ---- size rules --------------------------------------------------------- */
+
+void rt2_h2d_sizes(const struct snpu_rt2_shape *orig,
+		   const struct snpu_rt2_shape *run, bool copy_needed,
+		   uint64_t *alloc, uint64_t *copy);
+
+int rt2_copy_flow_check(const struct rt2_node *n);
+
+/* ---- executor ----------------------------------------------------------- */
+
+/* Per-run state of a tensor. */
+struct rt2_value {
+	struct snpu_rt2_shape shape;	/* this run's */
+	uint64_t addr;			/* device memory, 0 when none */
+	uint64_t alloc_bytes;		/* allocation basis */
+	uint64_t copy_bytes;		/* H2D copy size */
+	bool owned;			/* @addr is from the pool */
+	bool ready;			/* a producer materialised it */
+};
+
+/* Host staging of an input or output: pinned memory. */
+struct rt2_host {
+	void *ptr;
+	size_t bytes;
+	uint32_t handle;
+	int tensor;
+	struct snpu_rt2_shape shape;	/* inputs: this run's shape */
+};
+
+struct rt2_block {
+	uint64_t addr, bytes;
+	bool used;
+};
+
+/* The executor's device memory pool: blocks reused by exact size. */
+struct rt2_pool {
+	struct rt2_block *blk;
+	unsigned int nblk, cap;
+	unsigned long dev_allocs;	/* device allocations made */
+};
+
+struct rt2_queue {
+	uint32_t *ids;
+	unsigned int head, tail;
+};
+
+struct snpu_rt2_exec {
+	const struct snpu_rt2_model *model;
+	struct snpu_rt2_dev *dev;
+	struct rt2_dev_queue dq;	/* the executor's stream */
+	bool has_dq;
+	struct snpu_rt2_exec_opts opts;
+	struct rt2_graph g;
+	struct rt2_pool pool;
+	struct rt2_value *vals;
+	struct rt2_value *vals0;	/* template: params and static shapes */
+	unsigned int nvals;
+	struct rt2_host *in, *out;
+	unsigned int nin, nout;
+	uint32_t *events;		/* per op: fork and join events, or 0 */
+	/* scheduling */
+	uint32_t *indeg;		/* static in-degrees */
+	uint32_t *pending;		/* per run */
+	struct rt2_queue q[RT2_WORKERS];
+	unsigned int launch_next;	/* position in g.launch_order */
+	unsigned int done_nodes;
+	int err;			/* first error of this run */
+	bool stop, quit;
+	unsigned int gen;		/* runs started */
+	unsigned int idle;		/* workers done with @gen */
+	pthread_mutex_t lock;
+	pthread_cond_t wake[RT2_WORKERS];
+	pthread_cond_t done;
+	pthread_t thr[RT2_WORKERS];
+	struct rt2_wk {
+		struct snpu_rt2_exec *e;
+		unsigned int w;
+	} wk[RT2_WORKERS];
+	unsigned int nthr;
+	unsigned long runs;
+};
+
+int rt2_exec_create_graph(const struct snpu_rt2_model *m,
+			  struct snpu_rt2_dev *dev,
+			  const struct snpu_rt2_exec_opts *opts,
+			  struct rt2_build *b, struct snpu_rt2_exec **ep);
+
+int rt2_pool_get(struct snpu_rt2_exec *e, uint64_t bytes, uint64_t *addr);
+void rt2_pool_put(struct snpu_rt2_exec *e, uint64_t addr);
+
+/* The context of a custom operator. */
+struct snpu_rt2_kctx {
+	struct snpu_rt2_exec *exec;
+	const struct rt2_node *node;
+};
+
+#endif /* LIBSNPU_RT2_H */

@@ -1,0 +1,255 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The host-only device interface of rt2's tests (see hostdev.h).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/kernels.h"
+#include "hostdev.h"
+
+static struct hostdev *hdev(struct snpu_rt2_dev *d)
+{
+	return (struct hostdev *)d;
+}
+
+static int h_mem_alloc(struct snpu_rt2_dev *d, uint64_t bytes,
+		       uint64_t *addr)
+{
+	void *p = aligned_alloc(64, (bytes + 63) & ~63ULL);
+
+	if (!p)
+		return -ENOMEM;
+	pthread_mutex_lock(&hdev(d)->lock);
+	hdev(d)->mem_allocs++;
+	pthread_mutex_unlock(&hdev(d)->lock);
+	*addr = (uintptr_t)p;
+	return 0;
+}
+
+static int h_mem_free(struct snpu_rt2_dev *d, uint64_t addr)
+{
+	free((void *)(uintptr_t)addr);
+	pthread_mutex_lock(&hdev(d)->lock);
+	hdev(d)->mem_frees++;
+	pthread_mutex_unlock(&hdev(d)->lock);
+	return 0;
+}
+
+static int h_host_alloc(struct snpu_rt2_dev *d, size_t bytes, void **ptr,
+			uint32_t *handle)
+{
+	*ptr = calloc(1, bytes);
+	if (!*ptr)
+		return -ENOMEM;
+	*handle = 1;
+	hdev(d)->host_allocs++;
+	return 0;
+}
+
+static void h_host_free(struct snpu_rt2_dev *d, void *ptr, size_t bytes,
+			uint32_t handle)
+{
+	free(ptr);
+	hdev(d)->host_frees++;
+}
+
+static int h_launch(const struct snpu_task *t)
+{
+	struct snpu_klaunch l;
+	__u64 b, e;
+	unsigned int i;
+	int ret;
+
+	ret = snpu_kernel_check(t->launch.kernel, t->launch.block_dim,
+				t->launch.args);
+	if (ret)
+		return ret;
+	if (t->launch.kernel == SNPU_KERNEL_FAIL)
+		return -(int)t->launch.args[0].value;
+	memset(&l, 0, sizeof(l));
+	l.kernel = t->launch.kernel;
+	l.block_dim = t->launch.block_dim;
+	for (i = 0; i < SNPU_KERNEL_MAX_ARGS; i++) {
+		if (snpu_kernel_is_buffer(l.kernel, i)) {
+			l.buf[i] = (void *)(uintptr_t)t->launch.args[i].value;
+			l.bytes[i] = t->launch.args[i].bytes;
+		} else {
+			l.scalar[i] = t->launch.args[i].value;
+		}
+	}
+	for (i = 0; i < l.block_dim; i++) {
+		snpu_kernel_slice(&l, i, &b, &e);
+		ret = snpu_kernel_run(&l, i, b, e, b, e);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+static int h_task(const struct snpu_task *t)
+{
+	switch (t->op) {
+	case SNPU_OP_LAUNCH:
+		return h_launch(t);
+	case SNPU_OP_COPY:
+		if (!t->copy.dst || !t->copy.src)
+			return -EFAULT;
+		memcpy((void *)(uintptr_t)t->copy.dst,
+		       (const void *)(uintptr_t)t->copy.src, t->copy.bytes);
+		return 0;
+	case SNPU_OP_MEMSET:
+		memset((void *)(uintptr_t)t->memset.addr, (int)t->memset.value,
+		       t->memset.bytes);
+		return 0;
+	case SNPU_OP_EVENT_RECORD:
+	case SNPU_OP_STREAM_WAIT:
+		return t->event.event ? 0 : -EINVAL;
+	}
+	return -EINVAL;
+}
+
+static int h_queue_create(struct snpu_rt2_dev *d, struct rt2_dev_queue *q)
+{
+	struct hostdev *h = hdev(d);
+	unsigned int i;
+
+	pthread_mutex_lock(&h->lock);
+	for (i = 0; i < RT2_DEV_QUEUES && h->used[i]; i++)
+		;
+	if (i < RT2_DEV_QUEUES) {
+		h->used[i] = true;
+		h->err[i] = 0;
+		h->queues++;
+	}
+	pthread_mutex_unlock(&h->lock);
+	if (i == RT2_DEV_QUEUES)
+		return -ENOSPC;
+	q->slot = i;
+	q->stream = 1 + i;	/* attached streams are 100 and up */
+	return 0;
+}
+
+static void h_queue_destroy(struct snpu_rt2_dev *d, struct rt2_dev_queue *q)
+{
+	struct hostdev *h = hdev(d);
+
+	pthread_mutex_lock(&h->lock);
+	h->used[q->slot] = false;
+	h->queues--;
+	pthread_mutex_unlock(&h->lock);
+}
+
+static int h_submit(struct snpu_rt2_dev *d, const struct rt2_dev_queue *q,
+		    const struct snpu_task *tasks, unsigned int count)
+{
+	struct hostdev *h = hdev(d);
+	unsigned int i;
+	int ret;
+
+	pthread_mutex_lock(&h->lock);
+	for (i = 0; i < count; i++) {
+		const struct snpu_task *t = &tasks[i];
+
+		h->tasks++;
+		if (h->nlog < HDEV_LOG)
+			h->log[h->nlog++] = (struct hdev_log){
+				t->op, t->op == SNPU_OP_LAUNCH ?
+				t->launch.kernel : t->copy.dir, t->stream };
+		ret = h->fail_at == h->tasks ? h->fail_err : h_task(t);
+		/* Like a stream's sticky error: reported by wait. */
+		if (ret && !h->err[q->slot])
+			h->err[q->slot] = ret;
+	}
+	pthread_mutex_unlock(&h->lock);
+	return 0;
+}
+
+static int h_wait(struct snpu_rt2_dev *d, const struct rt2_dev_queue *q)
+{
+	struct hostdev *h = hdev(d);
+	int ret;
+
+	pthread_mutex_lock(&h->lock);
+	h->waits++;
+	ret = h->err[q->slot];
+	h->err[q->slot] = 0;
+	pthread_mutex_unlock(&h->lock);
+	return ret;
+}
+
+static int h_h2d(struct snpu_rt2_dev *d, uint64_t dst, const void *src,
+		 size_t n)
+{
+	memcpy((void *)(uintptr_t)dst, src, n);
+	return 0;
+}
+
+static int h_attached_stream(struct snpu_rt2_dev *d, const char *key,
+			     uint32_t *stream)
+{
+	struct hostdev *h = hdev(d);
+	unsigned int i;
+
+	for (i = 0; i < h->nattached; i++)
+		if (!strcmp(h->attached[i], key))
+			goto out;
+	if (h->nattached == 8 || strlen(key) >= sizeof(h->attached[0]))
+		return -ENOSPC;
+	strcpy(h->attached[h->nattached++], key);
+out:
+	*stream = 100 + i;
+	return 0;
+}
+
+static int h_event_create(struct snpu_rt2_dev *d, uint32_t *event)
+{
+	*event = ++hdev(d)->next_event;
+	return 0;
+}
+
+static void h_event_destroy(struct snpu_rt2_dev *d, uint32_t event)
+{
+}
+
+static void h_close(struct snpu_rt2_dev *d)
+{
+	hostdev_close(hdev(d));
+}
+
+static const struct rt2_dev_ops hostdev_ops = {
+	.mem_alloc = h_mem_alloc,
+	.mem_free = h_mem_free,
+	.host_alloc = h_host_alloc,
+	.host_free = h_host_free,
+	.queue_create = h_queue_create,
+	.queue_destroy = h_queue_destroy,
+	.submit = h_submit,
+	.wait = h_wait,
+	.h2d = h_h2d,
+	.attached_stream = h_attached_stream,
+	.event_create = h_event_create,
+	.event_destroy = h_event_destroy,
+	.close = h_close,
+};
+
+int hostdev_open(struct hostdev **hp)
+{
+	struct hostdev *h = calloc(1, sizeof(*h));
+
+	if (!h)
+		return -ENOMEM;
+	h->head.ops = &hostdev_ops;
+	pthread_mutex_init(&h->lock, NULL);
+	*hp = h;
+	return 0;
+}
+
+void hostdev_close(struct hostdev *h)
+{
+	if (!h)
+		return;
+	pthread_mutex_destroy(&h->lock);
+	free(h);
+}
