@@ -5,11 +5,13 @@
  * and the effect of stitching back-to-back launches.
  *
  *   snpu-bench-graph [-d N] [-r ROUNDS] [-n NODES] [-l LAUNCHES] [-b BYTES]
+ *                    [-c CHAINS]
  *
  * NODES a multiple of 512, LAUNCHES even; BYTES (default 4096) replaces
  * the 4 KiB of every region below (a multiple of 4, up to 64 KiB).
  *
- * node: graphs of 8, 64 and 512 nodes in min(8, nodes) parallel chains.
+ * node: graphs of 8, 64 and 512 nodes in min(CHAINS, nodes) parallel
+ *       chains (CHAINS 8 unless told; 1 makes every graph one chain).
  *       Each node writes its own 4 KiB region: the first of a chain FILLs
  *       it with the chain's pattern, the others are ADD_I32 of the
  *       previous node's region and a region of ones, so the chain is a
@@ -29,7 +31,7 @@
  *       rounds' ratios (the two run in alternating order). The results
  *       are checked once for each size and transport before timing.
  *       Beside them, the kernel's own cost: ns per region of one ADD_I32
- *       launch over NODES regions at once ("work"). Then the same with
+ *       launch over NODES regions and at least 8 MiB at once ("work"). Then the same with
  *       regions of 64 bytes, where the task path outweighs the kernel,
  *       and with NOP launches (no work, no arguments; the same edges): a
  *       synthetic row, since a NOP task on an idle stream completes
@@ -67,6 +69,7 @@
 #define RING_ENTRIES	256
 #define RING_BATCH	32
 #define SMALL		64	/* bytes a node writes in the small rows */
+#define FLOOR_BYTES	(8u << 20)	/* the least work_floor() adds */
 
 /*
  * Slot 0 of a graph whose nodes write @rb bytes each: the ones at 0, one
@@ -445,9 +448,9 @@ enum node_metric {
 static void node_row(struct snpu_device *dev, struct snpu_ring *ring,
 		     uint32_t stream, enum work w, unsigned int region,
 		     uint64_t work_ns, unsigned int n, unsigned int rounds,
-		     unsigned int total)
+		     unsigned int total, unsigned int maxchains)
 {
-	unsigned int chains = n < MAX_CHAINS ? n : MAX_CHAINS;
+	unsigned int chains = n < maxchains ? n : maxchains;
 	unsigned int len[MAX_CHAINS], c, r, k, launches = total / n;
 	uint64_t *m[NM_METRICS], ns_ring, ns_graph = 0;
 	struct snpu_task launch;
@@ -514,9 +517,10 @@ static void node_row(struct snpu_device *dev, struct snpu_ring *ring,
 
 /*
  * The kernels' own cost: ns per @region bytes of one ADD_I32 launch
- * (block_dim 1) over @total regions at once (fewer if one block may not
- * do that much), median of @rounds, so that the cost of a node can be
- * split into its work and its trip through the task path.
+ * (block_dim 1) over at least @total regions and 8 MiB at once (less if
+ * one block may not do that much), so that the launch's own latency
+ * weighs little; median of @rounds. The cost of a node can then be split
+ * into its work and its trip through the task path.
  */
 static uint64_t work_floor(struct snpu_device *dev, uint32_t stream,
 			   unsigned int region, unsigned int rounds,
@@ -529,6 +533,8 @@ static uint64_t work_floor(struct snpu_device *dev, uint32_t stream,
 	unsigned int r;
 	int ret;
 
+	if ((uint64_t)total * region < FLOOR_BYTES)
+		total = FLOOR_BYTES / region;
 	if ((uint64_t)total * (region / 4) > SNPU_KERNEL_BLOCK_WORK_MAX)
 		total = SNPU_KERNEL_BLOCK_WORK_MAX / (region / 4);
 	bytes = (uint64_t)total * region;
@@ -559,7 +565,8 @@ static uint64_t work_floor(struct snpu_device *dev, uint32_t stream,
 }
 
 static void node_bench(unsigned int index, unsigned int rounds,
-		       unsigned int total, unsigned int region)
+		       unsigned int total, unsigned int region,
+		       unsigned int maxchains)
 {
 	static const unsigned int sizes[] = { 8, 64, 512 };
 	unsigned int regions[2] = { region, SMALL }, b, s;
@@ -598,11 +605,11 @@ static void node_bench(unsigned int index, unsigned int rounds,
 		work = work_floor(dev, stream, regions[b], rounds, total);
 		for (s = 0; s < ARRAY_SIZE(sizes); s++)
 			node_row(dev, &ring, stream, WORK_CHAIN, regions[b],
-				 work, sizes[s], rounds, total);
+				 work, sizes[s], rounds, total, maxchains);
 	}
 	for (s = 0; s < ARRAY_SIZE(sizes); s++)
 		node_row(dev, &ring, stream, WORK_NOP, 4, 0, sizes[s], rounds,
-			 total);
+			 total, maxchains);
 	snpu_ring_exit(&ring);
 	snpu_stream_destroy(dev, stream, 0);
 	snpu_close(dev);
@@ -764,15 +771,18 @@ static void stitch_bench(unsigned int index, unsigned int rounds,
 int main(int argc, char **argv)
 {
 	unsigned int rounds = 7, total = 2048, launches = 100, index = 0;
-	unsigned int region = 4096;
+	unsigned int region = 4096, maxchains = MAX_CHAINS;
 	struct snpu_device *dev;
 	struct snpu_info info;
 	int opt, ret;
 
-	while ((opt = getopt(argc, argv, "d:r:n:l:b:h")) != -1) {
+	while ((opt = getopt(argc, argv, "d:r:n:l:b:c:h")) != -1) {
 		switch (opt) {
 		case 'b':
 			region = strtoul(optarg, NULL, 10);
+			break;
+		case 'c':
+			maxchains = strtoul(optarg, NULL, 10);
 			break;
 		case 'd':
 			index = strtoul(optarg, NULL, 10);
@@ -789,16 +799,17 @@ int main(int argc, char **argv)
 		default:
 			fprintf(stderr, "usage: %s [-d N] [-r ROUNDS] [-n NODES] [-l LAUNCHES]\n",
 				argv[0]);
-			fprintf(stderr, "       [-b BYTES]\n");
+			fprintf(stderr, "       [-b BYTES] [-c CHAINS]\n");
 			return opt == 'h' ? 0 : 2;
 		}
 	}
 	if (!rounds || !total || total % 512 || launches < 2 || launches % 2 ||
 	    launches > SNPU_SUBMIT_MAX || !region || region % 4 ||
-	    region > 65536) {
+	    region > 65536 || !maxchains || maxchains > MAX_CHAINS) {
 		fprintf(stderr, "snpu-bench-graph: ROUNDS > 0, NODES a multiple of 512,\n");
-		fprintf(stderr, "  LAUNCHES even, 2..%d, BYTES a multiple of 4 up to 65536\n",
+		fprintf(stderr, "  LAUNCHES even, 2..%d, BYTES a multiple of 4 up to 65536,\n",
 			SNPU_SUBMIT_MAX);
+		fprintf(stderr, "  CHAINS 1..%d\n", MAX_CHAINS);
 		return 2;
 	}
 	ret = snpu_open(index, 0, &dev);
@@ -813,7 +824,7 @@ int main(int argc, char **argv)
 			info.abi_major, info.abi_minor);
 		return 1;
 	}
-	node_bench(index, rounds, total, region);
+	node_bench(index, rounds, total, region, maxchains);
 	stitch_bench(index, rounds, launches, region);
 	return 0;
 }
