@@ -67,7 +67,8 @@ help:
 	@echo '  all (default)  module, library, tools and selftests'
 	@echo '  module         snpu.ko with kbuild against KDIR ($(KDIR))'
 	@echo '  lib            build/lib: libsnpu.a, libsnpu.so (versioned symbols)'
-	@echo '  tools          build/tools: snpu-smi, snpu-bench, snpu-bench-snapshot'
+	@echo '  tools          build/tools: snpu-smi, snpu-bench, snpu-bench-snapshot,'
+	@echo '                 snpu-bench-graph'
 	@echo '  selftests      build/selftests: kselftest suites (run in the VM)'
 	@echo '  unit           native unit tests of kmod/core and lib under ASan/UBSan'
 	@echo '  fuzz           libFuzzer targets of kmod/core, FUZZ_SECS=$(FUZZ_SECS) s in all,'
@@ -85,7 +86,10 @@ help:
 	@echo '  vm-shell       interactive shell in the VM with the module loaded'
 	@echo '  bench          bench-native, then snpu-bench in the VM: task throughput'
 	@echo '                 and latency, attached-stream misses; snpu-bench-snapshot:'
-	@echo '                 backup/restore GB/s, lock latency, checkpoint cost'
+	@echo '                 backup/restore GB/s, lock latency, checkpoint cost;'
+	@echo '                 snpu-bench-graph: ns per node of a graph launch against'
+	@echo '                 the same tasks through the ring, stitched against'
+	@echo '                 unstitched launches, hazard-list visits'
 	@echo '  bench-native   attached-stream cache hits on the host (-O2, no sanitizers);'
 	@echo '                 fails if a hit allocates; the cost per node of graph capture'
 	@echo '  deps           install every Debian package any target needs'
@@ -265,11 +269,12 @@ vm-shell: vm-image
 # The native part first, on the host; then the VM's.
 # snpu-bench-snapshot copies up to 256 MiB of device memory into an image
 # and back, beside memcpy of as many bytes: 1 GiB of device memory and a
-# 2 GiB guest.
+# 2 GiB guest. snpu-bench-graph reads the graph counters in debugfs.
 bench: vm-image
 	$(Q)$(MAKE) bench-native
 	$(Q)scripts/vm run -t 600 'snpu-bench && snpu-bench -r 21 attached'
 	$(Q)scripts/vm run -t 900 -m 2048 -p "mem_mb=1024" snpu-bench-snapshot
+	$(Q)scripts/vm run -t 600 snpu-bench-graph
 
 # lib/bench/*.c: host benchmarks with the library compiled in (they use
 # its internal API), optimized, without sanitizers.
