@@ -858,12 +858,17 @@ struct snpu_callback {
  * read or write after write on overlapping bytes of a slot, the scratch
  * or a plain address; argument 0 of a kernel and the destination of a
  * copy or memset are written, the rest read). Those hazard lists are
- * computed at create. The launch still completes in stream order. A graph
- * with more than SNPU_GRAPH_MAX_HAZARDS hazard pairs is never stitched.
+ * computed at create. The launch still completes in stream order, but its
+ * nodes may run before the launch in front of it has failed: it then
+ * ends with -ECANCELED (or its own node's error) with those nodes' work
+ * done. A graph with more than SNPU_GRAPH_MAX_HAZARDS hazard pairs is
+ * never stitched.
  *
  * Limits: SNPU_GRAPH_MAX_NODES nodes, SNPU_GRAPH_MAX_EDGES edges,
  * SNPU_GRAPH_MAX_SLOTS slots; graphs per context and the kernel memory of
- * their definitions are limited by module parameters (ENOSPC).
+ * their definitions and launch instances (one per launch in flight, kept
+ * for reuse) are limited by module parameters: ENOSPC from GRAPH_CREATE,
+ * or from a launch that needs a new instance past the limit.
  */
 #define SNPU_GRAPH_MAX_NODES		4096
 #define SNPU_GRAPH_MAX_EDGES		65536
