@@ -68,7 +68,7 @@ help:
 	@echo '  module         snpu.ko with kbuild against KDIR ($(KDIR))'
 	@echo '  lib            build/lib: libsnpu.a, libsnpu.so (versioned symbols)'
 	@echo '  tools          build/tools: snpu-smi, snpu-bench, snpu-bench-snapshot,'
-	@echo '                 snpu-bench-graph'
+	@echo '                 snpu-bench-graph, snpu-bench-rt2'
 	@echo '  selftests      build/selftests: kselftest suites (run in the VM)'
 	@echo '  unit           native unit tests of kmod/core and lib under ASan/UBSan'
 	@echo '  fuzz           libFuzzer targets of kmod/core, FUZZ_SECS=$(FUZZ_SECS) s in all,'
@@ -89,9 +89,12 @@ help:
 	@echo '                 backup/restore GB/s, lock latency, checkpoint cost;'
 	@echo '                 snpu-bench-graph: ns per node of a graph launch against'
 	@echo '                 the same tasks through the ring, stitched against'
-	@echo '                 unstitched launches, hazard-list visits'
+	@echo '                 unstitched launches, hazard-list visits; snpu-bench-rt2:'
+	@echo '                 the rt2 executor per node through the ring'
 	@echo '  bench-native   attached-stream cache hits on the host (-O2, no sanitizers);'
-	@echo '                 fails if a hit allocates; the cost per node of graph capture'
+	@echo '                 fails if a hit allocates; the cost per node of graph capture;'
+	@echo '                 the rt2 executor per node on the host-only device, fails if'
+	@echo '                 a run after the first allocates'
 	@echo '  deps           install every Debian package any target needs'
 	@echo '  install        library, headers and libsnpu.pc under DESTDIR/PREFIX'
 	@echo '  clean          remove build outputs'
@@ -160,6 +163,16 @@ $(B)/tools/%: lib/tools/%.c $(wildcard lib/tools/*.h) $(B)/lib/$(LIBFILE) $(LIB_
 	@$(if $(Q),echo '  CC      $@')
 	$(Q)$(CC) $(CFLAGS) $(WARN) -D_GNU_SOURCE -Iuapi -Ilib/include $(TOOL_CFLAGS) $< \
 		-L$(B)/lib -lsnpu $(TOOL_LIBS) -Wl,-rpath,'$$ORIGIN/../lib' -o $@
+
+# snpu-bench-rt2 builds graphs of rt2's empty kernels with its internal
+# API (lib/rt2/rt2.h): the library's sources are compiled into it, as into
+# the lib/bench/ programs, instead of linking libsnpu.so.
+$(B)/tools/snpu-bench-rt2: lib/tools/snpu-bench-rt2.c $(LIB_SRCS) $(LIB_HDRS) \
+		$(wildcard lib/*.h lib/rt2/*.h lib/tools/*.h)
+	@mkdir -p $(@D)
+	@$(if $(Q),echo '  CC      $@')
+	$(Q)$(CC) -O2 -g $(WARN) -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 -Iuapi -Ilib/include \
+		$< $(LIB_SRCS) -lpthread -o $@
 
 tools: $(TOOLS)
 
@@ -272,7 +285,7 @@ vm-shell: vm-image
 # 2 GiB guest. snpu-bench-graph reads the graph counters in debugfs.
 bench: vm-image
 	$(Q)$(MAKE) bench-native
-	$(Q)scripts/vm run -t 600 'snpu-bench && snpu-bench -r 21 attached'
+	$(Q)scripts/vm run -t 600 'snpu-bench && snpu-bench -r 21 attached && snpu-bench-rt2 -r 7 -b 20000'
 	$(Q)scripts/vm run -t 900 -m 2048 -p "mem_mb=1024" snpu-bench-snapshot
 	$(Q)scripts/vm run -t 600 snpu-bench-graph
 
@@ -283,9 +296,19 @@ $(B)/bench/%: lib/bench/%.c $(LIB_SRCS) $(LIB_HDRS) $(wildcard lib/*.h lib/tools
 	@$(if $(Q),echo '  CC      $@')
 	$(Q)$(CC) -O2 -g $(WARN) -D_GNU_SOURCE -Iuapi -Ilib/include $< $(LIB_SRCS) -o $@
 
-bench-native: $(B)/bench/attached_bench $(B)/bench/capture_bench
+# The same program as snpu-bench-rt2, with the host-only device of rt2's
+# unit tests (lib/tests/rt2/hostdev.c) for -H.
+$(B)/bench/rt2_bench: lib/tools/snpu-bench-rt2.c $(LIB_SRCS) $(LIB_HDRS) $(LIB_TEST_SRCS) \
+		$(wildcard lib/*.h lib/rt2/*.h lib/tools/*.h lib/tests/rt2/*.h)
+	@mkdir -p $(@D)
+	@$(if $(Q),echo '  CC      $@')
+	$(Q)$(CC) -O2 -g $(WARN) -D_GNU_SOURCE -DSNPU_BENCH_HOSTDEV -Iuapi -Ilib/include -Ikmod \
+		$< $(LIB_SRCS) $(LIB_TEST_SRCS) -lpthread -o $@
+
+bench-native: $(B)/bench/attached_bench $(B)/bench/capture_bench $(B)/bench/rt2_bench
 	$(Q)$(B)/bench/attached_bench
 	$(Q)$(B)/bench/capture_bench
+	$(Q)$(B)/bench/rt2_bench -H
 
 # ---- debug tier ------------------------------------------------------------
 

@@ -16,13 +16,22 @@
 
 #include "rt2.h"
 
-/* The accounting of one queue: written under @cq_lock but @submitted. */
+/* Most streams one queue's failed tasks are remembered for, per wait. */
+#define RT2_SLOT_FAILED	8
+
+/*
+ * The accounting of one queue: written under @cq_lock but @submitted.
+ * @failed: the streams of the tasks that completed with an error since
+ * the last recovery, which left them in their error state.
+ */
 struct rt2_sslot {
 	bool used;
 	uint32_t stream;
 	uint64_t submitted;	/* under sq_lock; read with acquire */
 	uint64_t completed;
 	int err;
+	unsigned int nfailed;
+	uint32_t failed[RT2_SLOT_FAILED];
 };
 
 /*
@@ -82,6 +91,30 @@ static void rt2_s_host_free(struct snpu_rt2_dev *d, void *ptr, size_t bytes,
 	snpu_host_free(rt2_sdev(d)->dev, &buf);
 }
 
+/*
+ * A task's user_data: its queue's slot in the low half, its stream in the
+ * high half (a CQE does not name the stream).
+ */
+static uint64_t rt2_s_user_data(unsigned int slot, uint32_t stream)
+{
+	return (uint64_t)stream << 32 | slot;
+}
+
+/* Remember the stream a failed task left in its error state. */
+static void rt2_s_failed(struct rt2_sslot *sl, uint32_t stream)
+{
+	unsigned int i;
+
+	for (i = 0; i < sl->nfailed; i++)
+		if (sl->failed[i] == stream)
+			return;
+	/* More than that many failed streams: the rest stay failed, and
+	 * the next run's error recovers them in turn.
+	 */
+	if (sl->nfailed < RT2_SLOT_FAILED)
+		sl->failed[sl->nfailed++] = stream;
+}
+
 /* Account every completion there is to its queue. Under cq_lock. */
 static void rt2_s_reap(struct rt2_sdev *s)
 {
@@ -89,9 +122,12 @@ static void rt2_s_reap(struct rt2_sdev *s)
 	struct snpu_cqe *cqe;
 
 	while (!snpu_ring_peek_cqe(&s->ring, &cqe)) {
-		sl = &s->slot[cqe->user_data % RT2_DEV_QUEUES];
-		if (cqe->result && !sl->err)
-			sl->err = cqe->result;
+		sl = &s->slot[(uint32_t)cqe->user_data % RT2_DEV_QUEUES];
+		if (cqe->result) {
+			if (!sl->err)
+				sl->err = cqe->result;
+			rt2_s_failed(sl, (uint32_t)(cqe->user_data >> 32));
+		}
 		sl->completed++;
 		snpu_ring_cqe_seen(&s->ring, cqe);
 	}
@@ -132,7 +168,7 @@ static int rt2_s_submit(struct snpu_rt2_dev *d, const struct rt2_dev_queue *q,
 				goto out;
 		}
 		*sqe = tasks[i];
-		sqe->user_data = q->slot;
+		sqe->user_data = rt2_s_user_data(q->slot, tasks[i].stream);
 		__atomic_store_n(&sl->submitted, sl->submitted + 1,
 				 __ATOMIC_RELEASE);
 	}
@@ -175,6 +211,33 @@ static int rt2_s_wait(struct snpu_rt2_dev *d, const struct rt2_dev_queue *q)
 		ret = sl->err;
 	sl->err = 0;
 	pthread_mutex_unlock(&s->cq_lock);
+	return ret;
+}
+
+/*
+ * Reset the streams that the queue's failed tasks left in their error
+ * state. After a wait: nothing of the queue is in flight, so each reset
+ * finds its stream idle unless another queue uses it (EBUSY: that stream
+ * stays failed, and the next error tries again).
+ */
+static int rt2_s_recover(struct snpu_rt2_dev *d, const struct rt2_dev_queue *q)
+{
+	struct rt2_sdev *s = rt2_sdev(d);
+	struct rt2_sslot *sl = &s->slot[q->slot];
+	uint32_t failed[RT2_SLOT_FAILED];
+	unsigned int i, n;
+	int ret = 0, r;
+
+	pthread_mutex_lock(&s->cq_lock);
+	n = sl->nfailed;
+	memcpy(failed, sl->failed, n * sizeof(failed[0]));
+	sl->nfailed = 0;
+	pthread_mutex_unlock(&s->cq_lock);
+	for (i = 0; i < n; i++) {
+		r = snpu_stream_reset(s->dev, failed[i]);
+		if (r && !ret)
+			ret = r;
+	}
 	return ret;
 }
 
@@ -266,6 +329,7 @@ static const struct rt2_dev_ops rt2_snpu_ops = {
 	.queue_destroy = rt2_s_queue_destroy,
 	.submit = rt2_s_submit,
 	.wait = rt2_s_wait,
+	.recover = rt2_s_recover,
 	.h2d = rt2_s_h2d,
 	.attached_stream = rt2_s_attached_stream,
 	.event_create = rt2_s_event_create,

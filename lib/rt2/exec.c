@@ -274,6 +274,11 @@ int snpu_rt2_exec_run(struct snpu_rt2_exec *e)
 	w = e->dev->ops->wait(e->dev, &e->dq);
 	if (!ret)
 		ret = w;
+	/* A device error left streams refusing work: the next run needs
+	 * them. Nothing of this executor is in flight any more.
+	 */
+	if (w)
+		e->dev->ops->recover(e->dev, &e->dq);
 	rt2_release(e);
 	e->runs++;
 	return ret;

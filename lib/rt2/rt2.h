@@ -74,6 +74,13 @@ struct rt2_dev_queue {
  * @q has completed, with the first error one of them completed with since
  * the last @wait (then forgotten), or 0. Event records and stream waits
  * are tasks. @h2d is a synchronous copy (parameters).
+ *
+ * A task that fails leaves its stream in an error state in which the
+ * stream refuses new tasks (as the driver's streams do). @recover, called
+ * after a @wait that returned an error (so nothing of @q is in flight),
+ * makes every stream that a failed task of @q left in that state accept
+ * tasks again: the queue's own stream and the attached streams its custom
+ * operators used.
  */
 struct rt2_dev_ops {
 	int (*mem_alloc)(struct snpu_rt2_dev *d, uint64_t bytes, uint64_t *addr);
@@ -87,6 +94,7 @@ struct rt2_dev_ops {
 	int (*submit)(struct snpu_rt2_dev *d, const struct rt2_dev_queue *q,
 		      const struct snpu_task *tasks, unsigned int count);
 	int (*wait)(struct snpu_rt2_dev *d, const struct rt2_dev_queue *q);
+	int (*recover)(struct snpu_rt2_dev *d, const struct rt2_dev_queue *q);
 	int (*h2d)(struct snpu_rt2_dev *d, uint64_t dst, const void *src,
 		   size_t n);
 	int (*attached_stream)(struct snpu_rt2_dev *d, const char *key,

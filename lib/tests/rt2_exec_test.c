@@ -490,6 +490,103 @@ TEST_F(exec, device_error_three_workers)
 	error_and_reuse(_metadata, self, SNPU_RT2_EXEC_THREADS);
 }
 
+/*
+ * x + x on the attached stream "aux"; on its second call a FAIL launch
+ * first, after the fork: the attached stream fails, like the driver's,
+ * and refuses the tasks after it until recovered.
+ */
+static int aux_fail_op(struct snpu_rt2_kctx *ctx,
+		       const struct snpu_rt2_kargs *a, void *arg)
+{
+	unsigned int *calls = arg;
+	struct snpu_kernel_arg k[3];
+	struct snpu_task t;
+	uint32_t s;
+	int ret;
+
+	ret = snpu_rt2_kctx_attached_stream(ctx, "aux", &s);
+	if (!ret)
+		ret = snpu_rt2_kctx_fork(ctx, s);
+	if (ret)
+		return ret;
+	if (++*calls == 2) {
+		k[0] = snpu_arg_u64(EL3HLT);
+		snpu_prep_launch(&t, s, SNPU_KERNEL_FAIL, 1, k, 1);
+		ret = snpu_rt2_kctx_submit(ctx, &t, 1);
+		if (ret)
+			return ret;
+	}
+	k[0] = snpu_arg_buf(a->out, 64);
+	k[1] = snpu_arg_buf(a->in[0], 64);
+	k[2] = k[1];
+	snpu_prep_launch(&t, s, SNPU_KERNEL_ADD_F32, 1, k, 3);
+	ret = snpu_rt2_kctx_submit(ctx, &t, 1);
+	return ret ? ret : snpu_rt2_kctx_join(ctx, s);
+}
+
+/*
+ * A device error on an attached stream stops the run with that error; the
+ * streams it left failed are recovered, so the next runs succeed with
+ * exact results and no stream stays in its error state.
+ */
+static void attached_error(struct __test_metadata *_metadata,
+			   unsigned int flags)
+{
+	struct snpu_rt2_shape s = shape2(SNPU_RT2_F32, 4, 4);
+	struct snpu_rt2_exec_opts o = { .flags = flags };
+	struct snpu_rt2_model *m;
+	struct snpu_rt2_op_desc d;
+	struct snpu_rt2_exec *e;
+	struct hostdev *h;
+	unsigned int calls = 0, run, i;
+	const float *out;
+	float *x;
+	int y;
+
+	ASSERT_EQ(0, hostdev_open(&h));
+	ASSERT_EQ(0, snpu_rt2_model_create(&m));
+	memset(&d, 0, sizeof(d));
+	d.type = SNPU_RT2_OP_CUSTOM;
+	d.nin = 1;
+	d.in[0] = snpu_rt2_model_input(m, &s);
+	d.custom = aux_fail_op;
+	d.custom_arg = &calls;
+	d.out_shape = s;
+	y = snpu_rt2_model_op(m, &d);
+	ASSERT_EQ(0, snpu_rt2_model_output(m, op2(m, SNPU_RT2_OP_RELU, y, -1)));
+	ASSERT_EQ(0, snpu_rt2_exec_create(m, &h->head, &o, &e));
+	for (run = 0; run < 4; run++) {
+		ASSERT_EQ(0, snpu_rt2_exec_input(e, 0, NULL, (void **)&x));
+		for (i = 0; i < 16; i++)
+			x[i] = (float)((int)(i + run) % 7 - 3) / 4.0f;
+		if (run == 1) {
+			ASSERT_EQ(-EL3HLT, snpu_rt2_exec_run(e));
+			continue;
+		}
+		ASSERT_EQ(0, snpu_rt2_exec_run(e));
+		ASSERT_EQ(0, snpu_rt2_exec_output(e, 0, (const void **)&out,
+						  NULL));
+		for (i = 0; i < 16; i++)
+			ASSERT_EQ(x[i] > 0 ? x[i] + x[i] : 0.0f, out[i]);
+	}
+	ASSERT_EQ(4U, calls);
+	for (i = 0; i < HDEV_STREAMS; i++)
+		ASSERT_EQ(0, h->serr[i]);
+	snpu_rt2_exec_destroy(e);
+	snpu_rt2_model_destroy(m);
+	hostdev_close(h);
+}
+
+TEST(attached_stream_error_single_thread)
+{
+	attached_error(_metadata, 0);
+}
+
+TEST(attached_stream_error_three_workers)
+{
+	attached_error(_metadata, SNPU_RT2_EXEC_THREADS);
+}
+
 static int fail_op(struct snpu_rt2_kctx *ctx,
 		   const struct snpu_rt2_kargs *a, void *arg)
 {

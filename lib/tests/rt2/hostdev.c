@@ -128,6 +128,7 @@ static int h_queue_create(struct snpu_rt2_dev *d, struct rt2_dev_queue *q)
 		return -ENOSPC;
 	q->slot = i;
 	q->stream = 1 + i;	/* attached streams are 100 and up */
+	h->serr[q->stream] = 0;
 	return 0;
 }
 
@@ -157,8 +158,17 @@ static int h_submit(struct snpu_rt2_dev *d, const struct rt2_dev_queue *q,
 			h->log[h->nlog++] = (struct hdev_log){
 				t->op, t->op == SNPU_OP_LAUNCH ?
 				t->launch.kernel : t->copy.dir, t->stream };
-		ret = h->fail_at == h->tasks ? h->fail_err : h_task(t);
-		/* Like a stream's sticky error: reported by wait. */
+		if (t->stream >= HDEV_STREAMS)
+			ret = -ENOENT;
+		else if (h->serr[t->stream])
+			ret = -EIO;	/* in its error state */
+		else
+			ret = h->fail_at == h->tasks ? h->fail_err : h_task(t);
+		if (ret && t->stream < HDEV_STREAMS && !h->serr[t->stream]) {
+			h->serr[t->stream] = ret;
+			h->sslot[t->stream] = q->slot;
+		}
+		/* Reported by wait. */
 		if (ret && !h->err[q->slot])
 			h->err[q->slot] = ret;
 	}
@@ -177,6 +187,21 @@ static int h_wait(struct snpu_rt2_dev *d, const struct rt2_dev_queue *q)
 	h->err[q->slot] = 0;
 	pthread_mutex_unlock(&h->lock);
 	return ret;
+}
+
+/* The streams the queue's failed tasks left in their error state. */
+static int h_recover(struct snpu_rt2_dev *d, const struct rt2_dev_queue *q)
+{
+	struct hostdev *h = hdev(d);
+	unsigned int i;
+
+	pthread_mutex_lock(&h->lock);
+	h->recovers++;
+	for (i = 0; i < HDEV_STREAMS; i++)
+		if (h->serr[i] && h->sslot[i] == q->slot)
+			h->serr[i] = 0;
+	pthread_mutex_unlock(&h->lock);
+	return 0;
 }
 
 static int h_h2d(struct snpu_rt2_dev *d, uint64_t dst, const void *src,
@@ -227,6 +252,7 @@ static const struct rt2_dev_ops hostdev_ops = {
 	.queue_destroy = h_queue_destroy,
 	.submit = h_submit,
 	.wait = h_wait,
+	.recover = h_recover,
 	.h2d = h_h2d,
 	.attached_stream = h_attached_stream,
 	.event_create = h_event_create,

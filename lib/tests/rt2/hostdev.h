@@ -14,6 +14,7 @@
 #include "../../rt2/rt2.h"
 
 #define HDEV_LOG	4096
+#define HDEV_STREAMS	128
 
 struct hdev_log {
 	uint32_t op;
@@ -29,6 +30,14 @@ struct hostdev {
 	unsigned long fail_at;	/* fail the task with this number (1-based) */
 	int fail_err;
 	int err[RT2_DEV_QUEUES];
+	/*
+	 * Per stream (queues' 1..64, attached 100..107): the error a failed
+	 * task left it in, refusing tasks with -EIO like the driver's
+	 * streams until recovered; and the queue whose task failed it.
+	 */
+	int serr[HDEV_STREAMS];
+	unsigned int sslot[HDEV_STREAMS];
+	unsigned long recovers;
 	bool used[RT2_DEV_QUEUES];
 	unsigned int queues;
 	unsigned int nlog;

@@ -1,0 +1,520 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * rt2 on the real module, through the device's command queues (the ring):
+ * a model of a matmul, an add, a relu and a custom operator on an attached
+ * stream of the executor's owner, with two H2D inputs fed from host memory,
+ * a parameter and two D2H outputs, run in single-thread mode and with
+ * three workers.
+ *
+ * The outputs are compared bit for bit with a plain C reference: the
+ * device's GEMM accumulates each element in float from 0 in increasing k
+ * order, one rounded product and one rounded add at a time, which is what
+ * the reference does (built with -ffp-contract=off, so no FMA); the add,
+ * the relu and the custom op's add are one rounded operation per element.
+ * The modes, two executors of one model and repeated runs of one executor
+ * must therefore agree exactly too. Then the errors: a device error (a
+ * FAIL launch, on the executor's stream or on the attached stream) and a
+ * kernel error stop the run with that error, and the next run of the same
+ * executor succeeds with exact results.
+ *
+ * Needs the module loaded with test_hooks=1 (SNPU_KERNEL_FAIL).
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "snpu.h"
+#include "snpu_rt2.h"
+
+#include "kselftest_harness.h"
+
+#define M	6U
+#define K	33U
+#define N	10U
+
+#define AUX_KEY		"rt2.selftest.aux"
+#define FAIL_ERRNO	ENOTRECOVERABLE
+
+/* How the custom op misbehaves on its @fail_call-th call (1-based). */
+enum fail_how { FAIL_NONE, FAIL_DQ, FAIL_AUX, FAIL_KERNEL };
+
+struct custom {
+	unsigned int calls;
+	unsigned int fail_call;
+	enum fail_how how;
+	uint32_t aux;		/* the attached stream it used */
+	uint32_t dq;		/* the executor's stream it was given */
+};
+
+struct mlp {
+	struct snpu_rt2_model *m;
+	int x, w, b, y, z, r, c;
+	float wv[K * N];
+	struct custom cu;
+};
+
+static struct snpu_rt2_shape shape2(uint32_t a, uint32_t b)
+{
+	struct snpu_rt2_shape s;
+
+	memset(&s, 0, sizeof(s));
+	s.dtype = SNPU_RT2_F32;
+	s.ndim = 2;
+	s.dims[0] = a;
+	s.dims[1] = b;
+	return s;
+}
+
+static int fail_task(struct snpu_rt2_kctx *ctx, uint32_t stream)
+{
+	struct snpu_kernel_arg k = snpu_arg_u64(FAIL_ERRNO);
+	struct snpu_task t;
+
+	snpu_prep_launch(&t, stream, SNPU_KERNEL_FAIL, 1, &k, 1);
+	return snpu_rt2_kctx_submit(ctx, &t, 1);
+}
+
+/*
+ * c = r + r with ADD_F32 on the attached stream AUX_KEY: the attached
+ * stream waits for the executor's stream (fork), runs the add, and is
+ * joined back into the executor's stream.
+ */
+static int double_op(struct snpu_rt2_kctx *ctx,
+		     const struct snpu_rt2_kargs *a, void *arg)
+{
+	struct custom *cu = arg;
+	struct snpu_kernel_arg args[3];
+	bool fail = ++cu->calls == cu->fail_call;
+	uint64_t bytes;
+	struct snpu_task t;
+	uint32_t s;
+	int ret;
+
+	if (fail && cu->how == FAIL_KERNEL)
+		return -EPERM;
+	ret = snpu_rt2_kctx_attached_stream(ctx, AUX_KEY, &s);
+	if (ret)
+		return ret;
+	cu->aux = s;
+	cu->dq = a->stream;
+	if (fail && cu->how == FAIL_DQ) {
+		ret = fail_task(ctx, a->stream);
+		if (ret)
+			return ret;
+	}
+	ret = snpu_rt2_kctx_fork(ctx, s);
+	if (ret)
+		return ret;
+	if (fail && cu->how == FAIL_AUX) {
+		ret = fail_task(ctx, s);
+		if (ret)
+			return ret;
+	}
+	bytes = 4ULL * a->in_shape[0].dims[0] * a->in_shape[0].dims[1];
+	args[0] = snpu_arg_buf(a->out, bytes);
+	args[1] = snpu_arg_buf(a->in[0], bytes);
+	args[2] = args[1];
+	if (bytes) {
+		snpu_prep_launch(&t, s, SNPU_KERNEL_ADD_F32, 1, args, 3);
+		ret = snpu_rt2_kctx_submit(ctx, &t, 1);
+		if (ret)
+			return ret;
+	}
+	return snpu_rt2_kctx_join(ctx, s);
+}
+
+static int op2(struct snpu_rt2_model *m, uint32_t type, int a, int b)
+{
+	struct snpu_rt2_op_desc d;
+
+	memset(&d, 0, sizeof(d));
+	d.type = type;
+	d.nin = b < 0 ? 1 : 2;
+	d.in[0] = a;
+	d.in[1] = b;
+	return snpu_rt2_model_op(m, &d);
+}
+
+/* relu(x * w + b) and its double on the attached stream; both outputs. */
+static void mlp_build(struct __test_metadata *_metadata, struct mlp *p)
+{
+	struct snpu_rt2_shape sx = shape2(M, K), sw = shape2(K, N);
+	struct snpu_rt2_shape sb = shape2(M, N);
+	struct snpu_rt2_op_desc d;
+	unsigned int i;
+
+	for (i = 0; i < K * N; i++)
+		p->wv[i] = (float)((int)(i * 7 % 19) - 9) / 7.0f;
+	ASSERT_EQ(0, snpu_rt2_model_create(&p->m));
+	p->x = snpu_rt2_model_input(p->m, &sx);
+	p->w = snpu_rt2_model_param(p->m, &sw, p->wv);
+	p->b = snpu_rt2_model_input(p->m, &sb);
+	ASSERT_GE(p->x, 0);
+	ASSERT_GE(p->w, 0);
+	ASSERT_GE(p->b, 0);
+	p->y = op2(p->m, SNPU_RT2_OP_MATMUL, p->x, p->w);
+	p->z = op2(p->m, SNPU_RT2_OP_ADD, p->y, p->b);
+	p->r = op2(p->m, SNPU_RT2_OP_RELU, p->z, -1);
+	ASSERT_GE(p->y, 0);
+	ASSERT_GE(p->z, 0);
+	ASSERT_GE(p->r, 0);
+	memset(&d, 0, sizeof(d));
+	d.type = SNPU_RT2_OP_CUSTOM;
+	d.nin = 1;
+	d.in[0] = p->r;
+	d.custom = double_op;
+	d.custom_arg = &p->cu;
+	d.name = "double";
+	d.out_shape = sb;
+	p->c = snpu_rt2_model_op(p->m, &d);
+	ASSERT_GE(p->c, 0);
+	ASSERT_EQ(0, snpu_rt2_model_output(p->m, p->r));
+	ASSERT_EQ(1, snpu_rt2_model_output(p->m, p->c));
+}
+
+/* Inputs of run @seed (different seeds give different inputs). */
+static void make_inputs(unsigned int seed, float *x, float *b)
+{
+	unsigned int i;
+
+	for (i = 0; i < M * K; i++)
+		x[i] = (float)((int)((i * 5 + seed * 11) % 23) - 11) / 3.0f;
+	for (i = 0; i < M * N; i++)
+		b[i] = (float)((int)((i * 3 + seed * 7) % 13) - 6) / 5.0f;
+}
+
+/* The reference of relu(x * w + b) and of its double. */
+static void mlp_ref(const float *wv, unsigned int seed, float *r, float *c)
+{
+	float x[M * K], b[M * N];
+	unsigned int i, j, l;
+
+	make_inputs(seed, x, b);
+	for (i = 0; i < M; i++) {
+		for (j = 0; j < N; j++) {
+			float s = 0.0f, z;
+
+			for (l = 0; l < K; l++)
+				s += x[i * K + l] * wv[l * N + j];
+			z = s + b[i * N + j];
+			r[i * N + j] = z > 0.0f ? z : 0.0f;
+			c[i * N + j] = r[i * N + j] + r[i * N + j];
+		}
+	}
+}
+
+static void fill_inputs(struct __test_metadata *_metadata,
+			struct snpu_rt2_exec *e, unsigned int seed)
+{
+	void *x, *b;
+
+	ASSERT_EQ(0, snpu_rt2_exec_input(e, 0, NULL, &x));
+	ASSERT_EQ(0, snpu_rt2_exec_input(e, 1, NULL, &b));
+	make_inputs(seed, x, b);
+}
+
+/* Output @i of @e's last run, with its shape checked: M x N f32. */
+static const float *output(struct __test_metadata *_metadata,
+			   struct snpu_rt2_exec *e, unsigned int i)
+{
+	struct snpu_rt2_shape s;
+	const void *out = NULL;
+
+	EXPECT_EQ(0, snpu_rt2_exec_output(e, i, &out, &s));
+	EXPECT_EQ((uint32_t)SNPU_RT2_F32, s.dtype);
+	EXPECT_EQ(2U, s.ndim);
+	EXPECT_EQ(M, s.dims[0]);
+	EXPECT_EQ(N, s.dims[1]);
+	return out;
+}
+
+/* Both outputs of @e's last run equal the reference of @seed, bit for bit. */
+static void check_outputs(struct __test_metadata *_metadata,
+			  const struct mlp *p, struct snpu_rt2_exec *e,
+			  unsigned int seed)
+{
+	float r[M * N], c[M * N];
+	const float *o;
+	unsigned int i, positive = 0;
+
+	mlp_ref(p->wv, seed, r, c);
+	/* The inputs make a nontrivial relu: some zeros, some not. */
+	for (i = 0; i < M * N; i++)
+		positive += r[i] > 0.0f;
+	ASSERT_GT(positive, 0U);
+	ASSERT_LT(positive, M * N);
+	o = output(_metadata, e, 0);
+	ASSERT_NE(NULL, o);
+	ASSERT_EQ(0, memcmp(o, r, sizeof(r)));
+	o = output(_metadata, e, 1);
+	ASSERT_NE(NULL, o);
+	ASSERT_EQ(0, memcmp(o, c, sizeof(c)));
+}
+
+FIXTURE(rt2) {
+	struct snpu_device *dev;
+	struct snpu_rt2_dev *rd;
+	struct mlp p;
+};
+
+FIXTURE_SETUP(rt2)
+{
+	ASSERT_EQ(0, snpu_open(0, 0, &self->dev));
+	ASSERT_EQ(0, snpu_rt2_dev_open(self->dev, 0, &self->rd));
+	mlp_build(_metadata, &self->p);
+}
+
+FIXTURE_TEARDOWN(rt2)
+{
+	snpu_rt2_model_destroy(self->p.m);
+	snpu_rt2_dev_close(self->rd);
+	snpu_close(self->dev);
+}
+
+static struct snpu_rt2_exec *exec_new(struct __test_metadata *_metadata,
+				      FIXTURE_DATA(rt2) * self,
+				      unsigned int flags)
+{
+	struct snpu_rt2_exec_opts o = { .flags = flags };
+	struct snpu_rt2_exec *e = NULL;
+
+	EXPECT_EQ(0, snpu_rt2_exec_create(self->p.m, self->rd, &o, &e));
+	return e;
+}
+
+/* The attached stream's submitted count, from the driver. */
+static uint64_t aux_submitted(struct __test_metadata *_metadata,
+			      FIXTURE_DATA(rt2) * self)
+{
+	struct snpu_stream_query q;
+
+	memset(&q, 0, sizeof(q));
+	EXPECT_EQ(0, snpu_stream_query(self->dev, self->p.cu.aux, &q));
+	EXPECT_EQ(0, q.error);
+	EXPECT_EQ(q.submitted, q.completed);
+	return q.submitted;
+}
+
+/*
+ * Five runs with different inputs, each exact; the custom op ran once a
+ * run, on an attached stream other than the executor's, and its three
+ * tasks a run (the fork's wait, the add, the join's record) reached that
+ * stream.
+ */
+static void runs_match_reference(struct __test_metadata *_metadata,
+				 FIXTURE_DATA(rt2) * self, unsigned int flags)
+{
+	struct snpu_rt2_exec *e = exec_new(_metadata, self, flags);
+	uint64_t before = 0, after;
+	unsigned int run;
+
+	ASSERT_NE(NULL, e);
+	for (run = 0; run < 5; run++) {
+		fill_inputs(_metadata, e, run);
+		ASSERT_EQ(0, snpu_rt2_exec_run(e));
+		check_outputs(_metadata, &self->p, e, run);
+		if (!run)
+			before = aux_submitted(_metadata, self);
+	}
+	ASSERT_EQ(5U, self->p.cu.calls);
+	ASSERT_NE(self->p.cu.aux, self->p.cu.dq);
+	after = aux_submitted(_metadata, self);
+	ASSERT_EQ(before + 4 * 3, after);
+	snpu_rt2_exec_destroy(e);
+}
+
+TEST_F(rt2, single_thread_matches_reference)
+{
+	runs_match_reference(_metadata, self, 0);
+}
+
+TEST_F(rt2, three_workers_match_reference)
+{
+	runs_match_reference(_metadata, self, SNPU_RT2_EXEC_THREADS);
+}
+
+TEST_F(rt2, dyn_multi_stream_matches_reference)
+{
+	runs_match_reference(_metadata, self, SNPU_RT2_EXEC_THREADS |
+			     SNPU_RT2_EXEC_DYN_MULTI_STREAM);
+}
+
+/* The same inputs give the same bits in single-thread and three-worker mode. */
+TEST_F(rt2, modes_agree)
+{
+	struct snpu_rt2_exec *st = exec_new(_metadata, self, 0);
+	struct snpu_rt2_exec *mt = exec_new(_metadata, self,
+					    SNPU_RT2_EXEC_THREADS);
+	unsigned int run, i;
+
+	ASSERT_NE(NULL, st);
+	ASSERT_NE(NULL, mt);
+	for (run = 0; run < 3; run++) {
+		fill_inputs(_metadata, st, 10 + run);
+		fill_inputs(_metadata, mt, 10 + run);
+		ASSERT_EQ(0, snpu_rt2_exec_run(st));
+		ASSERT_EQ(0, snpu_rt2_exec_run(mt));
+		for (i = 0; i < 2; i++)
+			ASSERT_EQ(0, memcmp(output(_metadata, st, i),
+					    output(_metadata, mt, i),
+					    M * N * sizeof(float)));
+		check_outputs(_metadata, &self->p, st, 10 + run);
+	}
+	snpu_rt2_exec_destroy(st);
+	snpu_rt2_exec_destroy(mt);
+}
+
+/*
+ * Two three-worker executors of one model, with different inputs, run in
+ * turn: each gets its own results (no shared per-run state), on its own
+ * stream.
+ */
+TEST_F(rt2, two_executors_from_one_model)
+{
+	struct snpu_rt2_exec *a = exec_new(_metadata, self,
+					   SNPU_RT2_EXEC_THREADS);
+	struct snpu_rt2_exec *b = exec_new(_metadata, self,
+					   SNPU_RT2_EXEC_THREADS);
+	uint32_t qa, qb;
+	unsigned int run;
+
+	ASSERT_NE(NULL, a);
+	ASSERT_NE(NULL, b);
+	for (run = 0; run < 3; run++) {
+		fill_inputs(_metadata, a, 20 + run);
+		fill_inputs(_metadata, b, 30 + run);
+		ASSERT_EQ(0, snpu_rt2_exec_run(a));
+		qa = self->p.cu.dq;
+		ASSERT_EQ(0, snpu_rt2_exec_run(b));
+		qb = self->p.cu.dq;
+		ASSERT_NE(qa, qb);
+		check_outputs(_metadata, &self->p, a, 20 + run);
+		check_outputs(_metadata, &self->p, b, 30 + run);
+	}
+	snpu_rt2_exec_destroy(a);
+	snpu_rt2_exec_destroy(b);
+}
+
+/*
+ * Per-run reset: inputs A, B, A and a run with smaller inputs in between;
+ * the last run's outputs are those of the first, bit for bit, in both
+ * modes.
+ */
+static void runs_reset(struct __test_metadata *_metadata,
+		       FIXTURE_DATA(rt2) * self, unsigned int flags)
+{
+	struct snpu_rt2_exec *e = exec_new(_metadata, self, flags);
+	uint32_t xd[2] = { 2, K }, bd[2] = { 2, N };
+	float first[2][M * N], r[M * N], c[M * N];
+	struct snpu_rt2_shape s;
+	const float *o;
+	unsigned int i;
+
+	ASSERT_NE(NULL, e);
+	fill_inputs(_metadata, e, 40);
+	ASSERT_EQ(0, snpu_rt2_exec_run(e));
+	for (i = 0; i < 2; i++)
+		memcpy(first[i], output(_metadata, e, i), sizeof(first[i]));
+	fill_inputs(_metadata, e, 41);
+	ASSERT_EQ(0, snpu_rt2_exec_run(e));
+	check_outputs(_metadata, &self->p, e, 41);
+
+	/* Two rows only: the relu output has this run's shape. */
+	fill_inputs(_metadata, e, 42);
+	ASSERT_EQ(0, snpu_rt2_exec_input(e, 0, xd, NULL));
+	ASSERT_EQ(0, snpu_rt2_exec_input(e, 1, bd, NULL));
+	ASSERT_EQ(0, snpu_rt2_exec_run(e));
+	ASSERT_EQ(0, snpu_rt2_exec_output(e, 0, (const void **)&o, &s));
+	ASSERT_EQ(2U, s.dims[0]);
+	ASSERT_EQ(N, s.dims[1]);
+	mlp_ref(self->p.wv, 42, r, c);
+	ASSERT_EQ(0, memcmp(o, r, 2 * N * sizeof(float)));
+
+	/* Back to the declared shapes and the first inputs. */
+	ASSERT_EQ(0, snpu_rt2_exec_input(e, 0, NULL, NULL));
+	ASSERT_EQ(0, snpu_rt2_exec_input(e, 1, NULL, NULL));
+	fill_inputs(_metadata, e, 40);
+	ASSERT_EQ(0, snpu_rt2_exec_run(e));
+	for (i = 0; i < 2; i++)
+		ASSERT_EQ(0, memcmp(first[i], output(_metadata, e, i),
+				    sizeof(first[i])));
+	check_outputs(_metadata, &self->p, e, 40);
+	snpu_rt2_exec_destroy(e);
+}
+
+TEST_F(rt2, runs_reset_single_thread)
+{
+	runs_reset(_metadata, self, 0);
+}
+
+TEST_F(rt2, runs_reset_three_workers)
+{
+	runs_reset(_metadata, self, SNPU_RT2_EXEC_THREADS);
+}
+
+/*
+ * Run 1 succeeds; in run 2 the custom op fails as @how says, and the run
+ * returns that error; runs 3 and 4 of the same executor succeed with
+ * exact results.
+ */
+static void error_then_reuse(struct __test_metadata *_metadata,
+			     FIXTURE_DATA(rt2) * self, unsigned int flags,
+			     enum fail_how how, int err)
+{
+	struct snpu_rt2_exec *e = exec_new(_metadata, self, flags);
+	unsigned int run;
+
+	ASSERT_NE(NULL, e);
+	self->p.cu.how = how;
+	self->p.cu.fail_call = 2;
+	fill_inputs(_metadata, e, 50);
+	ASSERT_EQ(0, snpu_rt2_exec_run(e));
+	check_outputs(_metadata, &self->p, e, 50);
+	fill_inputs(_metadata, e, 51);
+	ASSERT_EQ(err, snpu_rt2_exec_run(e));
+	ASSERT_EQ(2U, self->p.cu.calls);
+	for (run = 52; run < 54; run++) {
+		fill_inputs(_metadata, e, run);
+		ASSERT_EQ(0, snpu_rt2_exec_run(e));
+		check_outputs(_metadata, &self->p, e, run);
+	}
+	ASSERT_EQ(4U, self->p.cu.calls);
+	snpu_rt2_exec_destroy(e);
+}
+
+TEST_F(rt2, device_error_single_thread)
+{
+	error_then_reuse(_metadata, self, 0, FAIL_DQ, -FAIL_ERRNO);
+}
+
+TEST_F(rt2, device_error_three_workers)
+{
+	error_then_reuse(_metadata, self, SNPU_RT2_EXEC_THREADS, FAIL_DQ,
+			 -FAIL_ERRNO);
+}
+
+TEST_F(rt2, attached_stream_error_single_thread)
+{
+	error_then_reuse(_metadata, self, 0, FAIL_AUX, -FAIL_ERRNO);
+}
+
+TEST_F(rt2, attached_stream_error_three_workers)
+{
+	error_then_reuse(_metadata, self, SNPU_RT2_EXEC_THREADS, FAIL_AUX,
+			 -FAIL_ERRNO);
+}
+
+TEST_F(rt2, kernel_error_single_thread)
+{
+	error_then_reuse(_metadata, self, 0, FAIL_KERNEL, -EPERM);
+}
+
+TEST_F(rt2, kernel_error_three_workers)
+{
+	error_then_reuse(_metadata, self, SNPU_RT2_EXEC_THREADS, FAIL_KERNEL,
+			 -EPERM);
+}
+
+TEST_HARNESS_MAIN
