@@ -130,6 +130,10 @@ int snpu_ioc_ctx_query(struct snpu_context *ctx, union snpu_ioc_arg *arg)
 	q->tasks = ctx->inflight;
 	spin_unlock(&ctx->sched_lock);
 	q->tasks_limit = snpu_quota.tasks;
+	q->graphs = ctx->graphs;
+	q->graphs_limit = snpu_quota.graphs;
+	q->graph_mem = atomic64_read(&ctx->graph_mem);
+	q->graph_mem_limit = snpu_quota.graph_mem;
 	mutex_unlock(&ctx->lock);
 	return 0;
 }

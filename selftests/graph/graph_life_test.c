@@ -77,6 +77,41 @@ FIXTURE_TEARDOWN(life)
 }
 
 /*
+ * CTX_QUERY reports the graphs and their memory against their quotas: a
+ * create and a launch (its instance) add, a destroy with nothing in
+ * flight gives all of it back at once.
+ */
+TEST_F_TIMEOUT(life, ctx_query_counts_graphs, 60)
+{
+	struct snpu_ctx_query q0, q1, q2, q3;
+	int32_t err = 1;
+	uint32_t h;
+
+	ASSERT_EQ(0, snpu_ctx_query(self->fd, &q0));
+	EXPECT_EQ(0U, q0.graphs);
+	EXPECT_EQ(0ULL, q0.graph_mem);
+	EXPECT_EQ(64U, q0.graphs_limit);
+	EXPECT_EQ(64ULL << 20, q0.graph_mem_limit);
+
+	ASSERT_EQ(0, fill_graph(self->fd, 0, 0x1234, &h));
+	ASSERT_EQ(0, snpu_ctx_query(self->fd, &q1));
+	EXPECT_EQ(1U, q1.graphs);
+	EXPECT_LT(0ULL, q1.graph_mem);
+
+	ASSERT_EQ(0, g_launch(self->fd, self->stream, h, &self->a, 1, 0, NULL));
+	ASSERT_EQ(0, snpu_stream_sync(self->fd, self->stream, WAIT_NS, &err));
+	EXPECT_EQ(0, err);
+	ASSERT_EQ(0, snpu_ctx_query(self->fd, &q2));
+	EXPECT_EQ(1U, q2.graphs);
+	EXPECT_LT(q1.graph_mem, q2.graph_mem) TH_LOG("the launch's instance");
+
+	ASSERT_EQ(0, g_destroy(self->fd, h));
+	ASSERT_EQ(0, snpu_ctx_query(self->fd, &q3));
+	EXPECT_EQ(0U, q3.graphs);
+	EXPECT_EQ(0ULL, q3.graph_mem);
+}
+
+/*
  * Held behind a callback: DESTROY returns (it would never return if it
  * waited for the launch), the handle is gone for DESTROY and for new
  * launches, and the launch runs when the callback is answered.

@@ -124,7 +124,8 @@
  *        SNPU_KERNEL_BLOCK_WORK_MAX (EINVAL above), reported in the new
  *        out field snpu_info.max_block_work (was reserved[0]).
  *   0.7  Graphs: SNPU_IOC_GRAPH_CREATE, SNPU_IOC_GRAPH_DESTROY and the
- *        graph launch task SNPU_OP_GRAPH (SNPU_CAP_GRAPHS).
+ *        graph launch task SNPU_OP_GRAPH (SNPU_CAP_GRAPHS); their usage
+ *        and quotas in snpu_ctx_query (out fields, were reserved).
  */
 #ifndef _UAPI_LINUX_SNPU_H
 #define _UAPI_LINUX_SNPU_H
@@ -220,6 +221,10 @@ struct snpu_info {
  * @events_limit: out: quota of events
  * @tasks: out: tasks submitted and not yet complete
  * @tasks_limit: out: quota of tasks in flight (the task pool's size)
+ * @graphs: out: graphs that exist (ABI 0.7, was reserved)
+ * @graphs_limit: out: quota of graphs
+ * @graph_mem: out: kernel memory bytes of the graphs and their instances
+ * @graph_mem_limit: out: quota of @graph_mem
  * @reserved: must be zero
  *
  * Exceeding a quota fails with ENOSPC and changes nothing; running out of
@@ -238,7 +243,11 @@ struct snpu_ctx_query {
 	__u32 events_limit;
 	__u32 tasks;
 	__u32 tasks_limit;
-	__u64 reserved[4];
+	__u32 graphs;
+	__u32 graphs_limit;
+	__u64 graph_mem;
+	__u64 graph_mem_limit;
+	__u64 reserved[1];
 };
 
 #define SNPU_CTX_QUERY_SIZE_VER0	96
