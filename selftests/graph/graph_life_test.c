@@ -112,6 +112,57 @@ TEST_F_TIMEOUT(life, ctx_query_counts_graphs, 60)
 }
 
 /*
+ * An unprivileged user (the device node is 0666) creates and launches
+ * graphs like root does, and is bounded the same way: the graph quota
+ * stops creates with ENOSPC, and every graph byte the kernel keeps is
+ * charged to the context. The child reports the first failed step.
+ */
+static int nobody_graphs(void)
+{
+	struct snpu_ctx_query q;
+	uint32_t buf[BYTES / 4], h, stream, n;
+	uint64_t a;
+	int32_t err = 1;
+	int fd, ret;
+
+	if (snpu_drop_to_nobody())
+		return 1;
+	fd = snpu_open_dev();
+	if (fd < 0 || snpu_stream_create(fd, 0, &stream) ||
+	    snpu_alloc(fd, BYTES, 0, &a))
+		return 2;
+	for (n = 0; (ret = fill_graph(fd, 0, 0xabcd0000 + n, &h)) == 0; n++)
+		;
+	if (ret != -ENOSPC || snpu_ctx_query(fd, &q) || n != q.graphs_limit ||
+	    q.graphs != n || !q.graph_mem || q.graph_mem > q.graph_mem_limit)
+		return 3;
+	if (g_launch(fd, stream, h, &a, 1, 0, NULL) ||
+	    snpu_stream_sync(fd, stream, WAIT_NS, &err) || err)
+		return 4;
+	if (snpu_d2h(fd, buf, a, BYTES) ||
+	    !all_u32(buf, BYTES, 0xabcd0000 + n - 1))
+		return 5;
+	if (g_destroy(fd, h) || fill_graph(fd, 0, 1, &h))
+		return 6;
+	close(fd);
+	return 0;
+}
+
+TEST(unprivileged_user_bounded_by_graph_quota)
+{
+	int status;
+	pid_t pid = fork();
+
+	ASSERT_LE(0, pid);
+	if (!pid)
+		_exit(nobody_graphs());
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status)) TH_LOG("failed step %d",
+						 WEXITSTATUS(status));
+}
+
+/*
  * Held behind a callback: DESTROY returns (it would never return if it
  * waited for the launch), the handle is gone for DESTROY and for new
  * launches, and the launch runs when the callback is answered.
