@@ -269,7 +269,7 @@ static int snpu_graph_hazard_lists(struct snpu_graph *g, u32 nacc)
 			       GFP_KERNEL_ACCOUNT);
 	list = kvmalloc_array(SNPU_GRAPH_MAX_HAZARDS, sizeof(*list),
 			      GFP_KERNEL_ACCOUNT);
-	offsets = snpu_graph_alloc(g, g->nodes + 1, sizeof(u32));
+	offsets = kvmalloc_array(g->nodes + 1, sizeof(u32), GFP_KERNEL_ACCOUNT);
 	if (!acc || !pairs || !list || !offsets)
 		goto out;
 
@@ -282,6 +282,8 @@ static int snpu_graph_hazard_lists(struct snpu_graph *g, u32 nacc)
 		if (!g->haz)
 			goto out;
 		memcpy(g->haz, list, count * sizeof(u32));
+		/* Charged only when kept: a graph past the bound has no lists. */
+		g->charged += (g->nodes + 1) * sizeof(u32);
 		g->haz_off = offsets;
 		offsets = NULL;
 	}
