@@ -193,12 +193,15 @@ $(CORE_TESTS): $(B)/unit/%: kmod/core/tests/%.c $(CORE_SRCS) $(CORE_HDRS)
 # lib/tests/rt2/: the host-only device interface of rt2's tests, which runs
 # the built-in kernels natively (lib/core.c builds them into the library).
 LIB_TEST_SRCS := $(wildcard lib/tests/rt2/*.c)
+# The training tests read IDX files with zlib (lib/tools/idx.h).
+$(B)/unit/train_test $(B)/unit/rt2_train_test: TEST_LIBS := -lz -lm
 $(LIB_TESTS): $(B)/unit/%: lib/tests/%.c $(LIB_SRCS) $(LIB_HDRS) $(LIB_TEST_SRCS) \
-		$(wildcard lib/*.h lib/rt2/*.h lib/tests/*.h lib/tests/rt2/*.h) $(CORE_SRCS) $(CORE_HDRS)
+		$(wildcard lib/*.h lib/rt2/*.h lib/tests/*.h lib/tests/rt2/*.h lib/tools/*.h) \
+		$(CORE_SRCS) $(CORE_HDRS)
 	@mkdir -p $(@D)
 	@$(if $(Q),echo '  CC      $@')
 	$(Q)$(CC) -O1 -g $(WARN) $(SAN) -ffp-contract=off -D_GNU_SOURCE -I$(KSFT_INC) \
-		-Iuapi -Ilib/include -Ikmod $< $(LIB_SRCS) $(LIB_TEST_SRCS) -lpthread -o $@
+		-Iuapi -Ilib/include -Ikmod $< $(LIB_SRCS) $(LIB_TEST_SRCS) -lpthread $(TEST_LIBS) -o $@
 
 unit-build: ksrc
 	$(Q)$(MAKE) $(UNIT_TESTS)
