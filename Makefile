@@ -68,7 +68,7 @@ help:
 	@echo '  module         snpu.ko with kbuild against KDIR ($(KDIR))'
 	@echo '  lib            build/lib: libsnpu.a, libsnpu.so (versioned symbols)'
 	@echo '  tools          build/tools: snpu-smi, snpu-bench, snpu-bench-snapshot,'
-	@echo '                 snpu-bench-graph, snpu-bench-rt2'
+	@echo '                 snpu-bench-graph, snpu-bench-rt2, snpu-train'
 	@echo '  selftests      build/selftests: kselftest suites (run in the VM)'
 	@echo '  unit           native unit tests of kmod/core and lib under ASan/UBSan'
 	@echo '  fuzz           libFuzzer targets of kmod/core, FUZZ_SECS=$(FUZZ_SECS) s in all,'
@@ -81,7 +81,9 @@ help:
 	@echo '                 kmemleak, UBSAN), built once and cached, the fuzz suite'
 	@echo '                 for a million operations; same last line. CI runs it'
 	@echo '                 after check'
-	@echo '  run            boot the VM, load the module, show the devices'
+	@echo '  run            train an MLP on Fashion-MNIST in the VM (snpu-train, about'
+	@echo '                 3 min): test accuracy, time split, build/run/*.svg;'
+	@echo '                 EPOCHS=N for N full epochs, RUN_ARGS= snpu-train options'
 	@echo '  vm-image       build/vm/initramfs.cpio.gz for scripts/vm'
 	@echo '  vm-shell       interactive shell in the VM with the module loaded'
 	@echo '  bench          bench-native, then snpu-bench in the VM: task throughput'
@@ -157,6 +159,10 @@ $(B)/tools/snpu-smi: TOOL_DEPS := net
 $(B)/tools/snpu-smi: TOOL_CFLAGS := $$(pkg-config --cflags libnl-genl-3.0)
 $(B)/tools/snpu-smi: TOOL_LIBS := $$(pkg-config --libs libnl-genl-3.0)
 $(B)/tools/snpu-smi: uapi/linux/snpu_netlink.h
+# snpu-train reads gzip IDX files with zlib; its CPU reference rounds
+# every product as the device's kernels do.
+$(B)/tools/snpu-train: TOOL_LIBS := -lz -lm
+$(B)/tools/snpu-train: TOOL_CFLAGS := -ffp-contract=off
 $(B)/tools/%: lib/tools/%.c $(wildcard lib/tools/*.h) $(B)/lib/$(LIBFILE) $(LIB_HDRS)
 	@mkdir -p $(@D)
 	$(Q)$(if $(TOOL_DEPS),scripts/deps $(TOOL_DEPS))
@@ -268,16 +274,39 @@ define vm-root
 	$(Q)cp $(TOOLS) $(2)/root/opt/snpu/bin/
 	$(Q)cp -a $(B)/selftests $(2)/root/opt/snpu/selftests
 	$(Q)cp selftests/run_vm.sh $(2)/root/opt/snpu/bin/snpu-selftests
+	$(Q)mkdir -p $(2)/root/opt/snpu/data
+	$(Q)cp -a $(MINI_DATA) $(2)/root/opt/snpu/data/
 	@$(if $(Q),echo '  GEN     $(2)/initramfs.cpio.gz')
 	$(Q)scripts/mkinitramfs $(2)/root $(2)/initramfs.cpio.gz
 endef
 
-vm-image: all
+# The train kselftests' data: the first 512 images of each Fashion-MNIST
+# set, cut by scripts/idx-head (about 450 KiB), in every VM image.
+MINI_DATA := $(B)/data/fashion-mnist-mini
+FMNIST := /usr/share/datasets/fashion-mnist
+MINI_FILES := train-images-idx3 train-labels-idx1 t10k-images-idx3 t10k-labels-idx1
+
+$(MINI_DATA)/.stamp: scripts/idx-head
+	$(Q)scripts/deps data
+	@mkdir -p $(@D)
+	@$(if $(Q),echo '  GEN     $(@D)')
+	$(Q)for f in $(MINI_FILES); do \
+		scripts/idx-head $(FMNIST)/$$f-ubyte.gz $(@D)/$$f-ubyte.gz 512 || exit 1; \
+	done
+	$(Q)touch $@
+
+vm-image: all $(MINI_DATA)/.stamp
 	$(Q)scripts/deps vm
 	$(call vm-root,snpu.ko,$(B)/vm)
 
+# make run: train the MLP in the VM (scripts/train-run); RUN_ARGS are
+# snpu-train's options, EPOCHS=N trains N epochs of all 60000 images.
+RUN_ARGS ?= --subset 19200
+RUN_TIMEOUT ?= 900
 run: vm-image
-	$(Q)scripts/vm run -t 120 snpu-smi
+	$(Q)scripts/deps data
+	$(Q)scripts/train-run -t $(if $(EPOCHS),$$(( 900 * $(EPOCHS) + 300 )),$(RUN_TIMEOUT)) \
+		-- $(if $(EPOCHS),--epochs $(EPOCHS),$(RUN_ARGS))
 
 vm-shell: vm-image
 	$(Q)scripts/vm shell
@@ -338,7 +367,7 @@ else
 endif
 
 # build/debug/initramfs.cpio.gz: the VM image with that module.
-debug-image: lib tools selftests debug-module
+debug-image: lib tools selftests debug-module $(MINI_DATA)/.stamp
 	$(Q)scripts/deps vm
 	$(call vm-root,$(DEBUG_SRC)/snpu.ko,$(DEBUG))
 

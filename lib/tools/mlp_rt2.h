@@ -21,6 +21,9 @@
 #ifndef SNPU_TOOLS_MLP_RT2_H
 #define SNPU_TOOLS_MLP_RT2_H
 
+#include <stdbool.h>
+#include <string.h>
+
 #include <snpu_rt2.h>
 
 #include "mlp.h"
