@@ -92,7 +92,8 @@ help:
 	@echo '                 snpu-bench-graph: ns per node of a graph launch against'
 	@echo '                 the same tasks through the ring, stitched against'
 	@echo '                 unstitched launches, hazard-list visits; snpu-bench-rt2:'
-	@echo '                 the rt2 executor per node through the ring'
+	@echo '                 the rt2 executor per node through the ring; snpu-train:'
+	@echo '                 steps/s with graph replay, op by op, CPU reference'
 	@echo '  bench-native   attached-stream cache hits on the host (-O2, no sanitizers);'
 	@echo '                 fails if a hit allocates; the cost per node of graph capture;'
 	@echo '                 the rt2 executor per node on the host-only device, fails if'
@@ -320,6 +321,13 @@ bench: vm-image
 	$(Q)scripts/vm run -t 600 'snpu-bench && snpu-bench -r 21 attached && snpu-bench-rt2 -r 7 -b 20000'
 	$(Q)scripts/vm run -t 900 -m 2048 -p "mem_mb=1024" snpu-bench-snapshot
 	$(Q)scripts/vm run -t 600 snpu-bench-graph
+	$(Q)scripts/vm run -t 900 '$(TRAIN_BENCH) --bench 40 && \
+		$(TRAIN_BENCH) --hidden 16 -b 8 --bench 400'
+
+# snpu-train's step three ways (graph replay, op by op, CPU reference) on
+# the VM image's small data set; Documentation/perf.rst.
+TRAIN_BENCH := snpu-train -d /opt/snpu/data/fashion-mnist-mini --plain -q \
+	-n 10 --test-subset 512 --svg -
 
 # lib/bench/*.c: host benchmarks with the library compiled in (they use
 # its internal API), optimized, without sanitizers.
