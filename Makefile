@@ -2,7 +2,7 @@
 # snpu top-level build: the kernel module (kbuild, see Kbuild), libsnpu,
 # its tools, the kselftests, the VM image and the checks. `make help`.
 
-VERSION := 0.8.0
+VERSION := 0.9.0
 SONAME := libsnpu.so.0
 # The file behind the soname: new symbol versions, same soname.
 LIBFILE := libsnpu.so.$(VERSION)
@@ -302,7 +302,7 @@ vm-image: all $(MINI_DATA)/.stamp
 
 # make run: train the MLP in the VM (scripts/train-run); RUN_ARGS are
 # snpu-train's options, EPOCHS=N trains N epochs of all 60000 images.
-RUN_ARGS ?= --subset 19200
+RUN_ARGS ?= --subset 40000
 RUN_TIMEOUT ?= 900
 run: vm-image
 	$(Q)scripts/deps data
