@@ -19,7 +19,8 @@
  * span would hold one of them is refused with -EOPNOTSUPP.
  *
  * A run whose input shapes differ from the captured run's captures again
- * under a new key (the old graph is forgotten). A run that stops in the
+ * under a new key (the old graph is forgotten). A run that finds another
+ * capture of the device in progress runs its span op by op. A run that stops in the
  * middle of a capture ends it (the recorded work is submitted) and
  * forgets the graph, since it holds only part of the span.
  */
@@ -166,6 +167,11 @@ static int rt2_replay_begin(struct snpu_rt2_exec *e)
 	if (ret == SNPU_GRAPH_CACHED) {
 		r->skip = true;
 		r->launches++;
+		return 0;
+	}
+	/* Another capture of the device is in progress: op by op. */
+	if (ret == -EBUSY) {
+		r->fallbacks++;
 		return 0;
 	}
 	if (ret)
