@@ -112,6 +112,21 @@ static __u64 snpu_div_rem(__u64 n, __u32 d, __u32 *rem)
 #endif
 }
 
+/*
+ * n / d for any d, 0 for d == 0: the units of a launch not yet checked,
+ * whose scalars may be anything.
+ */
+static __u64 snpu_div64(__u64 n, __u64 d)
+{
+	if (!d)
+		return 0;
+#ifdef __KERNEL__
+	return div64_u64(n, d);
+#else
+	return n / d;
+#endif
+}
+
 /* Is a 32-bit scalar dimension in 1..SNPU_GEMM_MAX_DIM? */
 static bool snpu_dim_ok(__u64 v)
 {
@@ -280,8 +295,6 @@ static bool snpu_kernel_costed(__u32 kernel)
  */
 static __u64 snpu_kernel_unit_cost(const struct snpu_klaunch *l)
 {
-	__u32 rem;
-
 	switch (l->kernel) {
 	case SNPU_KERNEL_GEMM_F32:
 	case SNPU_KERNEL_GEMM_TN_F32:
@@ -292,9 +305,7 @@ static __u64 snpu_kernel_unit_cost(const struct snpu_klaunch *l)
 	case SNPU_KERNEL_ARGMAX_F32:
 		return l->scalar[2];
 	case SNPU_KERNEL_COLSUM_F32:
-		if (!l->scalar[2])
-			return 0;
-		return snpu_div_rem(l->bytes[1] / 4, (__u32)l->scalar[2], &rem);
+		return snpu_div64(l->bytes[1] / 4, l->scalar[2]);
 	default:
 		return 1;
 	}
@@ -466,8 +477,6 @@ bool snpu_kernel_uses_fpu(__u32 kernel)
  */
 __u64 snpu_kernel_units(const struct snpu_klaunch *l)
 {
-	__u32 rem;
-
 	switch (l->kernel) {
 	case SNPU_KERNEL_COPY:
 	case SNPU_KERNEL_CRC32C:
@@ -492,11 +501,9 @@ __u64 snpu_kernel_units(const struct snpu_klaunch *l)
 	case SNPU_KERNEL_COUNT_EQ_I32:
 		return l->bytes[1] / 4;
 	case SNPU_KERNEL_SOFTMAX_XENT_F32:
-		return l->scalar[4] ? snpu_div_rem(l->bytes[2] / 4,
-						   (__u32)l->scalar[4], &rem) : 0;
+		return snpu_div64(l->bytes[2] / 4, l->scalar[4]);
 	case SNPU_KERNEL_ARGMAX_F32:
-		return l->scalar[2] ? snpu_div_rem(l->bytes[1] / 4,
-						   (__u32)l->scalar[2], &rem) : 0;
+		return snpu_div64(l->bytes[1] / 4, l->scalar[2]);
 	case SNPU_KERNEL_COLSUM_F32:
 		return l->scalar[2];
 	default:
