@@ -350,8 +350,9 @@ static __u64 snpu_kernel_block_work(__u32 kernel, __u32 block_dim,
  * are zero, the sizes of the buffers against each other and the ranges of
  * the scalars, and that no block works more than SNPU_KERNEL_BLOCK_WORK_MAX
  * (its slice of the units times the cost of a unit: k for the GEMMs, ncls
- * for SOFTMAX_XENT and ARGMAX, rows for COLSUM, else 1). Never dereferences an address: whether the buffers exist is for the
- * caller to check.
+ * for SOFTMAX_XENT and ARGMAX, rows for COLSUM, else 1). Never
+ * dereferences an address: whether the buffers exist is for the caller to
+ * check.
  *
  * Return: 0 when the launch is valid, -EINVAL otherwise.
  */
@@ -633,8 +634,8 @@ __u32 snpu_crc32c(__u32 crc, const void *buf, __u64 len)
 
 /* The int and byte kernels of one chunk; f32 ones go to kernels_f32.c. */
 static int snpu_kernel_run_chunk(const struct snpu_klaunch *l, __u32 block,
-				  __u64 slice_begin, __u64 slice_end,
-				  __u64 begin, __u64 end)
+				 __u64 slice_begin, __u64 slice_end,
+				 __u64 begin, __u64 end)
 {
 	__u32 *u32buf = l->buf[0];
 	const __u32 *x = l->buf[1];

@@ -51,7 +51,7 @@ static __u32 snpu_f32_bits_of(float f)
 
 /* ln 2 in two parts: 9 trailing zero bits in the high one, so n * hi is exact. */
 #define SNPU_LN2_HI	0.693145751953125f
-#define SNPU_LN2_LO	1.42860677e-06f
+#define SNPU_LN2_LO	0.00000142860677f
 #define SNPU_LOG2E	1.44269502f
 
 /**
@@ -84,11 +84,11 @@ static float snpu_f32_exp(float x)
 	k = x * SNPU_LOG2E;
 	n = (int)(k < 0.0f ? k - 0.5f : k + 0.5f);
 	r = (x - (float)n * SNPU_LN2_HI) - (float)n * SNPU_LN2_LO;
-	p = 1.98412701e-04f;
-	p = p * r + 1.38888892e-03f;
-	p = p * r + 8.33333377e-03f;
-	p = p * r + 4.16666679e-02f;
-	p = p * r + 1.66666672e-01f;
+	p = 0.000198412701f;
+	p = p * r + 0.00138888892f;
+	p = p * r + 0.00833333377f;
+	p = p * r + 0.0416666679f;
+	p = p * r + 0.166666672f;
 	p = p * r + 0.5f;
 	p = 1.0f + (r + r * r * p);
 	/* n is in -151..129: 2^n in two factors of normal floats. */
@@ -144,10 +144,10 @@ static float snpu_f32_log(float x)
 	f = m - 1.0f;
 	s = f / (2.0f + f);
 	z = s * s;
-	t = 2.22222224e-01f;
-	t = t * z + 2.85714298e-01f;
-	t = t * z + 4.00000006e-01f;
-	t = t * z + 6.66666687e-01f;
+	t = 0.222222224f;
+	t = t * z + 0.285714298f;
+	t = t * z + 0.400000006f;
+	t = t * z + 0.666666687f;
 	t = t * z;
 	l = f - s * (f - t);
 	if (!e)

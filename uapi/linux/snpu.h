@@ -718,8 +718,9 @@ struct snpu_event_elapsed {
  * CRC32C n counts bytes, for the GEMMs elements of c, m * n, for
  * SOFTMAX_XENT and ARGMAX rows, for COLSUM columns) times the cost of a
  * unit, k multiply-adds for the GEMMs, ncls for SOFTMAX_XENT and ARGMAX,
- * rows for COLSUM and 1 for the other kernels, must not exceed SNPU_KERNEL_BLOCK_WORK_MAX (also reported in
- * snpu_info.max_block_work); a launch above it is refused with EINVAL.
+ * rows for COLSUM and 1 for the other kernels, must not exceed
+ * SNPU_KERNEL_BLOCK_WORK_MAX (also reported in snpu_info.max_block_work);
+ * a launch above it is refused with EINVAL.
  * Raise block_dim to split the work: e.g. GEMM_F32 of m = n = k = 4096
  * needs block_dim >= 4096. Under TCG emulation a block at the bound
  * takes well under a second.
