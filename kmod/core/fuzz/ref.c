@@ -213,7 +213,7 @@ static bool ref_values_valid(__u32 kernel, __u32 block_dim,
  * Cost of one unit: k multiply-adds for the GEMMs, ncls for a row of
  * SOFTMAX_XENT or ARGMAX, rows for a column of COLSUM, else 1.
  */
-static u128 ref_unit_cost(__u32 kernel, const struct snpu_kernel_arg *a)
+__u64 ref_unit_cost(__u32 kernel, const struct snpu_kernel_arg *a)
 {
 	switch (kernel) {
 	case SNPU_KERNEL_GEMM_F32:
