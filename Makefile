@@ -188,7 +188,7 @@ $(CORE_TESTS): $(B)/unit/%: kmod/core/tests/%.c $(CORE_SRCS) $(CORE_HDRS)
 	@mkdir -p $(@D)
 	@$(if $(Q),echo '  CC      $@')
 	$(Q)$(CC) -O1 -g $(WARN) $(SAN) -ffp-contract=off -I$(KSFT_INC) $(CORE_INC) \
-		$< $(CORE_SRCS) -o $@
+		$< $(CORE_SRCS) -lm -o $@
 
 # lib/tests/rt2/: the host-only device interface of rt2's tests, which runs
 # the built-in kernels natively (lib/core.c builds them into the library).
