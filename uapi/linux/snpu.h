@@ -126,6 +126,9 @@
  *   0.7  Graphs: SNPU_IOC_GRAPH_CREATE, SNPU_IOC_GRAPH_DESTROY and the
  *        graph launch task SNPU_OP_GRAPH (SNPU_CAP_GRAPHS); their usage
  *        and quotas in snpu_ctx_query (out fields, were reserved).
+ *   0.9  Statistics through the generic netlink family: SNPU_CMD_STATS,
+ *        messages SNPU_KIND_DEV_STATS and SNPU_KIND_CONTEXT
+ *        (linux/snpu_netlink.h); tracepoints (system snpu, not ABI).
  */
 #ifndef _UAPI_LINUX_SNPU_H
 #define _UAPI_LINUX_SNPU_H
@@ -135,7 +138,7 @@
 #include <linux/types.h>
 
 #define SNPU_ABI_MAJOR		0
-#define SNPU_ABI_MINOR		7
+#define SNPU_ABI_MINOR		9
 
 /*
  * In @flags of STREAM_SYNC, EVENT_SYNC, CALLBACK_WAIT and ENTER: @timeout_ns
