@@ -1,23 +1,31 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
 /*
- * snpu-smi: show the snpu devices of this machine.
+ * snpu-smi: show the snpu devices of this machine and what uses them.
  *
- *   snpu-smi          one block per device
- *   snpu-smi -d N     device N only
- *   snpu-smi status [-d N]
+ *   snpu-smi [-j] [-d N]  one block per device (device N only)
+ *   snpu-smi [-j] status [-d N]
  *                     devices and processes, from the generic netlink
  *                     family "snpu" (one device with -d); without
  *                     CAP_SYS_ADMIN, only the caller's own processes
- *   snpu-smi events [-n COUNT] [-t SECS]
+ *   snpu-smi [-j] stats
+ *                     each device's counters and each visible context's
+ *                     usage against its quotas (SNPU_CMD_STATS)
+ *   snpu-smi [-j] top [-i SECS] [-n COUNT]
+ *                     a refreshing per-process view: contexts, memory,
+ *                     streams, tasks in flight, tasks/s, snapshot state
+ *   snpu-smi [-j] events [-n COUNT] [-t SECS]
  *                     one line per snapshot transition, from the
  *                     family's multicast group "events" (needs
  *                     CAP_SYS_ADMIN)
  *
- * The netlink subcommands use libnl-genl (Documentation/netlink.rst).
+ * -j prints JSON: one document per command, one object per line for
+ * events and per refresh for top. Documentation/snpu-smi.rst. The netlink
+ * subcommands use libnl-genl (Documentation/netlink.rst).
  */
 #include <errno.h>
 #include <limits.h>
 #include <poll.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,7 +42,10 @@
 
 #include "snpu.h"
 
-static int show(unsigned int index)
+/* -j: JSON output. */
+static int json;
+
+static int show(unsigned int index, bool first)
 {
 	struct snpu_device *dev;
 	struct snpu_info info;
@@ -48,6 +59,16 @@ static int show(unsigned int index)
 	if (ret)
 		return ret;
 
+	if (json) {
+		printf("%s{\"index\": %u, \"abi_major\": %u, \"abi_minor\": %u, \"caps\": %llu, \"cores\": %u, \"mem_total\": %llu, \"mem_used\": %llu, \"max_block_dim\": %u, \"max_block_work\": %llu, \"mem_align\": %u}",
+		       first ? "" : ", ", info.dev_index, info.abi_major,
+		       info.abi_minor, (unsigned long long)info.caps,
+		       info.cores, (unsigned long long)info.mem_total,
+		       (unsigned long long)info.mem_used, info.max_block_dim,
+		       (unsigned long long)info.max_block_work,
+		       info.mem_align);
+		return 0;
+	}
 	printf("snpu%u: abi %u.%u caps 0x%llx\n", info.dev_index,
 	       info.abi_major, info.abi_minor, (unsigned long long)info.caps);
 	printf("  cores          %u\n", info.cores);
@@ -81,6 +102,51 @@ static const struct nla_policy smi_policy[SNPU_ATTR_MAX + 1] = {
 	[SNPU_ATTR_BG_THREADS] = { .type = NLA_U32 },
 	[SNPU_ATTR_CONTEXTS] = { .type = NLA_U32 },
 	[SNPU_ATTR_IMAGE_BYTES] = { .type = NLA_U64 },
+	[SNPU_ATTR_STAT_TASKS] = { .type = NLA_U64 },
+	[SNPU_ATTR_STAT_TASKS_FAILED] = { .type = NLA_U64 },
+	[SNPU_ATTR_STAT_CQES] = { .type = NLA_U64 },
+	[SNPU_ATTR_STAT_CQ_OVERFLOWS] = { .type = NLA_U64 },
+	[SNPU_ATTR_STAT_READY_DEPTH] = { .type = NLA_U32 },
+	[SNPU_ATTR_STAT_READY_MAX] = { .type = NLA_U32 },
+	[SNPU_ATTR_STAT_BUSY_NS] = { .type = NLA_U64 },
+	[SNPU_ATTR_STAT_BLOCKS] = { .type = NLA_U64 },
+	[SNPU_ATTR_STAT_SNAPSHOTS] = { .type = NLA_U64 },
+	[SNPU_ATTR_STAT_SNAPSHOTS_FAILED] = { .type = NLA_U64 },
+	[SNPU_ATTR_STAT_SNAPSHOT_NS] = { .type = NLA_U64 },
+	[SNPU_ATTR_STAT_GRAPH_LAUNCHES] = { .type = NLA_U64 },
+	[SNPU_ATTR_STAT_HAZARD_VISITS] = { .type = NLA_U64 },
+	[SNPU_ATTR_CTX_ID] = { .type = NLA_U64 },
+	[SNPU_ATTR_CTX_MEM_USED] = { .type = NLA_U64 },
+	[SNPU_ATTR_CTX_MEM_LIMIT] = { .type = NLA_U64 },
+	[SNPU_ATTR_CTX_HOST_USED] = { .type = NLA_U64 },
+	[SNPU_ATTR_CTX_HOST_LIMIT] = { .type = NLA_U64 },
+	[SNPU_ATTR_CTX_STREAMS] = { .type = NLA_U32 },
+	[SNPU_ATTR_CTX_STREAMS_LIMIT] = { .type = NLA_U32 },
+	[SNPU_ATTR_CTX_EVENTS] = { .type = NLA_U32 },
+	[SNPU_ATTR_CTX_EVENTS_LIMIT] = { .type = NLA_U32 },
+	[SNPU_ATTR_CTX_TASKS] = { .type = NLA_U32 },
+	[SNPU_ATTR_CTX_TASKS_LIMIT] = { .type = NLA_U32 },
+	[SNPU_ATTR_CTX_GRAPHS] = { .type = NLA_U32 },
+	[SNPU_ATTR_CTX_GRAPHS_LIMIT] = { .type = NLA_U32 },
+	[SNPU_ATTR_CTX_GRAPH_MEM] = { .type = NLA_U64 },
+	[SNPU_ATTR_CTX_GRAPH_MEM_LIMIT] = { .type = NLA_U64 },
+	[SNPU_ATTR_CTX_TASKS_DONE] = { .type = NLA_U64 },
+};
+
+/*
+ * One message of a reply: its kind and every attribute snpu-smi knows,
+ * widened to 64 bits (RESULT sign-extended), with which were present.
+ */
+struct smi_rec {
+	uint32_t kind;
+	uint64_t v[SNPU_ATTR_MAX + 1];
+	bool has[SNPU_ATTR_MAX + 1];
+};
+
+/* The messages of one request, in order. */
+struct smi_recs {
+	struct smi_rec *r;
+	size_t n, cap;
 };
 
 /**
@@ -90,6 +156,7 @@ static const struct nla_policy smi_policy[SNPU_ATTR_MAX + 1] = {
  * @want: events to print before stopping, 0 for no limit
  * @seen: events printed
  * @error: the errno of the kernel's error reply, 0 when none came
+ * @recs: where replies are collected
  */
 struct smi_nl {
 	struct nl_sock *sk;
@@ -97,6 +164,7 @@ struct smi_nl {
 	unsigned long want;
 	unsigned long seen;
 	int error;
+	struct smi_recs *recs;
 };
 
 static const char *state_name(uint32_t state, char *buf, size_t len)
@@ -118,11 +186,6 @@ static uint32_t get_u32(struct nlattr **tb, int type)
 	return tb[type] ? nla_get_u32(tb[type]) : 0;
 }
 
-static uint64_t get_u64(struct nlattr **tb, int type)
-{
-	return tb[type] ? nla_get_u64(tb[type]) : 0;
-}
-
 /*
  * Parse a message of the family: its attributes into @tb and its kind,
  * or 0 for a message that is not the family's or does not parse.
@@ -140,42 +203,44 @@ static uint32_t smi_parse(struct smi_nl *s, struct nl_msg *msg,
 	return nla_get_u32(tb[SNPU_ATTR_KIND]);
 }
 
-static void print_device(struct nlattr **tb)
-{
-	printf("snpu%u cores %u mem_total %llu mem_used %llu contexts %u\n",
-	       get_u32(tb, SNPU_ATTR_DEV_INDEX),
-	       get_u32(tb, SNPU_ATTR_DEV_CORES),
-	       (unsigned long long)get_u64(tb, SNPU_ATTR_DEV_MEM_TOTAL),
-	       (unsigned long long)get_u64(tb, SNPU_ATTR_DEV_MEM_USED),
-	       get_u32(tb, SNPU_ATTR_DEV_CONTEXTS));
-}
-
-static void print_process(struct nlattr **tb)
-{
-	char buf[16];
-
-	printf("pid %u %s seq %u contexts %u bg_threads %u image_bytes %llu\n",
-	       get_u32(tb, SNPU_ATTR_PID),
-	       state_name(get_u32(tb, SNPU_ATTR_STATE), buf, sizeof(buf)),
-	       get_u32(tb, SNPU_ATTR_SEQ),
-	       get_u32(tb, SNPU_ATTR_CONTEXTS),
-	       get_u32(tb, SNPU_ATTR_BG_THREADS),
-	       (unsigned long long)get_u64(tb, SNPU_ATTR_IMAGE_BYTES));
-}
-
-/* Replies to SNPU_CMD_GET: one line per device or process. */
+/* Replies: every message of the family kept as a record. */
 static int on_reply(struct nl_msg *msg, void *arg)
 {
 	struct nlattr *tb[SNPU_ATTR_MAX + 1];
+	struct smi_nl *s = arg;
+	struct smi_recs *rs = s->recs;
+	struct smi_rec *r;
+	uint32_t kind;
 	uint8_t cmd = 0;
+	int a;
 
-	switch (smi_parse(arg, msg, tb, &cmd)) {
-	case SNPU_KIND_DEVICE:
-		print_device(tb);
-		break;
-	case SNPU_KIND_PROCESS:
-		print_process(tb);
-		break;
+	kind = smi_parse(s, msg, tb, &cmd);
+	if (kind == SNPU_KIND_UNSPEC)
+		return NL_OK;
+	if (rs->n == rs->cap) {
+		size_t cap = rs->cap ? 2 * rs->cap : 16;
+		struct smi_rec *n = realloc(rs->r, cap * sizeof(*n));
+
+		if (!n) {
+			s->error = ENOMEM;
+			return NL_STOP;
+		}
+		rs->r = n;
+		rs->cap = cap;
+	}
+	r = &rs->r[rs->n++];
+	memset(r, 0, sizeof(*r));
+	r->kind = kind;
+	for (a = 1; a <= SNPU_ATTR_MAX; a++) {
+		if (!tb[a])
+			continue;
+		r->has[a] = true;
+		if (smi_policy[a].type == NLA_U64)
+			r->v[a] = nla_get_u64(tb[a]);
+		else if (smi_policy[a].type == NLA_S32)
+			r->v[a] = (uint64_t)(int64_t)nla_get_s32(tb[a]);
+		else if (smi_policy[a].type == NLA_U32)
+			r->v[a] = nla_get_u32(tb[a]);
 	}
 	return NL_OK;
 }
@@ -193,6 +258,19 @@ static int on_event(struct nl_msg *msg, void *arg)
 	    cmd != SNPU_CMD_EVENT)
 		return NL_OK;
 	result = tb[SNPU_ATTR_RESULT] ? nla_get_s32(tb[SNPU_ATTR_RESULT]) : 0;
+	if (json) {
+		printf("{\"pid\": %u, \"dev\": %u, \"from\": \"%s\", \"to\": \"%s\", \"result\": %d, \"seq\": %u}\n",
+		       get_u32(tb, SNPU_ATTR_PID),
+		       get_u32(tb, SNPU_ATTR_DEV_INDEX),
+		       state_name(get_u32(tb, SNPU_ATTR_OLD_STATE), ob,
+				  sizeof(ob)),
+		       state_name(get_u32(tb, SNPU_ATTR_NEW_STATE), nb,
+				  sizeof(nb)),
+		       result, get_u32(tb, SNPU_ATTR_SEQ));
+		fflush(stdout);
+		s->seen++;
+		return s->want && s->seen >= s->want ? NL_STOP : NL_OK;
+	}
 	printf("pid %u snpu%u %s -> %s result %d",
 	       get_u32(tb, SNPU_ATTR_PID), get_u32(tb, SNPU_ATTR_DEV_INDEX),
 	       state_name(get_u32(tb, SNPU_ATTR_OLD_STATE), ob, sizeof(ob)),
@@ -259,41 +337,19 @@ static int smi_fail(struct smi_nl *s, const char *what, int ret)
 	return 1;
 }
 
-/* snpu-smi status [-d N]: a dump of the family, or one device. */
-static int cmd_status(int argc, char **argv)
+/*
+ * Send @cmd (a dump, or about device @one) and collect the replies in
+ * @rs. Return: 0, or 1 after reporting the failure.
+ */
+static int smi_request(uint8_t cmd, long one, struct smi_recs *rs)
 {
 	struct smi_nl s;
 	struct nl_msg *msg;
-	long one = -1;
-	int opt, ret;
-
-	while ((opt = getopt(argc, argv, "d:h")) != -1) {
-		switch (opt) {
-		case 'd': {
-			char *end;
-
-			errno = 0;
-			one = strtol(optarg, &end, 10);
-			if (*optarg == '\0' || *end || one < 0 ||
-			    one > UINT32_MAX || errno) {
-				fprintf(stderr, "snpu-smi: bad device '%s'\n",
-					optarg);
-				return 2;
-			}
-			break;
-		}
-		default:
-			fprintf(stderr, "usage: snpu-smi status [-d N]\n");
-			return opt == 'h' ? 0 : 2;
-		}
-	}
-	if (optind != argc) {
-		fprintf(stderr, "usage: snpu-smi status [-d N]\n");
-		return 2;
-	}
+	int ret;
 
 	if (smi_connect(&s))
 		return 1;
+	s.recs = rs;
 	nl_socket_modify_cb(s.sk, NL_CB_VALID, NL_CB_CUSTOM, on_reply, &s);
 	nl_socket_modify_err_cb(s.sk, NL_CB_CUSTOM, on_error, &s);
 
@@ -301,8 +357,7 @@ static int cmd_status(int argc, char **argv)
 	if (!msg)
 		return smi_fail(&s, "request", -NLE_NOMEM);
 	if (!genlmsg_put(msg, NL_AUTO_PORT, NL_AUTO_SEQ, s.family, 0,
-			 one < 0 ? NLM_F_DUMP : 0, SNPU_CMD_GET,
-			 SNPU_GENL_VERSION) ||
+			 one < 0 ? NLM_F_DUMP : 0, cmd, SNPU_GENL_VERSION) ||
 	    (one >= 0 && nla_put_u32(msg, SNPU_ATTR_DEV_INDEX, one) < 0)) {
 		nlmsg_free(msg);
 		return smi_fail(&s, "request", -NLE_NOMEM);
@@ -322,6 +377,232 @@ static int cmd_status(int argc, char **argv)
 	return 0;
 }
 
+/* A JSON member "name": value of attribute @a of @r. */
+static void json_attr(const struct smi_rec *r, const char *name, int a,
+		      bool *first)
+{
+	if (!r->has[a])
+		return;
+	printf("%s\"%s\": ", *first ? "" : ", ", name);
+	if (smi_policy[a].type == NLA_S32)
+		printf("%lld", (long long)(int64_t)r->v[a]);
+	else
+		printf("%llu", (unsigned long long)r->v[a]);
+	*first = false;
+}
+
+struct smi_field {
+	const char *name;
+	int attr;
+};
+
+static const struct smi_field device_fields[] = {
+	{ "index", SNPU_ATTR_DEV_INDEX },
+	{ "cores", SNPU_ATTR_DEV_CORES },
+	{ "mem_total", SNPU_ATTR_DEV_MEM_TOTAL },
+	{ "mem_used", SNPU_ATTR_DEV_MEM_USED },
+	{ "contexts", SNPU_ATTR_DEV_CONTEXTS },
+	{ NULL, 0 },
+};
+
+static const struct smi_field process_fields[] = {
+	{ "pid", SNPU_ATTR_PID },
+	{ "seq", SNPU_ATTR_SEQ },
+	{ "contexts", SNPU_ATTR_CONTEXTS },
+	{ "bg_threads", SNPU_ATTR_BG_THREADS },
+	{ "image_bytes", SNPU_ATTR_IMAGE_BYTES },
+	{ NULL, 0 },
+};
+
+static const struct smi_field dev_stats_fields[] = {
+	{ "index", SNPU_ATTR_DEV_INDEX },
+	{ "tasks", SNPU_ATTR_STAT_TASKS },
+	{ "tasks_failed", SNPU_ATTR_STAT_TASKS_FAILED },
+	{ "cqes", SNPU_ATTR_STAT_CQES },
+	{ "cq_overflows", SNPU_ATTR_STAT_CQ_OVERFLOWS },
+	{ "ready_depth", SNPU_ATTR_STAT_READY_DEPTH },
+	{ "ready_max", SNPU_ATTR_STAT_READY_MAX },
+	{ "busy_ns", SNPU_ATTR_STAT_BUSY_NS },
+	{ "blocks", SNPU_ATTR_STAT_BLOCKS },
+	{ "snapshots", SNPU_ATTR_STAT_SNAPSHOTS },
+	{ "snapshots_failed", SNPU_ATTR_STAT_SNAPSHOTS_FAILED },
+	{ "snapshot_ns", SNPU_ATTR_STAT_SNAPSHOT_NS },
+	{ "graph_launches", SNPU_ATTR_STAT_GRAPH_LAUNCHES },
+	{ "hazard_visits", SNPU_ATTR_STAT_HAZARD_VISITS },
+	{ NULL, 0 },
+};
+
+static const struct smi_field context_fields[] = {
+	{ "dev", SNPU_ATTR_DEV_INDEX },
+	{ "id", SNPU_ATTR_CTX_ID },
+	{ "pid", SNPU_ATTR_PID },
+	{ "mem_used", SNPU_ATTR_CTX_MEM_USED },
+	{ "mem_limit", SNPU_ATTR_CTX_MEM_LIMIT },
+	{ "host_used", SNPU_ATTR_CTX_HOST_USED },
+	{ "host_limit", SNPU_ATTR_CTX_HOST_LIMIT },
+	{ "streams", SNPU_ATTR_CTX_STREAMS },
+	{ "streams_limit", SNPU_ATTR_CTX_STREAMS_LIMIT },
+	{ "events", SNPU_ATTR_CTX_EVENTS },
+	{ "events_limit", SNPU_ATTR_CTX_EVENTS_LIMIT },
+	{ "tasks", SNPU_ATTR_CTX_TASKS },
+	{ "tasks_limit", SNPU_ATTR_CTX_TASKS_LIMIT },
+	{ "graphs", SNPU_ATTR_CTX_GRAPHS },
+	{ "graphs_limit", SNPU_ATTR_CTX_GRAPHS_LIMIT },
+	{ "graph_mem", SNPU_ATTR_CTX_GRAPH_MEM },
+	{ "graph_mem_limit", SNPU_ATTR_CTX_GRAPH_MEM_LIMIT },
+	{ "tasks_done", SNPU_ATTR_CTX_TASKS_DONE },
+	{ NULL, 0 },
+};
+
+/* One record as "name value" pairs, or as a JSON object. */
+static void print_rec(const struct smi_rec *r, const struct smi_field *f,
+		      const char *prefix)
+{
+	bool first = true;
+	char buf[16];
+
+	if (json) {
+		putchar('{');
+		for (; f->name; f++)
+			json_attr(r, f->name, f->attr, &first);
+		if (r->has[SNPU_ATTR_STATE])
+			printf(", \"state\": \"%s\"",
+			       state_name(r->v[SNPU_ATTR_STATE], buf,
+					  sizeof(buf)));
+		putchar('}');
+		return;
+	}
+	fputs(prefix, stdout);
+	for (; f->name; f++)
+		if (r->has[f->attr])
+			printf(" %s %llu", f->name,
+			       (unsigned long long)r->v[f->attr]);
+	if (r->has[SNPU_ATTR_STATE])
+		printf(" state %s",
+		       state_name(r->v[SNPU_ATTR_STATE], buf, sizeof(buf)));
+	putchar('\n');
+}
+
+/*
+ * The records of @rs of each kind in @kinds, as JSON arrays named by
+ * @names in one object, or as lines.
+ */
+static void print_recs(const struct smi_recs *rs, const uint32_t *kinds,
+		       const char *const *names,
+		       const struct smi_field *const *fields, unsigned int nk)
+{
+	unsigned int k;
+	size_t i;
+
+	if (json)
+		putchar('{');
+	for (k = 0; k < nk; k++) {
+		bool first = true;
+
+		if (json)
+			printf("%s\"%s\": [", k ? ", " : "", names[k]);
+		for (i = 0; i < rs->n; i++) {
+			if (rs->r[i].kind != kinds[k])
+				continue;
+			if (json && !first)
+				fputs(", ", stdout);
+			print_rec(&rs->r[i], fields[k], names[k]);
+			first = false;
+		}
+		if (json)
+			putchar(']');
+	}
+	if (json)
+		puts("}");
+}
+
+/* -d N of the netlink subcommands. Return: 0 or 2. */
+static int parse_dev(const char *arg, long *one)
+{
+	char *end;
+
+	errno = 0;
+	*one = strtol(arg, &end, 10);
+	if (*arg == '\0' || *end || *one < 0 || *one > UINT32_MAX || errno) {
+		fprintf(stderr, "snpu-smi: bad device '%s'\n", arg);
+		return 2;
+	}
+	return 0;
+}
+
+/* snpu-smi status [-d N]: a dump of the family, or one device. */
+static int cmd_status(int argc, char **argv)
+{
+	static const uint32_t kinds[] = { SNPU_KIND_DEVICE, SNPU_KIND_PROCESS };
+	static const char *const names[] = { "devices", "processes" };
+	static const struct smi_field *const fields[] = { device_fields,
+							  process_fields };
+	struct smi_recs rs = { 0 };
+	long one = -1;
+	int opt, ret;
+
+	while ((opt = getopt(argc, argv, "d:jh")) != -1) {
+		switch (opt) {
+		case 'd':
+			if (parse_dev(optarg, &one))
+				return 2;
+			break;
+		case 'j':
+			json = 1;
+			break;
+		default:
+			fprintf(stderr, "usage: snpu-smi status [-j] [-d N]\n");
+			return opt == 'h' ? 0 : 2;
+		}
+	}
+	if (optind != argc) {
+		fprintf(stderr, "usage: snpu-smi status [-j] [-d N]\n");
+		return 2;
+	}
+	ret = smi_request(SNPU_CMD_GET, one, &rs);
+	if (!ret)
+		print_recs(&rs, kinds, names, fields, 2);
+	free(rs.r);
+	return ret;
+}
+
+/* snpu-smi stats [-d N]: device counters and context usage. */
+static int cmd_stats(int argc, char **argv)
+{
+	static const uint32_t kinds[] = { SNPU_KIND_DEV_STATS,
+					  SNPU_KIND_CONTEXT };
+	static const char *const names[] = { "devices", "contexts" };
+	static const struct smi_field *const fields[] = { dev_stats_fields,
+							  context_fields };
+	struct smi_recs rs = { 0 };
+	long one = -1;
+	int opt, ret;
+
+	while ((opt = getopt(argc, argv, "d:jh")) != -1) {
+		switch (opt) {
+		case 'd':
+			if (parse_dev(optarg, &one))
+				return 2;
+			break;
+		case 'j':
+			json = 1;
+			break;
+		default:
+			fprintf(stderr, "usage: snpu-smi stats [-j] [-d N]\n");
+			return opt == 'h' ? 0 : 2;
+		}
+	}
+	if (optind != argc) {
+		fprintf(stderr, "usage: snpu-smi stats [-j] [-d N]\n");
+		return 2;
+	}
+	ret = smi_request(SNPU_CMD_STATS, one, &rs);
+	if (!ret)
+		print_recs(&rs, kinds, names, fields, 2);
+	free(rs.r);
+	return ret;
+}
+
 static double now_s(void)
 {
 	struct timespec ts;
@@ -333,17 +614,20 @@ static double now_s(void)
 /* snpu-smi events [-n COUNT] [-t SECS]: print transitions as they come. */
 static int cmd_events(int argc, char **argv)
 {
-	const char *usage = "usage: snpu-smi events [-n COUNT] [-t SECS]\n";
+	const char *usage = "usage: snpu-smi events [-j] [-n COUNT] [-t SECS]\n";
 	double deadline = 0;
 	unsigned long want = 0;
 	struct smi_nl s;
 	int opt, grp, ret;
 
-	while ((opt = getopt(argc, argv, "n:t:h")) != -1) {
+	while ((opt = getopt(argc, argv, "n:t:jh")) != -1) {
 		char *end;
 		double secs;
 
 		switch (opt) {
+		case 'j':
+			json = 1;
+			break;
 		case 'n':
 			errno = 0;
 			want = strtoul(optarg, &end, 10);
@@ -438,12 +722,226 @@ static int cmd_events(int argc, char **argv)
 	return 0;
 }
 
+/* A process in top: its contexts summed. */
+struct top_proc {
+	uint32_t pid;
+	uint32_t state;
+	uint32_t contexts;
+	uint64_t mem, host, streams, tasks;
+	double rate;
+};
+
+/* Tasks a context completed since @prev was taken (all, if it is new). */
+static uint64_t top_delta(const struct smi_rec *c, const struct smi_recs *prev)
+{
+	uint64_t done = c->v[SNPU_ATTR_CTX_TASKS_DONE];
+	size_t i;
+
+	for (i = 0; i < prev->n; i++) {
+		const struct smi_rec *p = &prev->r[i];
+
+		if (p->kind == SNPU_KIND_CONTEXT &&
+		    p->v[SNPU_ATTR_CTX_ID] == c->v[SNPU_ATTR_CTX_ID] &&
+		    p->v[SNPU_ATTR_DEV_INDEX] == c->v[SNPU_ATTR_DEV_INDEX])
+			return done - p->v[SNPU_ATTR_CTX_TASKS_DONE];
+	}
+	return done;
+}
+
+/* Tasks device @dev completed since @prev. */
+static uint64_t top_dev_delta(const struct smi_rec *d,
+			      const struct smi_recs *prev)
+{
+	size_t i;
+
+	for (i = 0; i < prev->n; i++)
+		if (prev->r[i].kind == SNPU_KIND_DEV_STATS &&
+		    prev->r[i].v[SNPU_ATTR_DEV_INDEX] ==
+		    d->v[SNPU_ATTR_DEV_INDEX])
+			return d->v[SNPU_ATTR_STAT_TASKS] -
+			       prev->r[i].v[SNPU_ATTR_STAT_TASKS];
+	return 0;
+}
+
+/* One refresh of top: @cur against @prev, @dt seconds apart (0: first). */
+static int top_print(const struct smi_recs *cur, const struct smi_recs *prev,
+		     double dt)
+{
+	struct top_proc *tp = calloc(cur->n + 1, sizeof(*tp));
+	size_t i, j, np = 0;
+	bool first = true;
+	char buf[16];
+
+	if (!tp)
+		return -ENOMEM;
+	for (i = 0; i < cur->n; i++) {
+		const struct smi_rec *c = &cur->r[i];
+		uint32_t pid = c->v[SNPU_ATTR_PID];
+
+		if (c->kind != SNPU_KIND_CONTEXT)
+			continue;
+		for (j = 0; j < np && tp[j].pid != pid; j++)
+			;
+		if (j == np) {
+			np++;
+			tp[j].pid = pid;
+			tp[j].state = c->v[SNPU_ATTR_STATE];
+		}
+		tp[j].contexts++;
+		tp[j].mem += c->v[SNPU_ATTR_CTX_MEM_USED];
+		tp[j].host += c->v[SNPU_ATTR_CTX_HOST_USED];
+		tp[j].streams += c->v[SNPU_ATTR_CTX_STREAMS];
+		tp[j].tasks += c->v[SNPU_ATTR_CTX_TASKS];
+		if (dt > 0)
+			tp[j].rate += top_delta(c, prev) / dt;
+	}
+
+	if (json) {
+		printf("{\"interval\": %.3f, \"devices\": [", dt);
+		for (i = 0; i < cur->n; i++) {
+			const struct smi_rec *d = &cur->r[i];
+
+			if (d->kind != SNPU_KIND_DEV_STATS)
+				continue;
+			printf("%s{\"index\": %llu, \"tasks_per_s\": %.1f, \"ready_depth\": %llu}",
+			       first ? "" : ", ",
+			       (unsigned long long)d->v[SNPU_ATTR_DEV_INDEX],
+			       dt > 0 ? top_dev_delta(d, prev) / dt : 0.0,
+			       (unsigned long long)d->v[SNPU_ATTR_STAT_READY_DEPTH]);
+			first = false;
+		}
+		fputs("], \"processes\": [", stdout);
+		for (j = 0; j < np; j++)
+			printf("%s{\"pid\": %u, \"state\": \"%s\", \"contexts\": %u, \"mem_used\": %llu, \"host_used\": %llu, \"streams\": %llu, \"tasks\": %llu, \"tasks_per_s\": %.1f}",
+			       j ? ", " : "", tp[j].pid,
+			       state_name(tp[j].state, buf, sizeof(buf)),
+			       tp[j].contexts, (unsigned long long)tp[j].mem,
+			       (unsigned long long)tp[j].host,
+			       (unsigned long long)tp[j].streams,
+			       (unsigned long long)tp[j].tasks, tp[j].rate);
+		puts("]}");
+		fflush(stdout);
+		free(tp);
+		return 0;
+	}
+
+	/* A terminal is redrawn; a pipe gets one block per refresh. */
+	if (isatty(STDOUT_FILENO))
+		fputs("\033[H\033[2J", stdout);
+	for (i = 0; i < cur->n; i++) {
+		const struct smi_rec *d = &cur->r[i];
+
+		if (d->kind != SNPU_KIND_DEV_STATS)
+			continue;
+		printf("snpu%llu  tasks/s %10.1f  ready %llu (max %llu)  tasks %llu  failed %llu\n",
+		       (unsigned long long)d->v[SNPU_ATTR_DEV_INDEX],
+		       dt > 0 ? top_dev_delta(d, prev) / dt : 0.0,
+		       (unsigned long long)d->v[SNPU_ATTR_STAT_READY_DEPTH],
+		       (unsigned long long)d->v[SNPU_ATTR_STAT_READY_MAX],
+		       (unsigned long long)d->v[SNPU_ATTR_STAT_TASKS],
+		       (unsigned long long)d->v[SNPU_ATTR_STAT_TASKS_FAILED]);
+	}
+	printf("\n%8s %-10s %4s %10s %10s %7s %8s %10s\n", "PID", "STATE",
+	       "CTX", "MEM_MiB", "HOST_MiB", "STREAMS", "INFLIGHT", "TASKS/S");
+	for (j = 0; j < np; j++)
+		printf("%8u %-10s %4u %10.1f %10.1f %7llu %8llu %10.1f\n",
+		       tp[j].pid, state_name(tp[j].state, buf, sizeof(buf)),
+		       tp[j].contexts, tp[j].mem / 1048576.0,
+		       tp[j].host / 1048576.0,
+		       (unsigned long long)tp[j].streams,
+		       (unsigned long long)tp[j].tasks, tp[j].rate);
+	fflush(stdout);
+	free(tp);
+	return 0;
+}
+
+/* snpu-smi top [-i SECS] [-n COUNT]: refresh every SECS, COUNT times. */
+static int cmd_top(int argc, char **argv)
+{
+	const char *usage = "usage: snpu-smi top [-j] [-i SECS] [-n COUNT]\n";
+	struct smi_recs cur = { 0 }, prev = { 0 }, tmp;
+	unsigned long count = 0, n;
+	double interval = 1, t0 = 0, t;
+	int opt, ret = 0;
+
+	while ((opt = getopt(argc, argv, "i:n:jh")) != -1) {
+		char *end;
+
+		switch (opt) {
+		case 'i':
+			interval = strtod(optarg, &end);
+			if (*optarg == '\0' || *end || !(interval >= 0.01) ||
+			    interval > 86400) {
+				fprintf(stderr, "snpu-smi: bad interval '%s'\n",
+					optarg);
+				return 2;
+			}
+			break;
+		case 'n':
+			errno = 0;
+			count = strtoul(optarg, &end, 10);
+			if (*optarg == '\0' || *optarg == '-' || *end || errno) {
+				fprintf(stderr, "snpu-smi: bad count '%s'\n",
+					optarg);
+				return 2;
+			}
+			break;
+		case 'j':
+			json = 1;
+			break;
+		default:
+			fputs(usage, stderr);
+			return opt == 'h' ? 0 : 2;
+		}
+	}
+	if (optind != argc) {
+		fputs(usage, stderr);
+		return 2;
+	}
+
+	for (n = 0; !count || n < count; n++) {
+		if (n) {
+			struct timespec ts = {
+				.tv_sec = (time_t)interval,
+				.tv_nsec = (long)((interval - (time_t)interval) * 1e9),
+			};
+
+			nanosleep(&ts, NULL);
+		}
+		cur.n = 0;
+		ret = smi_request(SNPU_CMD_STATS, -1, &cur);
+		if (ret)
+			break;
+		t = now_s();
+		ret = top_print(&cur, &prev, n ? t - t0 : 0);
+		if (ret) {
+			fprintf(stderr, "snpu-smi: %s\n", strerror(-ret));
+			ret = 1;
+			break;
+		}
+		t0 = t;
+		tmp = prev;
+		prev = cur;
+		cur = tmp;
+	}
+	free(cur.r);
+	free(prev.r);
+	return ret;
+}
+
 static int usage(const char *prog, int status)
 {
 	fprintf(status ? stderr : stdout,
-		"usage: %s [-d N]\n"
-		"       %s status [-d N]\n"
-		"       %s events [-n COUNT] [-t SECS]\n", prog, prog, prog);
+		"usage: %s [-j] [-d N]           devices\n"
+		"       %s [-j] status [-d N]    devices and processes\n"
+		"       %s [-j] stats [-d N]     device counters, context usage\n"
+		"       %s [-j] top [-i SECS] [-n COUNT]\n"
+		"                                 per-process view, refreshed\n"
+		"       %s [-j] events [-n COUNT] [-t SECS]\n"
+		"                                 snapshot transitions as they come\n"
+		"  -j      JSON output (events, top: one object per line)\n"
+		"  --help  this text; Documentation/snpu-smi.rst\n",
+		prog, prog, prog, prog, prog);
 	return status;
 }
 
@@ -453,13 +951,33 @@ int main(int argc, char **argv)
 	int opt, ret;
 	long one = -1;
 
+	const char *prog = argv[0];
+
+	/* Options before the subcommand: -j, --help. */
+	while (argc > 1 && (!strcmp(argv[1], "-j") ||
+			    !strcmp(argv[1], "--json") ||
+			    !strcmp(argv[1], "--help"))) {
+		if (!strcmp(argv[1], "--help"))
+			return usage(prog, 0);
+		json = 1;
+		argv[1] = argv[0];
+		argc--;
+		argv++;
+	}
 	if (argc > 1 && !strcmp(argv[1], "status"))
 		return cmd_status(argc - 1, argv + 1);
+	if (argc > 1 && !strcmp(argv[1], "stats"))
+		return cmd_stats(argc - 1, argv + 1);
+	if (argc > 1 && !strcmp(argv[1], "top"))
+		return cmd_top(argc - 1, argv + 1);
 	if (argc > 1 && !strcmp(argv[1], "events"))
 		return cmd_events(argc - 1, argv + 1);
 
-	while ((opt = getopt(argc, argv, "d:h")) != -1) {
+	while ((opt = getopt(argc, argv, "d:jh")) != -1) {
 		switch (opt) {
+		case 'j':
+			json = 1;
+			break;
 		case 'd': {
 			char *end;
 
@@ -471,28 +989,36 @@ int main(int argc, char **argv)
 			break;
 		}
 		default:
-			return usage(argv[0], opt == 'h' ? 0 : 2);
+			return usage(prog, opt == 'h' ? 0 : 2);
 		}
 	}
 	if (optind != argc)
-		return usage(argv[0], 2);
+		return usage(prog, 2);
 
+	if (json)
+		fputs("{\"devices\": [", stdout);
 	if (one >= 0) {
-		ret = show(one);
+		ret = show(one, true);
+		if (json)
+			puts("]}");
 		if (ret)
 			fprintf(stderr, "snpu%ld: %s\n", one, strerror(-ret));
 		return ret ? 1 : 0;
 	}
 
 	for (i = 0;; i++) {
-		ret = show(i);
+		ret = show(i, i == 0);
 		if (ret == -ENOENT)
 			break;
 		if (ret) {
+			if (json)
+				puts("]}");
 			fprintf(stderr, "snpu%u: %s\n", i, strerror(-ret));
 			return 1;
 		}
 	}
+	if (json)
+		puts("]}");
 	if (i == 0) {
 		fprintf(stderr, "no snpu device (is the module loaded?)\n");
 		return 1;
