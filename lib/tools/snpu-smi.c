@@ -17,6 +17,9 @@
  *                     one line per snapshot transition, from the
  *                     family's multicast group "events" (needs
  *                     CAP_SYS_ADMIN)
+ *   snpu-smi [-j] trace [-t SECS | -f FILE]
+ *                     the task tracepoints (tracefs, SECS seconds, or a
+ *                     saved trace) as one timeline per stream
  *
  * -j prints JSON: one document per command, one object per line for
  * events and per refresh for top. Documentation/snpu-smi.rst. The netlink
@@ -929,6 +932,310 @@ static int cmd_top(int argc, char **argv)
 	return ret;
 }
 
+/* ---- trace: the tracepoints as a per-stream timeline ---------------------- */
+
+#define TRACEFS "/sys/kernel/tracing"
+
+/* One task of the trace, from its submit, start and completion events. */
+struct tr_task {
+	unsigned long long ctx, seq, queue_ns, run_ns;
+	unsigned int dev, stream, op, kernel, block_dim;
+	int core, result;
+	bool ring, started, done;
+	double submit_s, start_s, end_s;
+};
+
+struct tr_tasks {
+	struct tr_task *t;
+	size_t n, cap;
+};
+
+static const char *op_name(unsigned int op)
+{
+	static const char *const names[] = {
+		[SNPU_OP_LAUNCH] = "launch", [SNPU_OP_COPY] = "copy",
+		[SNPU_OP_MEMSET] = "memset", [SNPU_OP_EVENT_RECORD] = "record",
+		[SNPU_OP_STREAM_WAIT] = "wait", [SNPU_OP_HOST_FUNC] = "host_func",
+		[SNPU_OP_GRAPH] = "graph",
+	};
+
+	return op < sizeof(names) / sizeof(names[0]) && names[op] ?
+	       names[op] : "?";
+}
+
+static unsigned long long tr_field(const char *ev, const char *key)
+{
+	const char *p = strstr(ev, key);
+
+	return p ? strtoull(p + strlen(key), NULL, 0) : 0;
+}
+
+static int tr_ifield(const char *ev, const char *key)
+{
+	const char *p = strstr(ev, key);
+
+	return p ? (int)strtol(p + strlen(key), NULL, 0) : 0;
+}
+
+/* The task (@dev, @ctx, @stream, @seq), added when @add. */
+static struct tr_task *tr_find(struct tr_tasks *ts, unsigned int dev,
+			       unsigned long long ctx, unsigned int stream,
+			       unsigned long long seq, bool add)
+{
+	size_t i = ts->n;
+
+	/* Events of one task are close together: look from the end. */
+	while (i--) {
+		struct tr_task *t = &ts->t[i];
+
+		if (t->seq == seq && t->stream == stream && t->ctx == ctx &&
+		    t->dev == dev)
+			return t;
+	}
+	if (!add)
+		return NULL;
+	if (ts->n == ts->cap) {
+		size_t cap = ts->cap ? 2 * ts->cap : 256;
+		struct tr_task *n = realloc(ts->t, cap * sizeof(*n));
+
+		if (!n)
+			return NULL;
+		ts->t = n;
+		ts->cap = cap;
+	}
+	memset(&ts->t[ts->n], 0, sizeof(ts->t[0]));
+	ts->t[ts->n].dev = dev;
+	ts->t[ts->n].ctx = ctx;
+	ts->t[ts->n].stream = stream;
+	ts->t[ts->n].seq = seq;
+	return &ts->t[ts->n++];
+}
+
+/*
+ * Parse the text of tracefs's "trace" file: the task events of system
+ * snpu, each line "... TIMESTAMP: snpu_task_EVENT: key=value ...".
+ */
+static int tr_parse(FILE *f, struct tr_tasks *ts)
+{
+	char line[512];
+
+	while (fgets(line, sizeof(line), f)) {
+		const char *ev = strstr(line, ": snpu_task_");
+		const char *ts_end;
+		struct tr_task *t;
+		unsigned int dev, stream;
+		unsigned long long ctx, seq;
+		double when;
+
+		if (line[0] == '#' || !ev)
+			continue;
+		/* The timestamp ends where the event name's ": " starts. */
+		ts_end = ev;
+		while (ts_end > line && ts_end[-1] != ' ')
+			ts_end--;
+		when = strtod(ts_end, NULL);
+		ev += 2;
+		dev = tr_field(ev, " dev=");
+		ctx = tr_field(ev, " ctx=");
+		stream = tr_field(ev, " stream=");
+		seq = tr_field(ev, " seq=");
+		t = tr_find(ts, dev, ctx, stream, seq,
+			    !strncmp(ev, "snpu_task_submit:", 17));
+		if (!t && !strncmp(ev, "snpu_task_submit:", 17))
+			return -ENOMEM;
+		if (!t)
+			continue;	/* submitted before the trace began */
+		if (!strncmp(ev, "snpu_task_submit:", 17)) {
+			t->submit_s = when;
+			t->op = tr_field(ev, " op=");
+			t->kernel = tr_field(ev, " kernel=");
+			t->block_dim = tr_field(ev, " block_dim=");
+			t->ring = strstr(ev, "transport=ring");
+		} else if (!strncmp(ev, "snpu_task_start:", 16)) {
+			t->started = true;
+			t->start_s = when;
+			t->core = tr_ifield(ev, " core=");
+		} else if (!strncmp(ev, "snpu_task_complete:", 19)) {
+			t->done = true;
+			t->end_s = when;
+			t->result = tr_ifield(ev, " result=");
+			t->queue_ns = tr_field(ev, " queue_ns=");
+			t->run_ns = tr_field(ev, " run_ns=");
+		}
+	}
+	return 0;
+}
+
+static int tr_cmp(const void *a, const void *b)
+{
+	const struct tr_task *x = a, *y = b;
+
+	if (x->dev != y->dev)
+		return x->dev < y->dev ? -1 : 1;
+	if (x->ctx != y->ctx)
+		return x->ctx < y->ctx ? -1 : 1;
+	if (x->stream != y->stream)
+		return x->stream < y->stream ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* The timeline: per stream, its tasks in order, times from the first. */
+static void tr_print(struct tr_tasks *ts)
+{
+	double t0 = 0;
+	size_t i;
+
+	qsort(ts->t, ts->n, sizeof(ts->t[0]), tr_cmp);
+	for (i = 0; i < ts->n; i++)
+		if (!t0 || ts->t[i].submit_s < t0)
+			t0 = ts->t[i].submit_s;
+	if (json)
+		fputs("{\"streams\": [", stdout);
+	for (i = 0; i < ts->n; i++) {
+		const struct tr_task *t = &ts->t[i];
+		bool first = !i || ts->t[i - 1].stream != t->stream ||
+			     ts->t[i - 1].ctx != t->ctx ||
+			     ts->t[i - 1].dev != t->dev;
+
+		if (json) {
+			if (first)
+				printf("%s{\"dev\": %u, \"ctx\": %llu, \"stream\": %u, \"tasks\": [",
+				       i ? "]}, " : "", t->dev, t->ctx,
+				       t->stream);
+			printf("%s{\"seq\": %llu, \"op\": \"%s\", \"kernel\": %u, \"block_dim\": %u, \"transport\": \"%s\", \"submit_s\": %.9f, \"started\": %s, \"core\": %d, \"completed\": %s, \"result\": %d, \"queue_ns\": %llu, \"run_ns\": %llu}",
+			       first ? "" : ", ", t->seq, op_name(t->op),
+			       t->kernel, t->block_dim,
+			       t->ring ? "ring" : "ioctl", t->submit_s - t0,
+			       t->started ? "true" : "false",
+			       t->started ? t->core : -1,
+			       t->done ? "true" : "false", t->result,
+			       t->queue_ns, t->run_ns);
+			continue;
+		}
+		if (first)
+			printf("snpu%u ctx %llu stream %u\n", t->dev, t->ctx,
+			       t->stream);
+		printf("  seq %-6llu %-9s %-5s +%.6f s", t->seq,
+		       op_name(t->op), t->ring ? "ring" : "ioctl",
+		       t->submit_s - t0);
+		if (t->started && t->core >= 0)
+			printf("  core %d", t->core);
+		else if (t->started)
+			printf("  no core");
+		if (t->done)
+			printf("  queue %llu us  run %llu us  result %d",
+			       t->queue_ns / 1000, t->run_ns / 1000, t->result);
+		else
+			printf("  (not complete)");
+		putchar('\n');
+	}
+	if (json)
+		puts(ts->n ? "]}]}" : "]}");
+}
+
+/* Write @s to tracefs file @name. Return: 0 or -errno. */
+static int tr_write(const char *name, const char *s)
+{
+	char path[128];
+	FILE *f;
+	int ret = 0;
+
+	snprintf(path, sizeof(path), TRACEFS "/%s", name);
+	f = fopen(path, "we");
+	if (!f)
+		return -errno;
+	if (fputs(s, f) < 0)
+		ret = -EIO;
+	if (fclose(f))
+		ret = -errno;
+	return ret;
+}
+
+/*
+ * snpu-smi trace [-t SECS | -f FILE]: record the task events for SECS
+ * seconds (root: it owns tracefs meanwhile), or read a trace saved from
+ * tracefs, and print each stream's timeline.
+ */
+static int cmd_trace(int argc, char **argv)
+{
+	const char *usage = "usage: snpu-smi trace [-j] [-t SECS | -f FILE]\n";
+	struct tr_tasks ts = { 0 };
+	const char *file = NULL;
+	double secs = 1;
+	FILE *f;
+	int opt, ret;
+
+	while ((opt = getopt(argc, argv, "t:f:jh")) != -1) {
+		char *end;
+
+		switch (opt) {
+		case 't':
+			secs = strtod(optarg, &end);
+			if (*optarg == '\0' || *end || !(secs > 0) || secs > 86400) {
+				fprintf(stderr, "snpu-smi: bad time '%s'\n", optarg);
+				return 2;
+			}
+			break;
+		case 'f':
+			file = optarg;
+			break;
+		case 'j':
+			json = 1;
+			break;
+		default:
+			fputs(usage, stderr);
+			return opt == 'h' ? 0 : 2;
+		}
+	}
+	if (optind != argc) {
+		fputs(usage, stderr);
+		return 2;
+	}
+
+	if (!file) {
+		struct timespec d = {
+			.tv_sec = (time_t)secs,
+			.tv_nsec = (long)((secs - (time_t)secs) * 1e9),
+		};
+
+		/* Comms are not needed; the task events carry their names. */
+		ret = tr_write("tracing_on", "0");
+		if (!ret)
+			ret = tr_write("trace_clock", "mono");
+		if (!ret)
+			ret = tr_write("trace", "");
+		if (!ret)
+			ret = tr_write("events/snpu/enable", "1");
+		if (!ret)
+			ret = tr_write("tracing_on", "1");
+		if (ret) {
+			fprintf(stderr, "snpu-smi: %s: %s (root, tracefs mounted, module loaded?)\n",
+				TRACEFS, strerror(-ret));
+			return 1;
+		}
+		fprintf(stderr, "snpu-smi: tracing for %g s\n", secs);
+		nanosleep(&d, NULL);
+		tr_write("tracing_on", "0");
+		tr_write("events/snpu/enable", "0");
+		file = TRACEFS "/trace";
+	}
+	f = fopen(file, "re");
+	if (!f) {
+		fprintf(stderr, "snpu-smi: %s: %s\n", file, strerror(errno));
+		return 1;
+	}
+	ret = tr_parse(f, &ts);
+	fclose(f);
+	if (ret) {
+		fprintf(stderr, "snpu-smi: %s\n", strerror(-ret));
+		free(ts.t);
+		return 1;
+	}
+	tr_print(&ts);
+	free(ts.t);
+	return 0;
+}
+
 static int usage(const char *prog, int status)
 {
 	fprintf(status ? stderr : stdout,
@@ -939,9 +1246,11 @@ static int usage(const char *prog, int status)
 		"                                 per-process view, refreshed\n"
 		"       %s [-j] events [-n COUNT] [-t SECS]\n"
 		"                                 snapshot transitions as they come\n"
+		"       %s [-j] trace [-t SECS | -f FILE]\n"
+		"                                 per-stream timeline from the tracepoints\n"
 		"  -j      JSON output (events, top: one object per line)\n"
 		"  --help  this text; Documentation/snpu-smi.rst\n",
-		prog, prog, prog, prog, prog);
+		prog, prog, prog, prog, prog, prog);
 	return status;
 }
 
@@ -972,6 +1281,8 @@ int main(int argc, char **argv)
 		return cmd_top(argc - 1, argv + 1);
 	if (argc > 1 && !strcmp(argv[1], "events"))
 		return cmd_events(argc - 1, argv + 1);
+	if (argc > 1 && !strcmp(argv[1], "trace"))
+		return cmd_trace(argc - 1, argv + 1);
 
 	while ((opt = getopt(argc, argv, "d:jh")) != -1) {
 		switch (opt) {
