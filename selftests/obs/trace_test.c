@@ -23,6 +23,7 @@
 #include "snpu.h"
 
 #include "kselftest_harness.h"
+#include "json.h"
 
 #define TRACEFS		"/sys/kernel/tracing"
 #define DEBUGFS		"/sys/kernel/debug"
@@ -38,7 +39,7 @@ struct ev {
 	unsigned long long ctx, seq, queue_ns, run_ns;
 	unsigned int dev, stream, op, kernel, block_dim;
 	int core, result, pid;
-	unsigned int from, to, submitted, to_submit, nodes;
+	unsigned int from, to, submitted, to_submit, nodes, stitched;
 	char transport[8];
 };
 
@@ -179,6 +180,9 @@ static int trace_read(struct tr *t)
 		field_uint(p, " submitted=", &e->submitted);
 		field_uint(p, " to_submit=", &e->to_submit);
 		field_uint(p, " nodes=", &e->nodes);
+		field_uint(p, " stitched=", &e->stitched);
+		if (e->type == EV_NODE)
+			field_uint(p, " node=", &e->nodes);
 		if (strstr(p, "transport=ring"))
 			strcpy(e->transport, "ring");
 		else if (strstr(p, "transport=ioctl"))
@@ -215,12 +219,26 @@ static unsigned long long ctx_of(const struct tr *t, const struct want *w)
 	return 0;
 }
 
+/* Was the graph launch (@ctx, @stream, @seq) stitched to the one before? */
+static bool stitched(const struct tr *t, unsigned long long ctx,
+		     uint32_t stream, uint64_t seq)
+{
+	unsigned int i;
+
+	for (i = 0; i < t->n; i++)
+		if (t->ev[i].type == EV_GRAPH && t->ev[i].ctx == ctx &&
+		    t->ev[i].stream == stream && t->ev[i].seq == seq)
+			return t->ev[i].stitched;
+	return false;
+}
+
 /*
  * Check the trace against @w[0..n): one submit, one start (or none), one
  * completion per task, in that order, with the expected fields; and per
  * stream, starts and completions in sequence order, each start after the
- * completion of the task before it on the stream. Returns the number of
- * problems, printed as harness diagnostics.
+ * completion of the task before it on the stream (except a stitched graph
+ * launch, which starts before the launch it follows completes). Returns
+ * the number of problems, printed as harness diagnostics.
  */
 static int check_tasks(struct __test_metadata *_metadata, const struct tr *t,
 		       const struct want *w, unsigned int n)
@@ -293,7 +311,8 @@ static int check_tasks(struct __test_metadata *_metadata, const struct tr *t,
 		}
 		/* The task before it on its stream completed before it started. */
 		if (k && w[k - 1].stream == w[k].stream &&
-		    w[k - 1].seq + 1 == w[k].seq && w[k].starts) {
+		    w[k - 1].seq + 1 == w[k].seq && w[k].starts &&
+		    !stitched(t, ctx, w[k].stream, w[k].seq)) {
 			for (i = 0; i < t->n; i++) {
 				const struct ev *e = &t->ev[i];
 
@@ -575,6 +594,144 @@ TEST_F(trace, device_reset)
 		}
 	}
 	EXPECT_EQ(1U, n);
+}
+
+/*
+ * A graph launch: one task (submit, start without a core, completion),
+ * one graph_launch naming its nodes, one graph_node per node on a core,
+ * the root before the nodes that depend on it.
+ */
+TEST_F(trace, graph_launch_and_nodes)
+{
+	struct snpu_graph_node nodes[3];
+	const uint32_t fanin_off[4] = { 0, 0, 1, 2 };
+	const uint32_t fanin[2] = { 0, 0 };
+	struct snpu_graph_desc desc = {
+		.nodes = nodes, .fanin_offsets = fanin_off, .fanin = fanin,
+		.nodes_count = 3, .edges_count = 2,
+	};
+	struct snpu_kernel_arg spin = { .value = 10000 };
+	unsigned int i, l, launches = 0;
+	struct snpu_task task;
+	uint32_t graph;
+	uint64_t seq;
+
+	memset(nodes, 0, sizeof(nodes));
+	for (i = 0; i < 3; i++)
+		ASSERT_EQ(0, snpu_prep_launch(&nodes[i].task, 0,
+					      SNPU_KERNEL_SPIN, 1, &spin, 1));
+	ASSERT_EQ(0, snpu_graph_create(self->dev, &desc, &graph));
+	for (l = 0; l < 2; l++) {
+		snpu_prep_graph(&task, self->s[0], graph, NULL, 0, 0);
+		expect(self, 0, &task, 0, true, false, "ioctl");
+		ASSERT_EQ(0, snpu_submit(self->dev, &task, 1, &seq));
+	}
+	ASSERT_EQ(0, snpu_stream_synchronize(self->dev, self->s[0], -1));
+	ASSERT_EQ(0, trace_read(self->t));
+	EXPECT_EQ(0, check_tasks(_metadata, self->t, self->w, self->n));
+	for (l = 0; l < 2; l++) {
+		int at[3] = { -1, -1, -1 }, launch = -1, done = -1;
+
+		for (i = 0; i < self->t->n; i++) {
+			const struct ev *e = &self->t->ev[i];
+
+			if (e->stream != self->s[0] || e->seq != l + 1)
+				continue;
+			if (e->type == EV_GRAPH) {
+				EXPECT_EQ(3U, e->nodes);
+				EXPECT_EQ(-1, launch);
+				launch = i;
+				launches++;
+			} else if (e->type == EV_NODE) {
+				ASSERT_LT(e->nodes, 3U);
+				EXPECT_GE(e->core, 0);
+				EXPECT_EQ(-1, at[e->nodes]);
+				at[e->nodes] = i;
+			} else if (e->type == EV_COMPLETE) {
+				done = i;
+			}
+		}
+		EXPECT_LT(launch, at[0]);
+		EXPECT_LT(at[0], at[1]);
+		EXPECT_LT(at[0], at[2]);
+		EXPECT_LT(at[1], done);
+		EXPECT_LT(at[2], done);
+		EXPECT_NE(-1, launch);
+	}
+	EXPECT_EQ(2U, launches);
+	EXPECT_EQ(0, snpu_graph_destroy(self->dev, graph));
+}
+
+/*
+ * "snpu-smi -j trace -f FILE" on the trace of a workload: one stream per
+ * stream of the test, its tasks in sequence order, each started and
+ * completed with its result.
+ */
+TEST_F(trace, smi_trace_timeline)
+{
+	const char *saved = "/tmp/obs_trace.txt";
+	struct snpu_kernel_arg spin = { .value = 20000 };
+	struct jdoc *d = calloc(1, sizeof(*d));
+	char *out = malloc(1 << 20), path[96], buf[4096];
+	unsigned int i, k, found = 0;
+	FILE *in, *to;
+	size_t n;
+
+	ASSERT_NE(NULL, d);
+	ASSERT_NE(NULL, out);
+	for (i = 0; i < 5; i++) {
+		ASSERT_EQ(0, snpu_launch(self->dev, self->s[0],
+					 SNPU_KERNEL_SPIN, 1, &spin, 1));
+		ASSERT_EQ(0, snpu_memset_async(self->dev, self->s[1],
+					       self->mem, 7, 512));
+	}
+	ASSERT_EQ(0, snpu_stream_synchronize(self->dev, self->s[0], -1));
+	ASSERT_EQ(0, snpu_stream_synchronize(self->dev, self->s[1], -1));
+	write_file(TRACEFS "/tracing_on", "0");
+	in = fopen(TRACEFS "/trace", "re");
+	ASSERT_NE(NULL, in);
+	to = fopen(saved, "we");
+	ASSERT_NE(NULL, to);
+	while ((n = fread(buf, 1, sizeof(buf), in)) > 0)
+		ASSERT_EQ(n, fwrite(buf, 1, n, to));
+	fclose(in);
+	ASSERT_EQ(0, fclose(to));
+
+	ASSERT_EQ(0, smi_json("-j trace -f /tmp/obs_trace.txt", d, out,
+			      1 << 20));
+	for (k = 0; jnum(d, "streams", k, "stream") >= 0; k++) {
+		unsigned int si;
+		long long stream = jnum(d, "streams", k, "stream");
+
+		if (stream != self->s[0] && stream != self->s[1])
+			continue;
+		si = stream == self->s[1];
+		found++;
+		for (i = 0; i < 5; i++) {
+			snprintf(path, sizeof(path), "streams[%u].tasks", k);
+			EXPECT_EQ(i + 1, jnum(d, path, i, "seq"));
+			EXPECT_EQ(0, jnum(d, path, i, "result"));
+			EXPECT_EQ(1, jnum(d, path, i, "block_dim"));
+			snprintf(path, sizeof(path), "streams[%u].tasks[%u].op",
+				 k, i);
+			ASSERT_NE(NULL, jget(d, path));
+			EXPECT_STREQ(si ? "memset" : "launch", jget(d, path));
+			snprintf(path, sizeof(path),
+				 "streams[%u].tasks[%u].completed", k, i);
+			ASSERT_NE(NULL, jget(d, path));
+			EXPECT_STREQ("true", jget(d, path));
+			snprintf(path, sizeof(path),
+				 "streams[%u].tasks[%u].started", k, i);
+			ASSERT_NE(NULL, jget(d, path));
+			EXPECT_STREQ("true", jget(d, path));
+		}
+		snprintf(path, sizeof(path), "streams[%u].tasks", k);
+		EXPECT_EQ(-1, jnum(d, path, 5, "seq"));
+	}
+	EXPECT_EQ(2U, found);
+	unlink(saved);
+	free(d);
+	free(out);
 }
 
 TEST_HARNESS_MAIN
