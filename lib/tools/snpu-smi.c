@@ -457,9 +457,51 @@ static const struct smi_field context_fields[] = {
 	{ NULL, 0 },
 };
 
-/* One record as "name value" pairs, or as a JSON object. */
-static void print_rec(const struct smi_rec *r, const struct smi_field *f,
-		      const char *prefix)
+#define U(a)	((unsigned long long)r->v[SNPU_ATTR_##a])
+
+/* One record as a line of text. */
+static void print_line(const struct smi_rec *r)
+{
+	char buf[16];
+
+	switch (r->kind) {
+	case SNPU_KIND_DEVICE:
+		printf("snpu%llu cores %llu mem_total %llu mem_used %llu contexts %llu\n",
+		       U(DEV_INDEX), U(DEV_CORES), U(DEV_MEM_TOTAL),
+		       U(DEV_MEM_USED), U(DEV_CONTEXTS));
+		break;
+	case SNPU_KIND_PROCESS:
+		printf("pid %llu %s seq %llu contexts %llu bg_threads %llu image_bytes %llu\n",
+		       U(PID), state_name(U(STATE), buf, sizeof(buf)), U(SEQ),
+		       U(CONTEXTS), U(BG_THREADS), U(IMAGE_BYTES));
+		break;
+	case SNPU_KIND_DEV_STATS:
+		printf("snpu%llu tasks %llu failed %llu cqes %llu cq_overflows %llu ready %llu ready_max %llu blocks %llu busy_ns %llu snapshots %llu (%llu failed, %llu ns) graph_launches %llu hazard_visits %llu\n",
+		       U(DEV_INDEX), U(STAT_TASKS), U(STAT_TASKS_FAILED),
+		       U(STAT_CQES), U(STAT_CQ_OVERFLOWS), U(STAT_READY_DEPTH),
+		       U(STAT_READY_MAX), U(STAT_BLOCKS), U(STAT_BUSY_NS),
+		       U(STAT_SNAPSHOTS), U(STAT_SNAPSHOTS_FAILED),
+		       U(STAT_SNAPSHOT_NS), U(STAT_GRAPH_LAUNCHES),
+		       U(STAT_HAZARD_VISITS));
+		break;
+	case SNPU_KIND_CONTEXT:
+		printf("snpu%llu ctx %llu pid %llu %s mem %llu/%llu host %llu/%llu streams %llu/%llu events %llu/%llu tasks %llu/%llu graphs %llu/%llu graph_mem %llu/%llu tasks_done %llu\n",
+		       U(DEV_INDEX), U(CTX_ID), U(PID),
+		       state_name(U(STATE), buf, sizeof(buf)),
+		       U(CTX_MEM_USED), U(CTX_MEM_LIMIT), U(CTX_HOST_USED),
+		       U(CTX_HOST_LIMIT), U(CTX_STREAMS), U(CTX_STREAMS_LIMIT),
+		       U(CTX_EVENTS), U(CTX_EVENTS_LIMIT), U(CTX_TASKS),
+		       U(CTX_TASKS_LIMIT), U(CTX_GRAPHS), U(CTX_GRAPHS_LIMIT),
+		       U(CTX_GRAPH_MEM), U(CTX_GRAPH_MEM_LIMIT),
+		       U(CTX_TASKS_DONE));
+		break;
+	}
+}
+
+#undef U
+
+/* One record as a JSON object, or as a line of text. */
+static void print_rec(const struct smi_rec *r, const struct smi_field *f)
 {
 	bool first = true;
 	char buf[16];
@@ -475,15 +517,7 @@ static void print_rec(const struct smi_rec *r, const struct smi_field *f,
 		putchar('}');
 		return;
 	}
-	fputs(prefix, stdout);
-	for (; f->name; f++)
-		if (r->has[f->attr])
-			printf(" %s %llu", f->name,
-			       (unsigned long long)r->v[f->attr]);
-	if (r->has[SNPU_ATTR_STATE])
-		printf(" state %s",
-		       state_name(r->v[SNPU_ATTR_STATE], buf, sizeof(buf)));
-	putchar('\n');
+	print_line(r);
 }
 
 /*
@@ -509,7 +543,7 @@ static void print_recs(const struct smi_recs *rs, const uint32_t *kinds,
 				continue;
 			if (json && !first)
 				fputs(", ", stdout);
-			print_rec(&rs->r[i], fields[k], names[k]);
+			print_rec(&rs->r[i], fields[k]);
 			first = false;
 		}
 		if (json)
