@@ -448,4 +448,74 @@ TEST_F(stats, smi_json_top)
 	free(out);
 }
 
+/* "snpu-smi -j stats -d 0": that device's counters only, no contexts. */
+TEST_F(stats, smi_json_stats_one_device)
+{
+	struct jdoc *d = calloc(1, sizeof(*d));
+	char *out = malloc(1 << 16);
+
+	ASSERT_NE(NULL, d);
+	ASSERT_NE(NULL, out);
+	ASSERT_EQ(0, smi_json("-j stats -d 0", d, out, 1 << 16));
+	EXPECT_EQ(0, jnum(d, "devices", 0, "index"));
+	EXPECT_NE(-1, jnum(d, "devices", 0, "tasks"));
+	EXPECT_NE(-1, jnum(d, "devices", 0, "ready_max"));
+	EXPECT_EQ(-1, jnum(d, "devices", 1, "index"));
+	EXPECT_EQ(-1, jnum(d, "contexts", 0, "id"));
+	free(d);
+	free(out);
+}
+
+/* Run "snpu-smi ARGS 2>&1": its exit status, its first line in @line. */
+static int smi_run(const char *args, char *line, size_t len)
+{
+	char cmd[256];
+	FILE *f;
+	int st;
+
+	snprintf(cmd, sizeof(cmd), SMI " %s 2>&1", args);
+	f = popen(cmd, "r");
+	if (!f)
+		return -1;
+	line[0] = '\0';
+	if (!fgets(line, len, f))
+		line[0] = '\0';
+	while (fgetc(f) != EOF)
+		;
+	st = pclose(f);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* A device that does not exist: status 1 and the kernel's errno. */
+TEST_F(stats, smi_stats_no_such_device)
+{
+	char line[256];
+
+	EXPECT_EQ(1, smi_run("stats -d 7", line, sizeof(line)));
+	EXPECT_STREQ("snpu-smi: get: No such device\n", line);
+}
+
+/* --help: every subcommand on stdout, status 0; a bad option: status 2. */
+TEST_F(stats, smi_help_and_bad_options)
+{
+	static const char *const subs[] = { " status", " stats", " top",
+					    " events", " trace", "-j" };
+	char cmd[64], buf[4096];
+	unsigned int i;
+	size_t n;
+	FILE *f;
+
+	f = popen(SMI " --help 2>/dev/null", "r");
+	ASSERT_NE(NULL, f);
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	buf[n] = '\0';
+	EXPECT_EQ(0, pclose(f));
+	for (i = 0; i < sizeof(subs) / sizeof(subs[0]); i++)
+		EXPECT_NE(NULL, strstr(buf, subs[i]));
+	EXPECT_EQ(2, smi_run("top -i 0", buf, sizeof(buf)));
+	EXPECT_EQ(2, smi_run("stats -x", buf, sizeof(buf)));
+	snprintf(cmd, sizeof(cmd), "trace -f /nonexistent");
+	EXPECT_EQ(1, smi_run(cmd, buf, sizeof(buf)));
+}
+
 TEST_HARNESS_MAIN
