@@ -161,9 +161,9 @@ void snpu_job_put(struct snpu_context *ctx, struct snpu_job *job)
 }
 
 /*
- * The task's submit, for the tracepoints: @submit_ns is read only while
- * the completion event is enabled, so that a disabled trace costs no
- * clock read.
+ * The task's submit, for the tracepoints: the clock is read for
+ * @submit_ns only while a task event is enabled, so that a disabled trace
+ * costs no clock read; a commit reads it once (@now) for all its tasks.
  */
 static void snpu_job_trace_submit(struct snpu_context *ctx,
 				  struct snpu_job *job, u64 seq, u64 *now)

@@ -221,8 +221,7 @@ static bool snpu_task_is_nop(const struct snpu_task *t)
 }
 
 /* A NOP launch done without a job: its whole life in the trace at once. */
-static void snpu_ring_nop_trace(struct snpu_context *ctx, u32 stream, u64 seq,
-				u64 now)
+static void snpu_ring_nop_trace(struct snpu_context *ctx, u32 stream, u64 seq)
 {
 	unsigned int dev = ctx->sdev->index;
 
@@ -262,7 +261,7 @@ static bool snpu_ring_nop_locked(struct snpu_context *ctx,
 		/* The NOPs of one stretch complete together: one clock read. */
 		if (!*now)
 			*now = ktime_get_ns();
-		snpu_ring_nop_trace(ctx, t->stream, seq, *now);
+		snpu_ring_nop_trace(ctx, t->stream, seq);
 		ctx->tasks_done++;
 		snpu_stats_task_done(ctx, 0);
 		snpu_cq_write_locked(ctx, ring, t->user_data, 0, *now, seq);
