@@ -132,6 +132,9 @@
  *        GEMM_NT_F32, BIAS_ADD_F32, RELU_BWD_F32, SOFTMAX_XENT_F32
  *        (a task's result EDOM for a label out of range), COLSUM_F32,
  *        ARGMAX_F32, COUNT_EQ_I32, AFFINE_F32; SNPU_KERNEL_COUNT 24.
+ *   0.9  Statistics through the generic netlink family: SNPU_CMD_STATS,
+ *        messages SNPU_KIND_DEV_STATS and SNPU_KIND_CONTEXT
+ *        (linux/snpu_netlink.h); tracepoints (system snpu, not ABI).
  */
 #ifndef _UAPI_LINUX_SNPU_H
 #define _UAPI_LINUX_SNPU_H
@@ -141,7 +144,7 @@
 #include <linux/types.h>
 
 #define SNPU_ABI_MAJOR		0
-#define SNPU_ABI_MINOR		8
+#define SNPU_ABI_MINOR		9
 
 /*
  * In @flags of STREAM_SYNC, EVENT_SYNC, CALLBACK_WAIT and ENTER: @timeout_ns
