@@ -567,13 +567,14 @@ static int parse_dev(const char *arg, long *one)
 	return 0;
 }
 
-/* snpu-smi status [-d N]: a dump of the family, or one device. */
-static int cmd_status(int argc, char **argv)
+/*
+ * snpu-smi status|stats [-j] [-d N]: one netlink request, its records of
+ * two kinds printed under @names.
+ */
+static int cmd_records(int argc, char **argv, const char *verb, uint8_t cmd,
+		       const uint32_t kinds[2], const char *const names[2],
+		       const struct smi_field *const fields[2])
 {
-	static const uint32_t kinds[] = { SNPU_KIND_DEVICE, SNPU_KIND_PROCESS };
-	static const char *const names[] = { "devices", "processes" };
-	static const struct smi_field *const fields[] = { device_fields,
-							  process_fields };
 	struct smi_recs rs = { 0 };
 	long one = -1;
 	int opt, ret;
@@ -588,19 +589,31 @@ static int cmd_status(int argc, char **argv)
 			json = 1;
 			break;
 		default:
-			fprintf(stderr, "usage: snpu-smi status [-j] [-d N]\n");
+			fprintf(stderr, "usage: snpu-smi %s [-j] [-d N]\n", verb);
 			return opt == 'h' ? 0 : 2;
 		}
 	}
 	if (optind != argc) {
-		fprintf(stderr, "usage: snpu-smi status [-j] [-d N]\n");
+		fprintf(stderr, "usage: snpu-smi %s [-j] [-d N]\n", verb);
 		return 2;
 	}
-	ret = smi_request(SNPU_CMD_GET, one, &rs);
+	ret = smi_request(cmd, one, &rs);
 	if (!ret)
 		print_recs(&rs, kinds, names, fields, 2);
 	free(rs.r);
 	return ret;
+}
+
+/* snpu-smi status [-d N]: a dump of the family, or one device. */
+static int cmd_status(int argc, char **argv)
+{
+	static const uint32_t kinds[] = { SNPU_KIND_DEVICE, SNPU_KIND_PROCESS };
+	static const char *const names[] = { "devices", "processes" };
+	static const struct smi_field *const fields[] = { device_fields,
+							  process_fields };
+
+	return cmd_records(argc, argv, "status", SNPU_CMD_GET, kinds, names,
+			   fields);
 }
 
 /* snpu-smi stats [-d N]: device counters and context usage. */
@@ -611,33 +624,9 @@ static int cmd_stats(int argc, char **argv)
 	static const char *const names[] = { "devices", "contexts" };
 	static const struct smi_field *const fields[] = { dev_stats_fields,
 							  context_fields };
-	struct smi_recs rs = { 0 };
-	long one = -1;
-	int opt, ret;
 
-	while ((opt = getopt(argc, argv, "d:jh")) != -1) {
-		switch (opt) {
-		case 'd':
-			if (parse_dev(optarg, &one))
-				return 2;
-			break;
-		case 'j':
-			json = 1;
-			break;
-		default:
-			fprintf(stderr, "usage: snpu-smi stats [-j] [-d N]\n");
-			return opt == 'h' ? 0 : 2;
-		}
-	}
-	if (optind != argc) {
-		fprintf(stderr, "usage: snpu-smi stats [-j] [-d N]\n");
-		return 2;
-	}
-	ret = smi_request(SNPU_CMD_STATS, one, &rs);
-	if (!ret)
-		print_recs(&rs, kinds, names, fields, 2);
-	free(rs.r);
-	return ret;
+	return cmd_records(argc, argv, "stats", SNPU_CMD_STATS, kinds, names,
+			   fields);
 }
 
 static double now_s(void)
