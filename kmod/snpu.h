@@ -1017,6 +1017,8 @@ void snpu_nl_exit(void);
 void snpu_nl_transition(unsigned int dev, pid_t pid, u32 seq, u32 old_state,
 			u32 new_state, int result);
 
+u64 snpu_ctx_usage(struct snpu_context *ctx, struct snpu_ctx_query *q);
+
 /* ioctl handlers, in the file of their object */
 union snpu_ioc_arg;
 int snpu_ioc_ctx_query(struct snpu_context *ctx, union snpu_ioc_arg *arg);

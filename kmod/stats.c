@@ -89,25 +89,7 @@ static void snpu_stats_ctx(struct snpu_context *ctx, struct pid_namespace *ns,
 	cs->uid = p->uid;
 	cs->euid = p->euid;
 	cs->state = READ_ONCE(p->state);
-	mutex_lock(&ctx->lock);
-	q->mem_used = atomic64_read(&ctx->mem_used);
-	q->mem_limit = snpu_quota.mem ?: ctx->sdev->mem_total;
-	q->host_used = atomic64_read(&ctx->host_used);
-	q->host_limit = snpu_quota.host;
-	q->streams = ctx->streams;
-	q->streams_limit = snpu_quota.streams;
-	q->events = ctx->events;
-	q->events_limit = snpu_quota.events;
-	spin_lock(&ctx->sched_lock);
-	q->tasks = ctx->inflight;
-	cs->tasks_done = ctx->tasks_done;
-	spin_unlock(&ctx->sched_lock);
-	q->tasks_limit = snpu_quota.tasks;
-	q->graphs = ctx->graphs;
-	q->graphs_limit = snpu_quota.graphs;
-	q->graph_mem = atomic64_read(&ctx->graph_mem);
-	q->graph_mem_limit = snpu_quota.graph_mem;
-	mutex_unlock(&ctx->lock);
+	cs->tasks_done = snpu_ctx_usage(ctx, q);
 }
 
 /**
