@@ -56,9 +56,17 @@ FUZZ_GEN := $(B)/fuzz/gen/snpu_ioc_list.h
 PREFIX ?= /usr/local
 LIBDIR ?= $(PREFIX)/lib
 INCLUDEDIR ?= $(PREFIX)/include
+BINDIR ?= $(PREFIX)/bin
+
+# The module's version: the ABI's (modinfo snpu shows it), for DKMS.
+MODVER := $(shell sed -n 's/^\#define SNPU_ABI_MAJOR[[:space:]]*//p' uapi/linux/snpu.h).$(shell sed -n 's/^\#define SNPU_ABI_MINOR[[:space:]]*//p' uapi/linux/snpu.h)
+DKMS_SRC ?= /usr/src/snpu-$(MODVER)
+# The kernel DKMS builds for: the one of KDIR (/lib/modules/<version>/build).
+DKMS_KVER ?= $(notdir $(patsubst %/,%,$(dir $(KDIR))))
 
 .PHONY: all module kbuild vm-check lib tools selftests unit unit-build deps ksrc lint check run \
-	vm-image vm-shell bench bench-native install clean help debug-module debug-image check-debug fuzz fuzz-build fuzz-bins
+	vm-image vm-shell bench bench-native install clean help debug-module debug-image check-debug fuzz fuzz-build fuzz-bins \
+	dkms dkms-src
 
 all: module lib tools selftests
 
@@ -73,7 +81,8 @@ help:
 	@echo '  unit           native unit tests of kmod/core and lib under ASan/UBSan'
 	@echo '  fuzz           libFuzzer targets of kmod/core, FUZZ_SECS=$(FUZZ_SECS) s in all,'
 	@echo '                 FUZZ_SEED=$(FUZZ_SEED); crashes in build/fuzz/crashes/'
-	@echo '  lint           checkpatch --strict, sparse C=2, pahole ABI check'
+	@echo '  lint           checkpatch --strict, kernel-doc (no warning), sparse C=2,'
+	@echo '                 pahole ABI check'
 	@echo '  check          build + lint + unit + fuzz + kselftests in the VM; ends with'
 	@echo '                 "N passed, N failed"'
 	@echo '  vm-check       only the kselftests in the VM'
@@ -99,9 +108,12 @@ help:
 	@echo '                 the rt2 executor per node on the host-only device, fails if'
 	@echo '                 a run after the first allocates'
 	@echo '  deps           install every Debian package any target needs'
-	@echo '  install        library, headers and libsnpu.pc under DESTDIR/PREFIX'
+	@echo '  install        library, headers, libsnpu.pc and the tools under DESTDIR/PREFIX'
+	@echo '  dkms-src       the module sources and dkms.conf in DESTDIR$(DKMS_SRC)'
+	@echo '  dkms           dkms-src, then dkms add, build and install for $(DKMS_KVER)'
+	@echo '                 (DKMS_KVER=<kernel version>; needs root)'
 	@echo '  clean          remove build outputs'
-	@echo 'Variables: KDIR=<kernel build dir>  V=1 (verbose)  PREFIX=/usr/local'
+	@echo 'Variables: KDIR=<kernel build dir>  V=1 (verbose)  PREFIX=/usr/local  DESTDIR'
 	@echo 'The VM by hand: scripts/vm run [-p PARAMS] CMD..., scripts/vm --help'
 
 deps:
@@ -195,7 +207,7 @@ $(CORE_TESTS): $(B)/unit/%: kmod/core/tests/%.c $(CORE_SRCS) $(CORE_HDRS)
 	@mkdir -p $(@D)
 	@$(if $(Q),echo '  CC      $@')
 	$(Q)$(CC) -O1 -g $(WARN) $(SAN) -ffp-contract=off -I$(KSFT_INC) $(CORE_INC) \
-		$< $(CORE_SRCS) -o $@
+		$< $(CORE_SRCS) -lm -o $@
 
 # lib/tests/rt2/: the host-only device interface of rt2's tests, which runs
 # the built-in kernels natively (lib/core.c builds them into the library).
@@ -384,15 +396,41 @@ check-debug:
 
 # ---- install / clean -------------------------------------------------------
 
-install: lib
-	install -d $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR)/linux
+# The tools are linked for build/lib (rpath $ORIGIN/../lib): installed in
+# BINDIR they find the library in LIBDIR when that is BINDIR/../lib, else
+# through the system's library path.
+install: lib tools
+	install -d $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR)/linux \
+		$(DESTDIR)$(BINDIR)
 	install -m 644 $(B)/lib/libsnpu.a $(DESTDIR)$(LIBDIR)/
 	install -m 755 $(B)/lib/$(LIBFILE) $(DESTDIR)$(LIBDIR)/
 	ln -sf $(LIBFILE) $(DESTDIR)$(LIBDIR)/$(SONAME)
 	ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/libsnpu.so
 	install -m 644 lib/include/snpu.h lib/include/snpu_rt2.h $(DESTDIR)$(INCLUDEDIR)/
-	install -m 644 uapi/linux/snpu.h $(DESTDIR)$(INCLUDEDIR)/linux/
+	install -m 644 uapi/linux/snpu.h uapi/linux/snpu_netlink.h \
+		$(DESTDIR)$(INCLUDEDIR)/linux/
 	$(PC_SUBST) lib/libsnpu.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/libsnpu.pc
+	install -m 755 $(TOOLS) $(DESTDIR)$(BINDIR)/
+
+# The module's sources as DKMS takes them: Kbuild, kmod/ (not its unit
+# tests and fuzz targets), uapi/, and dkms.conf with the version.
+dkms-src:
+	$(Q)rm -rf $(DESTDIR)$(DKMS_SRC)
+	$(Q)mkdir -p $(DESTDIR)$(DKMS_SRC)
+	$(Q)tar -cf - Kbuild $$(find kmod uapi -name '*.[ch]' -not -path 'kmod/core/tests/*' \
+		-not -path 'kmod/core/fuzz/*') | tar -xf - -C $(DESTDIR)$(DKMS_SRC)
+	$(Q)sed 's/@VERSION@/$(MODVER)/' dkms.conf > $(DESTDIR)$(DKMS_SRC)/dkms.conf
+	@echo '  DKMS    sources in $(DESTDIR)$(DKMS_SRC)'
+
+# A version added before is removed first, so that the target can repeat.
+dkms:
+	$(Q)scripts/deps dkms
+	$(Q)$(MAKE) dkms-src DESTDIR=
+	$(Q)if dkms status snpu/$(MODVER) | grep -q .; then \
+		dkms remove snpu/$(MODVER) --all; fi
+	$(Q)dkms add snpu/$(MODVER)
+	$(Q)dkms build snpu/$(MODVER) -k $(DKMS_KVER)
+	$(Q)dkms install snpu/$(MODVER) -k $(DKMS_KVER)
 
 clean:
 	$(Q)if [ -d "$(KDIR)" ]; then $(MAKE) -C $(KDIR) M=$(CURDIR) clean; fi

@@ -32,6 +32,9 @@ static struct snpu_job *snpu_callback_take(struct snpu_context *ctx)
 		job = list_first_entry(&ctx->callbacks, struct snpu_job, node);
 		list_del_init(&job->node);
 		job->state = SNPU_JOB_DELIVERED;
+		/* A callback requeued and delivered again started once. */
+		if (!job->start_ns)
+			snpu_job_trace_start(ctx, job);
 	}
 	spin_unlock(&ctx->sched_lock);
 	return job;

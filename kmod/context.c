@@ -110,12 +110,18 @@ int snpu_object_add_locked(struct snpu_context *ctx, struct snpu_object *obj,
 	return ret < 0 ? ret : 0;
 }
 
-int snpu_ioc_ctx_query(struct snpu_context *ctx, union snpu_ioc_arg *arg)
+/**
+ * snpu_ctx_usage() - a context's usage against its quotas
+ * @ctx: the context
+ * @q: out: the usage and limit fields of a CTX_QUERY (not @q->reserved)
+ *
+ * Takes the context's lock, then its sched_lock for the tasks in flight.
+ *
+ * Return: the tasks the context completed since it was opened.
+ */
+u64 snpu_ctx_usage(struct snpu_context *ctx, struct snpu_ctx_query *q)
 {
-	struct snpu_ctx_query *q = &arg->ctx_query;
-
-	if (!snpu_zero(q->reserved, sizeof(q->reserved)))
-		return -EINVAL;
+	u64 done;
 
 	mutex_lock(&ctx->lock);
 	q->mem_used = atomic64_read(&ctx->mem_used);
@@ -128,6 +134,7 @@ int snpu_ioc_ctx_query(struct snpu_context *ctx, union snpu_ioc_arg *arg)
 	q->events_limit = snpu_quota.events;
 	spin_lock(&ctx->sched_lock);
 	q->tasks = ctx->inflight;
+	done = ctx->tasks_done;
 	spin_unlock(&ctx->sched_lock);
 	q->tasks_limit = snpu_quota.tasks;
 	q->graphs = ctx->graphs;
@@ -135,6 +142,16 @@ int snpu_ioc_ctx_query(struct snpu_context *ctx, union snpu_ioc_arg *arg)
 	q->graph_mem = atomic64_read(&ctx->graph_mem);
 	q->graph_mem_limit = snpu_quota.graph_mem;
 	mutex_unlock(&ctx->lock);
+	return done;
+}
+
+int snpu_ioc_ctx_query(struct snpu_context *ctx, union snpu_ioc_arg *arg)
+{
+	struct snpu_ctx_query *q = &arg->ctx_query;
+
+	if (!snpu_zero(q->reserved, sizeof(q->reserved)))
+		return -EINVAL;
+	snpu_ctx_usage(ctx, q);
 	return 0;
 }
 

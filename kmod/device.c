@@ -6,10 +6,12 @@
 #include <linux/device.h>
 #include <linux/err.h>
 #include <linux/kstrtox.h>
+#include <linux/percpu.h>
 #include <linux/slab.h>
 #include <linux/sysfs.h>
 
 #include "snpu.h"
+#include "trace.h"
 
 static struct snpu_device *to_snpu_device(struct device *dev)
 {
@@ -78,6 +80,7 @@ void snpu_device_reset(struct snpu_device *sdev)
 	unsigned long index;
 	LIST_HEAD(todo);
 
+	trace_snpu_device_reset(sdev->index, atomic_read(&sdev->contexts));
 	mutex_lock(&sdev->ctx_lock);
 	list_for_each_entry(ctx, &sdev->ctx_list, dev_node) {
 		mutex_lock(&ctx->lock);
@@ -126,6 +129,7 @@ static const struct file_operations snpu_reset_fops = {
  * snpu_device_create() - create and register /dev/snpu@index
  * @index: N of /dev/snpuN
  * @p: validated module parameters
+ * @debugfs: the module's debugfs directory; the device's goes in it
  *
  * Starts the device's core threads, then makes the device visible.
  *
@@ -152,8 +156,14 @@ struct snpu_device *snpu_device_create(unsigned int index,
 	ida_init(&sdev->va_windows);
 	mutex_init(&sdev->ctx_lock);
 	INIT_LIST_HEAD(&sdev->ctx_list);
+	sdev->pcpu = alloc_percpu(struct snpu_dev_pcpu);
+	if (!sdev->pcpu) {
+		kfree(sdev);
+		return ERR_PTR(-ENOMEM);
+	}
 	ret = snpu_cores_start(sdev);
 	if (ret) {
+		free_percpu(sdev->pcpu);
 		kfree(sdev);
 		return ERR_PTR(ret);
 	}
@@ -167,6 +177,7 @@ struct snpu_device *snpu_device_create(unsigned int index,
 	ret = misc_register(&sdev->misc);
 	if (ret) {
 		snpu_cores_stop(sdev);
+		free_percpu(sdev->pcpu);
 		kfree(sdev);
 		return ERR_PTR(ret);
 	}
@@ -175,6 +186,7 @@ struct snpu_device *snpu_device_create(unsigned int index,
 	debugfs_create_file("reset", 0200, sdev->debugfs, sdev,
 			    &snpu_reset_fops);
 	snpu_graph_debugfs(sdev);
+	snpu_stats_debugfs(sdev);
 	return sdev;
 }
 
@@ -191,6 +203,7 @@ void snpu_device_destroy(struct snpu_device *sdev)
 	WARN_ON(atomic_read(&sdev->contexts));
 	WARN_ON(atomic64_read(&sdev->mem_used));
 	snpu_cores_stop(sdev);
+	free_percpu(sdev->pcpu);
 	ida_destroy(&sdev->va_windows);
 	mutex_destroy(&sdev->ctx_lock);
 	kfree(sdev);

@@ -20,6 +20,7 @@
 #include <linux/uaccess.h>
 
 #include "graph.h"
+#include "trace.h"
 
 /* Memory of a definition or instance: charged to the context's quota. */
 static void *snpu_graph_alloc(struct snpu_graph *g, size_t n, size_t size)
@@ -881,6 +882,14 @@ void snpu_graph_dispatch(struct snpu_job *job, struct list_head *todo,
 	first = !inst->dispatched;
 	inst->dispatched = true;
 	if (first) {
+		if (!job->cancel) {
+			snpu_job_trace_start(ctx, job);
+			trace_snpu_graph_launch(ctx->sdev->index, ctx->id,
+						job->stream_handle, job->seq,
+						inst->graph->obj.handle,
+						inst->graph->nodes,
+						job->stitched);
+		}
 		list_splice_init(&inst->ready, &nodes);
 		first = --inst->hold;
 	}

@@ -17,6 +17,7 @@
 #include <linux/uaccess.h>
 
 #include "snpu.h"
+#include "trace.h"
 
 /*
  * Pool chunks are the opener's: charged to its memory cgroup (also when
@@ -160,6 +161,66 @@ void snpu_job_put(struct snpu_context *ctx, struct snpu_job *job)
 }
 
 /*
+ * The task's submit, for the tracepoints: the clock is read for
+ * @submit_ns only while a task event is enabled, so that a disabled trace
+ * costs no clock read; a commit reads it once (@now) for all its tasks.
+ */
+static void snpu_job_trace_submit(struct snpu_context *ctx,
+				  struct snpu_job *job, u64 seq, u64 *now)
+{
+	const struct snpu_work *w = &job->work;
+	bool launch = job->op == SNPU_OP_LAUNCH;
+
+	if (!trace_snpu_task_complete_enabled() &&
+	    !trace_snpu_task_submit_enabled() &&
+	    !trace_snpu_task_start_enabled())
+		return;
+	if (!*now)
+		*now = ktime_get_ns();
+	job->submit_ns = *now;
+	trace_snpu_task_submit(ctx->sdev->index, ctx->id, job->stream_handle,
+			       seq, job->op, launch ? w->launch.kernel : 0,
+			       launch ? w->launch.block_dim : w->nblocks,
+			       job->cqe ? SNPU_TRANSPORT_RING :
+					  SNPU_TRANSPORT_IOCTL);
+}
+
+/**
+ * snpu_job_trace_start() - a task that needs no core starts
+ * @ctx: the job's context
+ * @job: the job
+ *
+ * Tasks on a core start in the core's loop (sched.c).
+ */
+void snpu_job_trace_start(struct snpu_context *ctx, struct snpu_job *job)
+{
+	if (!job->submit_ns)
+		return;
+	job->start_ns = ktime_get_ns();
+	trace_snpu_task_start(ctx->sdev->index, ctx->id, job->stream_handle,
+			      job->seq, -1);
+}
+
+/**
+ * snpu_job_trace_complete() - the completion tracepoint of a job
+ * @ctx: the job's context
+ * @job: the job, with @error and @done_ns set
+ */
+void snpu_job_trace_complete(struct snpu_context *ctx, struct snpu_job *job)
+{
+	u64 queue = 0, run = 0;
+
+	if (!trace_snpu_task_complete_enabled())
+		return;
+	if (job->submit_ns && job->start_ns) {
+		queue = job->start_ns - job->submit_ns;
+		run = job->done_ns - job->start_ns;
+	}
+	trace_snpu_task_complete(ctx->sdev->index, ctx->id, job->stream_handle,
+				 job->seq, job->error, queue, run);
+}
+
+/*
  * Drop what a job references: memory, host memory. Often on a core: a
  * last reference leaves the freeing to snpu_free_wq.
  */
@@ -226,6 +287,9 @@ void snpu_job_finish(struct snpu_job *job, int error, struct list_head *todo)
 	job->done_ns = ktime_get_ns();
 	job->state = SNPU_JOB_DONE;
 	s->completed = job->seq;
+	snpu_job_trace_complete(ctx, job);
+	ctx->tasks_done++;
+	snpu_stats_task_done(ctx, error);
 	if (error)
 		snpu_stream_fail_locked(ctx, s, error, todo);
 	if (s->tail == job)
@@ -323,6 +387,7 @@ static void snpu_job_dispatch(struct snpu_job *job, struct list_head *todo,
 		return;
 	}
 	/* EVENT_RECORD, STREAM_WAIT, NOP launches: done once reached. */
+	snpu_job_trace_start(job->ctx, job);
 	snpu_job_finish(job, 0, todo);
 }
 
@@ -556,6 +621,15 @@ static u64 snpu_job_nop_locked(struct snpu_context *ctx,
 	job->state = SNPU_JOB_DONE;
 	job->stream = NULL;
 	job->event = NULL;
+	snpu_job_trace_submit(ctx, job, seq, now);
+	if (job->submit_ns) {
+		job->start_ns = job->submit_ns;
+		trace_snpu_task_start(ctx->sdev->index, ctx->id,
+				      job->stream_handle, seq, -1);
+		snpu_job_trace_complete(ctx, job);
+	}
+	ctx->tasks_done++;
+	snpu_stats_task_done(ctx, 0);
 	/* A NOP names no memory: nothing to release. */
 	if (job->cqe)
 		snpu_ring_post_locked(ctx, job);
@@ -581,6 +655,7 @@ static u64 snpu_job_commit_locked(struct snpu_context *ctx,
 	if (seq)
 		return seq;
 	job->seq = ++s->submitted;
+	snpu_job_trace_submit(ctx, job, job->seq, now);
 	job->pending = 0;
 	job->state = SNPU_JOB_WAITING;
 	if (s->tail) {
@@ -700,6 +775,8 @@ again:
 		job->waited = false;
 		job->cqe = false;
 		job->stitched = false;
+		job->submit_ns = 0;
+		job->start_ns = 0;
 		job->gen++;
 	}
 	spin_unlock(&ctx->sched_lock);

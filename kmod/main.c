@@ -8,6 +8,7 @@
 #include <linux/err.h>
 #include <linux/module.h>
 #include <linux/moduleparam.h>
+#include <linux/stringify.h>
 
 #include "snpu.h"
 
@@ -166,3 +167,4 @@ module_exit(snpu_exit);
 MODULE_DESCRIPTION("snpu: soft NPU, a virtual accelerator device and its runtime");
 MODULE_AUTHOR("snpu developers");
 MODULE_LICENSE("GPL");
+MODULE_VERSION(__stringify(SNPU_ABI_MAJOR) "." __stringify(SNPU_ABI_MINOR));

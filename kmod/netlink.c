@@ -40,17 +40,22 @@ enum snpu_nl_group {
 	SNPU_NL_GRP_EVENTS,
 };
 
-/* Where a dump is: snpu_nl_dump.phase. */
+/*
+ * Where a dump is: snpu_nl_dump.phase. SNPU_CMD_GET: devices, then
+ * processes; SNPU_CMD_STATS: per device, its counters then its contexts.
+ */
 enum snpu_nl_dump_phase {
 	SNPU_NL_DUMP_DEVICES,
 	SNPU_NL_DUMP_PROCESSES,
 	SNPU_NL_DUMP_DONE,
+	SNPU_NL_DUMP_CONTEXTS,
 };
 
 /**
  * struct snpu_nl_dump - a dump in progress, in netlink_callback.ctx
  * @phase: enum snpu_nl_dump_phase
  * @next: the next device index, or the registry cursor of the next process
+ * @cursor: SNPU_CMD_STATS: id of the last context of device @next reported
  * @ns: pid namespace of the caller, referenced from start to done
  * @euid: effective uid of the caller
  * @all: the caller may see every process of @ns
@@ -63,6 +68,7 @@ enum snpu_nl_dump_phase {
 struct snpu_nl_dump {
 	unsigned long phase;
 	unsigned long next;
+	u64 cursor;
 	struct pid_namespace *ns;
 	kuid_t euid;
 	bool all;
@@ -79,6 +85,11 @@ static_assert(sizeof(struct snpu_nl_dump) <=
 #define SNPU_NL_DEVICE_SIZE	(SNPU_NL_COMMON_SIZE + \
 				 3 * nla_total_size(sizeof(u32)) + \
 				 2 * nla_total_size_64bit(sizeof(u64)))
+
+/* SNPU_KIND_DEV_STATS: index, ready depth and high-water, 11 counters. */
+#define SNPU_NL_DEV_STATS_SIZE	(SNPU_NL_COMMON_SIZE + \
+				 3 * nla_total_size(sizeof(u32)) + \
+				 11 * nla_total_size_64bit(sizeof(u64)))
 
 /* SNPU_KIND_TRANSITION: device, pid, seq, old and new state, result. */
 #define SNPU_NL_TRANSITION_SIZE	(SNPU_NL_COMMON_SIZE + \
@@ -112,6 +123,7 @@ static const struct nla_policy snpu_nl_policy[SNPU_ATTR_MAX + 1] = {
 	[SNPU_ATTR_BG_THREADS] = SNPU_NL_OUTPUT_ONLY,
 	[SNPU_ATTR_CONTEXTS] = SNPU_NL_OUTPUT_ONLY,
 	[SNPU_ATTR_IMAGE_BYTES] = SNPU_NL_OUTPUT_ONLY,
+	[SNPU_ATTR_STAT_TASKS ... SNPU_ATTR_CTX_TASKS_DONE] = SNPU_NL_OUTPUT_ONLY,
 };
 
 /*
@@ -194,6 +206,83 @@ static int snpu_nl_fill_process(struct sk_buff *skb,
 	    nla_put_u32(skb, SNPU_ATTR_CONTEXTS, pi->contexts) ||
 	    nla_put_u64_64bit(skb, SNPU_ATTR_IMAGE_BYTES, pi->image_bytes,
 			      SNPU_ATTR_PAD)) {
+		genlmsg_cancel(skb, hdr);
+		return -EMSGSIZE;
+	}
+	genlmsg_end(skb, hdr);
+	return 0;
+}
+
+static int snpu_nl_put_u64(struct sk_buff *skb, int type, u64 value)
+{
+	return nla_put_u64_64bit(skb, type, value, SNPU_ATTR_PAD);
+}
+
+static int snpu_nl_fill_dev_stats(struct sk_buff *skb,
+				  struct snpu_device *sdev, u32 portid,
+				  u32 seq, int flags)
+{
+	void *hdr = snpu_nl_start(skb, portid, seq, flags, SNPU_CMD_STATS,
+				  SNPU_KIND_DEV_STATS);
+	struct snpu_dev_stats st;
+
+	if (!hdr)
+		return -EMSGSIZE;
+	snpu_stats_read(sdev, &st);
+	if (nla_put_u32(skb, SNPU_ATTR_DEV_INDEX, sdev->index) ||
+	    nla_put_u32(skb, SNPU_ATTR_STAT_READY_DEPTH, (u32)st.ready_depth) ||
+	    nla_put_u32(skb, SNPU_ATTR_STAT_READY_MAX, (u32)st.ready_max) ||
+	    snpu_nl_put_u64(skb, SNPU_ATTR_STAT_TASKS, st.tasks) ||
+	    snpu_nl_put_u64(skb, SNPU_ATTR_STAT_TASKS_FAILED, st.failed) ||
+	    snpu_nl_put_u64(skb, SNPU_ATTR_STAT_CQES, st.cqes) ||
+	    snpu_nl_put_u64(skb, SNPU_ATTR_STAT_CQ_OVERFLOWS, st.overflows) ||
+	    snpu_nl_put_u64(skb, SNPU_ATTR_STAT_BUSY_NS, st.busy_ns) ||
+	    snpu_nl_put_u64(skb, SNPU_ATTR_STAT_BLOCKS, st.blocks) ||
+	    snpu_nl_put_u64(skb, SNPU_ATTR_STAT_SNAPSHOTS, st.snap_count) ||
+	    snpu_nl_put_u64(skb, SNPU_ATTR_STAT_SNAPSHOTS_FAILED,
+			    st.snap_failed) ||
+	    snpu_nl_put_u64(skb, SNPU_ATTR_STAT_SNAPSHOT_NS, st.snap_ns) ||
+	    snpu_nl_put_u64(skb, SNPU_ATTR_STAT_GRAPH_LAUNCHES,
+			    st.graph_launches) ||
+	    snpu_nl_put_u64(skb, SNPU_ATTR_STAT_HAZARD_VISITS,
+			    st.graph_visits)) {
+		genlmsg_cancel(skb, hdr);
+		return -EMSGSIZE;
+	}
+	genlmsg_end(skb, hdr);
+	return 0;
+}
+
+static int snpu_nl_fill_context(struct sk_buff *skb, unsigned int dev,
+				const struct snpu_ctx_stats *cs, u32 portid,
+				u32 seq, int flags)
+{
+	void *hdr = snpu_nl_start(skb, portid, seq, flags, SNPU_CMD_STATS,
+				  SNPU_KIND_CONTEXT);
+	const struct snpu_ctx_query *q = &cs->q;
+
+	if (!hdr)
+		return -EMSGSIZE;
+	if (nla_put_u32(skb, SNPU_ATTR_DEV_INDEX, dev) ||
+	    nla_put_u32(skb, SNPU_ATTR_PID, (u32)cs->pid) ||
+	    nla_put_u32(skb, SNPU_ATTR_STATE, cs->state) ||
+	    snpu_nl_put_u64(skb, SNPU_ATTR_CTX_ID, cs->id) ||
+	    snpu_nl_put_u64(skb, SNPU_ATTR_CTX_MEM_USED, q->mem_used) ||
+	    snpu_nl_put_u64(skb, SNPU_ATTR_CTX_MEM_LIMIT, q->mem_limit) ||
+	    snpu_nl_put_u64(skb, SNPU_ATTR_CTX_HOST_USED, q->host_used) ||
+	    snpu_nl_put_u64(skb, SNPU_ATTR_CTX_HOST_LIMIT, q->host_limit) ||
+	    nla_put_u32(skb, SNPU_ATTR_CTX_STREAMS, q->streams) ||
+	    nla_put_u32(skb, SNPU_ATTR_CTX_STREAMS_LIMIT, q->streams_limit) ||
+	    nla_put_u32(skb, SNPU_ATTR_CTX_EVENTS, q->events) ||
+	    nla_put_u32(skb, SNPU_ATTR_CTX_EVENTS_LIMIT, q->events_limit) ||
+	    nla_put_u32(skb, SNPU_ATTR_CTX_TASKS, q->tasks) ||
+	    nla_put_u32(skb, SNPU_ATTR_CTX_TASKS_LIMIT, q->tasks_limit) ||
+	    nla_put_u32(skb, SNPU_ATTR_CTX_GRAPHS, q->graphs) ||
+	    nla_put_u32(skb, SNPU_ATTR_CTX_GRAPHS_LIMIT, q->graphs_limit) ||
+	    snpu_nl_put_u64(skb, SNPU_ATTR_CTX_GRAPH_MEM, q->graph_mem) ||
+	    snpu_nl_put_u64(skb, SNPU_ATTR_CTX_GRAPH_MEM_LIMIT,
+			    q->graph_mem_limit) ||
+	    snpu_nl_put_u64(skb, SNPU_ATTR_CTX_TASKS_DONE, cs->tasks_done)) {
 		genlmsg_cancel(skb, hdr);
 		return -EMSGSIZE;
 	}
@@ -337,12 +426,113 @@ full:
 	return skb->len ? skb->len : ret;
 }
 
+/* SNPU_CMD_STATS without NLM_F_DUMP: the counters of one device. */
+static int snpu_nl_stats_doit(struct sk_buff *skb, struct genl_info *info)
+{
+	struct snpu_device *sdev;
+	struct sk_buff *msg;
+	int ret;
+
+	if (GENL_REQ_ATTR_CHECK(info, SNPU_ATTR_DEV_INDEX))
+		return -EINVAL;
+	sdev = snpu_nl_device(nla_get_u32(info->attrs[SNPU_ATTR_DEV_INDEX]));
+	if (!sdev) {
+		NL_SET_ERR_MSG_ATTR(info->extack,
+				    info->attrs[SNPU_ATTR_DEV_INDEX],
+				    "no such snpu device");
+		return -ENODEV;
+	}
+
+	msg = genlmsg_new(SNPU_NL_DEV_STATS_SIZE, GFP_KERNEL);
+	if (!msg)
+		return -ENOMEM;
+	ret = snpu_nl_fill_dev_stats(msg, sdev, info->snd_portid,
+				     info->snd_seq, 0);
+	if (ret) {
+		nlmsg_free(msg);
+		return ret;
+	}
+	return genlmsg_reply(msg, info);
+}
+
+/*
+ * Whether the caller of dump @d may see a context: the rule of
+ * snpu_nl_visible() for its process.
+ */
+static bool snpu_nl_ctx_visible(const struct snpu_nl_dump *d,
+				const struct snpu_ctx_stats *cs)
+{
+	const struct snpu_proc_info pi = {
+		.nr = cs->pid,
+		.uid = cs->uid,
+		.euid = cs->euid,
+	};
+
+	return snpu_nl_visible(d, &pi);
+}
+
+/*
+ * SNPU_CMD_STATS with NLM_F_DUMP: per device, its counters, then its
+ * contexts the caller may see, in the order of their ids. A call resumes
+ * at the device's counters (phase DEVICES) or after the context @cursor.
+ */
+static int snpu_nl_stats_dumpit(struct sk_buff *skb,
+				struct netlink_callback *cb)
+{
+	struct snpu_nl_dump *d = (struct snpu_nl_dump *)cb->ctx;
+	u32 portid = NETLINK_CB(cb->skb).portid;
+	u32 seq = cb->nlh->nlmsg_seq;
+	struct snpu_ctx_stats cs;
+	int ret = 0;
+
+	for (; d->next < SNPU_MAX_DEVICES; d->next++) {
+		struct snpu_device *sdev = snpu_nl_device(d->next);
+
+		if (!sdev)
+			continue;
+		if (d->phase == SNPU_NL_DUMP_DEVICES) {
+			ret = snpu_nl_fill_dev_stats(skb, sdev, portid, seq,
+						     NLM_F_MULTI);
+			if (ret)
+				goto full;
+			d->phase = SNPU_NL_DUMP_CONTEXTS;
+			d->cursor = 0;
+		}
+		for (;;) {
+			u64 cursor = d->cursor;
+
+			if (!snpu_stats_ctx_next(sdev, &cursor, d->ns, &cs))
+				break;
+			if (snpu_nl_ctx_visible(d, &cs)) {
+				ret = snpu_nl_fill_context(skb, sdev->index,
+							   &cs, portid, seq,
+							   NLM_F_MULTI);
+				if (ret)
+					goto full;
+			}
+			d->cursor = cursor;
+		}
+		d->phase = SNPU_NL_DUMP_DEVICES;
+	}
+	return skb->len;
+
+full:
+	return skb->len ? skb->len : ret;
+}
+
 static const struct genl_ops snpu_nl_ops[] = {
 	{
 		.cmd = SNPU_CMD_GET,
 		.doit = snpu_nl_get_doit,
 		.start = snpu_nl_get_start,
 		.dumpit = snpu_nl_get_dumpit,
+		.done = snpu_nl_get_done,
+	},
+	{
+		.cmd = SNPU_CMD_STATS,
+		.doit = snpu_nl_stats_doit,
+		.start = snpu_nl_get_start,
+		.dumpit = snpu_nl_stats_dumpit,
 		.done = snpu_nl_get_done,
 	},
 };
@@ -422,7 +612,7 @@ free:
 /**
  * snpu_nl_init() - register the generic netlink family "snpu"
  *
- * Called at module load once every device exists: a query may then look
+ * Context: module load, once every device exists: a query may then look
  * at any of them.
  *
  * Return: 0, or the negative errno of genl_register_family().

@@ -18,6 +18,7 @@
 #include <linux/vmalloc.h>
 
 #include "snpu.h"
+#include "trace.h"
 
 /* Offsets in the header page: each counter on its own cache line. */
 #define SNPU_RING_SQ_HEAD	0
@@ -99,10 +100,13 @@ static u32 snpu_cq_used_locked(struct snpu_ring *ring)
 	return used > ring->cq_entries ? ring->cq_entries : used;
 }
 
-static void snpu_cq_write_locked(struct snpu_ring *ring, u64 user_data,
+static void snpu_cq_write_locked(struct snpu_context *ctx,
+				 struct snpu_ring *ring, u64 user_data,
 				 int result, u64 time_ns, u64 seq)
 {
 	struct snpu_cqe *cqe = &ring->cqes[ring->cq_tail & ring->cq_mask];
+
+	this_cpu_inc(ctx->sdev->pcpu->cqes);
 
 	cqe->user_data = user_data;
 	cqe->result = result;
@@ -139,9 +143,10 @@ void snpu_ring_post_locked(struct snpu_context *ctx, struct snpu_job *job)
 	lockdep_assert_held(&ctx->sched_lock);
 	if (list_empty(&ring->overflow) &&
 	    snpu_cq_used_locked(ring) < ring->cq_entries) {
-		snpu_cq_write_locked(ring, job->user_data, job->error,
+		snpu_cq_write_locked(ctx, ring, job->user_data, job->error,
 				     job->done_ns, job->seq);
 	} else {
+		this_cpu_inc(ctx->sdev->pcpu->overflows);
 		refcount_inc(&job->ref);
 		list_add_tail(&job->ov_node, &ring->overflow);
 		WRITE_ONCE(*ring->cq_flags, SNPU_CQ_OVERFLOW);
@@ -168,7 +173,7 @@ static bool snpu_ring_flush(struct snpu_context *ctx, struct snpu_ring *ring)
 		job = list_first_entry(&ring->overflow, struct snpu_job,
 				       ov_node);
 		list_del_init(&job->ov_node);
-		snpu_cq_write_locked(ring, job->user_data, job->error,
+		snpu_cq_write_locked(ctx, ring, job->user_data, job->error,
 				     job->done_ns, job->seq);
 		snpu_job_put_locked(ctx, job);
 	}
@@ -215,6 +220,17 @@ static bool snpu_task_is_nop(const struct snpu_task *t)
 	return t->op == SNPU_OP_LAUNCH && t->launch.kernel == SNPU_KERNEL_NOP;
 }
 
+/* A NOP launch done without a job: its whole life in the trace at once. */
+static void snpu_ring_nop_trace(struct snpu_context *ctx, u32 stream, u64 seq)
+{
+	unsigned int dev = ctx->sdev->index;
+
+	trace_snpu_task_submit(dev, ctx->id, stream, seq, SNPU_OP_LAUNCH,
+			       SNPU_KERNEL_NOP, 1, SNPU_TRANSPORT_RING);
+	trace_snpu_task_start(dev, ctx->id, stream, seq, -1);
+	trace_snpu_task_complete(dev, ctx->id, stream, seq, 0, 0, 0);
+}
+
 /*
  * A NOP launch on an idle stream, with room in the CQ, completes here,
  * without a job (see snpu_stream_nop_locked()): its entry is given back,
@@ -245,7 +261,10 @@ static bool snpu_ring_nop_locked(struct snpu_context *ctx,
 		/* The NOPs of one stretch complete together: one clock read. */
 		if (!*now)
 			*now = ktime_get_ns();
-		snpu_cq_write_locked(ring, t->user_data, 0, *now, seq);
+		snpu_ring_nop_trace(ctx, t->stream, seq);
+		ctx->tasks_done++;
+		snpu_stats_task_done(ctx, 0);
+		snpu_cq_write_locked(ctx, ring, t->user_data, 0, *now, seq);
 		snpu_ring_wake_locked(ring);
 	}
 	spin_unlock(&ctx->sched_lock);
@@ -466,7 +485,7 @@ static bool snpu_cq_ready(struct snpu_context *ctx, struct snpu_ring *ring,
 	return ready;
 }
 
-int snpu_ioc_enter(struct snpu_context *ctx, union snpu_ioc_arg *arg)
+static int snpu_enter(struct snpu_context *ctx, union snpu_ioc_arg *arg)
 {
 	struct snpu_enter *e = &arg->enter;
 	/* Pairs with the release of a complete ring in RING_SETUP. */
@@ -522,6 +541,16 @@ int snpu_ioc_enter(struct snpu_context *ctx, union snpu_ioc_arg *arg)
 	ret = snpu_wait_result(e->flags, e->timeout_ns, ret);
 	/* Submitted SQEs are consumed whatever the wait says: report them. */
 	return e->submitted && ret ? 0 : ret;
+}
+
+int snpu_ioc_enter(struct snpu_context *ctx, union snpu_ioc_arg *arg)
+{
+	struct snpu_enter *e = &arg->enter;
+	int ret = snpu_enter(ctx, arg);
+
+	trace_snpu_ring_enter(ctx->sdev->index, ctx->id, e->to_submit,
+			      e->submitted, e->min_complete, e->flags, ret);
+	return ret;
 }
 
 static int snpu_ring_check(const struct snpu_ring_setup *s)

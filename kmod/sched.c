@@ -22,7 +22,9 @@
 #include <linux/string.h>
 #include <asm/fpu/api.h>
 
+#include "graph.h"
 #include "snpu.h"
+#include "trace.h"
 
 /* Bytes a copy or memset moves between checks for cancellation. */
 #define SNPU_COPY_CHUNK		BIT(20)
@@ -36,14 +38,6 @@ static bool snpu_ready(struct snpu_device *sdev)
 		if (!list_empty_careful(&sdev->ready[p]))
 			return true;
 	return false;
-}
-
-/* The watchdog's deadline for a block starting now, 0 for none. */
-static u64 snpu_deadline(void)
-{
-	unsigned int ms = READ_ONCE(snpu_task_timeout_ms);
-
-	return ms ? ktime_get_ns() + (u64)ms * NSEC_PER_MSEC : 0;
 }
 
 /* The priority a work is listed under: its task's stream's. */
@@ -90,6 +84,8 @@ bool snpu_sched_ready(struct snpu_work *w, struct snpu_work **handoff)
 	if (list_empty(&q->jobs))
 		list_add_tail(&q->node, &sdev->ready[snpu_work_prio(w)]);
 	list_add_tail(&w->node, &q->jobs);
+	if (++sdev->ready_depth > sdev->ready_max)
+		sdev->ready_max = sdev->ready_depth;
 	spin_unlock(&sdev->ready_lock);
 	/* A core with an empty hand-off slot takes this work's block next. */
 	wake = min(w->nblocks, sdev->cores) - (handoff && !*handoff);
@@ -112,6 +108,7 @@ static u32 snpu_sched_unlist_locked(struct snpu_device *sdev,
 		return 0;
 	w->next_block = w->nblocks;
 	list_del_init(&w->node);
+	sdev->ready_depth--;
 	if (list_empty(&q->jobs))
 		list_del_init(&q->node);
 	return left;
@@ -227,8 +224,10 @@ static struct snpu_work *snpu_pick(struct snpu_device *sdev, u32 *block)
 		q = list_first_entry(&sdev->ready[p], struct snpu_runq, node);
 		w = list_first_entry(&q->jobs, struct snpu_work, node);
 		*block = w->next_block++;
-		if (w->next_block == w->nblocks)
+		if (w->next_block == w->nblocks) {
 			list_del_init(&w->node);
+			sdev->ready_depth--;
+		}
 		if (list_empty(&q->jobs))
 			list_del_init(&q->node);
 		else
@@ -328,21 +327,46 @@ static int snpu_run_block(struct snpu_work *w, u32 block, u64 deadline)
 	return ret;
 }
 
+/* The first block of a work is on a core: the task or graph node starts. */
+static void snpu_run_first(struct snpu_core *core, struct snpu_work *w,
+			   u64 now)
+{
+	struct snpu_job *job = w->job;
+	struct snpu_context *ctx = job->ctx;
+
+	if (w->gnode) {
+		trace_snpu_graph_node(ctx->sdev->index, ctx->id,
+				      job->stream_handle, job->seq,
+				      w->gnode->index, core->index);
+		return;
+	}
+	job->start_ns = now;
+	trace_snpu_task_start(ctx->sdev->index, ctx->id, job->stream_handle,
+			      job->seq, core->index);
+}
+
 /*
- * Run one block. The watchdog times the block, from when its core took it:
- * time a job spends waiting for other contexts' turns is not its own.
+ * Run one block on @core. The watchdog times the block, from when its core
+ * took it: time a job spends waiting for other contexts' turns is not its
+ * own. The core's busy time and block count are its own: no lock.
  */
-static void snpu_run(struct snpu_work *w, u32 block,
+static void snpu_run(struct snpu_core *core, struct snpu_work *w, u32 block,
 		     struct snpu_work **handoff)
 {
-	u64 deadline = snpu_deadline();
+	unsigned int ms = READ_ONCE(snpu_task_timeout_ms);
+	u64 start = ktime_get_ns();
+	u64 deadline = ms ? start + (u64)ms * NSEC_PER_MSEC : 0;
 	int ret;
 
+	if (!block)
+		snpu_run_first(core, w, start);
 	ret = snpu_check(w, deadline);
 	if (!ret && w->op == SNPU_OP_LAUNCH)
 		ret = snpu_run_block(w, block, deadline);
 	else if (!ret)
 		ret = snpu_run_copy(w, deadline);
+	WRITE_ONCE(core->busy_ns, core->busy_ns + ktime_get_ns() - start);
+	WRITE_ONCE(core->blocks, core->blocks + 1);
 	if (ret) {
 		atomic_cmpxchg(&w->fail, 0, ret);
 		snpu_sched_drop(w);
@@ -353,7 +377,8 @@ static void snpu_run(struct snpu_work *w, u32 block,
 
 static int snpu_core_fn(void *data)
 {
-	struct snpu_device *sdev = data;
+	struct snpu_core *core = data;
+	struct snpu_device *sdev = core->sdev;
 	struct snpu_work *w, *next = NULL;
 	u32 block = 0;
 
@@ -370,7 +395,7 @@ static int snpu_core_fn(void *data)
 							   snpu_core_wake(sdev));
 			continue;
 		}
-		snpu_run(w, block, &next);
+		snpu_run(core, w, block, &next);
 		cond_resched();
 	}
 	/* Stopped only with no context left: nothing can be handed over. */
@@ -397,14 +422,17 @@ int snpu_cores_start(struct snpu_device *sdev)
 	if (!sdev->core)
 		return -ENOMEM;
 	for (i = 0; i < sdev->cores; i++) {
+		struct snpu_core *core = &sdev->core[i];
 		struct task_struct *t;
 
-		t = kthread_run(snpu_core_fn, sdev, "%s/c%u", sdev->name, i);
+		core->sdev = sdev;
+		core->index = i;
+		t = kthread_run(snpu_core_fn, core, "%s/c%u", sdev->name, i);
 		if (IS_ERR(t)) {
 			snpu_cores_stop(sdev);
 			return PTR_ERR(t);
 		}
-		sdev->core[i] = t;
+		core->thread = t;
 	}
 	return 0;
 }
@@ -418,8 +446,8 @@ void snpu_cores_stop(struct snpu_device *sdev)
 	unsigned int i;
 
 	for (i = 0; i < sdev->cores; i++)
-		if (sdev->core[i])
-			kthread_stop(sdev->core[i]);
+		if (sdev->core[i].thread)
+			kthread_stop(sdev->core[i].thread);
 	kfree(sdev->core);
 	sdev->core = NULL;
 }

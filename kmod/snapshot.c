@@ -18,6 +18,7 @@
 #include <linux/xarray.h>
 
 #include "snpu.h"
+#include "trace.h"
 
 /* Registry of processes with an open context, by snpu_proc.id. */
 static DEFINE_MUTEX(snpu_procs_lock);	/* lookups, inserts, erases */
@@ -223,9 +224,13 @@ void snpu_proc_detach(struct snpu_context *ctx)
 	if (last) {
 		mutex_lock(&p->op_lock);
 		old = snpu_proc_unlock_op_locked(p);
-		if (old != SNPU_STATE_RUNNING)
+		if (old != SNPU_STATE_RUNNING) {
+			trace_snpu_snapshot_transition(ctx->sdev->index, p->nr,
+						       p->seq, old,
+						       SNPU_STATE_RUNNING, 0);
 			snpu_nl_transition(ctx->sdev->index, p->nr, p->seq, old,
 					   SNPU_STATE_RUNNING, 0);
+		}
 		mutex_unlock(&p->op_lock);
 	}
 	ctx->proc = NULL;
@@ -501,13 +506,19 @@ static bool snpu_snapshot_args_ok(const struct snpu_snapshot *s,
 	       (timeout ? s->timeout_ns >= -1 : !s->timeout_ns);
 }
 
-/* One snapshot transition, under the process's op_lock. */
+/*
+ * One snapshot transition, under the process's op_lock; counted and timed
+ * in the device's statistics as @which.
+ */
 static int snpu_ioc_snapshot(struct snpu_context *ctx, union snpu_ioc_arg *arg,
 			     int (*op)(struct snpu_proc *p,
-				       struct snpu_snapshot *s))
+				       struct snpu_snapshot *s),
+			     enum snpu_snap_op which)
 {
+	struct snpu_snap_stats *st = &ctx->sdev->snap;
 	struct snpu_snapshot *s = &arg->snapshot;
 	struct snpu_proc *p = ctx->proc;
+	u64 start;
 	u32 old;
 	int ret;
 
@@ -517,9 +528,16 @@ static int snpu_ioc_snapshot(struct snpu_context *ctx, union snpu_ioc_arg *arg,
 	if (mutex_lock_interruptible(&p->op_lock))
 		return -EINTR;
 	old = p->state;
+	start = ktime_get_ns();
 	ret = op(p, s);
+	atomic64_add(ktime_get_ns() - start, &st->ns[which]);
+	atomic64_inc(&st->count[which]);
+	if (ret)
+		atomic64_inc(&st->failed[which]);
 	snpu_snapshot_fill(p, s);
 	/* Every attempted transition is an event, in order: failures too. */
+	trace_snpu_snapshot_transition(ctx->sdev->index, p->nr, p->seq, old,
+				       s->state, ret);
 	snpu_nl_transition(ctx->sdev->index, p->nr, p->seq, old, s->state, ret);
 	mutex_unlock(&p->op_lock);
 	return ret;
@@ -552,14 +570,14 @@ int snpu_ioc_snapshot_lock(struct snpu_context *ctx, union snpu_ioc_arg *arg)
 {
 	if (!snpu_snapshot_args_ok(&arg->snapshot, true))
 		return -EINVAL;
-	return snpu_ioc_snapshot(ctx, arg, snpu_op_lock);
+	return snpu_ioc_snapshot(ctx, arg, snpu_op_lock, SNPU_SNAP_LOCK);
 }
 
 int snpu_ioc_snapshot_backup(struct snpu_context *ctx, union snpu_ioc_arg *arg)
 {
 	if (!snpu_snapshot_args_ok(&arg->snapshot, false))
 		return -EINVAL;
-	return snpu_ioc_snapshot(ctx, arg, snpu_op_backup);
+	return snpu_ioc_snapshot(ctx, arg, snpu_op_backup, SNPU_SNAP_BACKUP);
 }
 
 int snpu_ioc_snapshot_restore(struct snpu_context *ctx,
@@ -567,14 +585,15 @@ int snpu_ioc_snapshot_restore(struct snpu_context *ctx,
 {
 	if (!snpu_snapshot_args_ok(&arg->snapshot, false))
 		return -EINVAL;
-	return snpu_ioc_snapshot(ctx, arg, snpu_op_restore);
+	return snpu_ioc_snapshot(ctx, arg, snpu_op_restore,
+				 SNPU_SNAP_RESTORE);
 }
 
 int snpu_ioc_snapshot_unlock(struct snpu_context *ctx, union snpu_ioc_arg *arg)
 {
 	if (!snpu_snapshot_args_ok(&arg->snapshot, false))
 		return -EINVAL;
-	return snpu_ioc_snapshot(ctx, arg, snpu_op_unlock);
+	return snpu_ioc_snapshot(ctx, arg, snpu_op_unlock, SNPU_SNAP_UNLOCK);
 }
 
 int snpu_ioc_snapshot_state(struct snpu_context *ctx, union snpu_ioc_arg *arg)

@@ -124,6 +124,63 @@ struct snpu_graph_stats {
 };
 
 /**
+ * struct snpu_dev_pcpu - per-CPU counters of a device (debugfs, netlink)
+ * @tasks: tasks completed (whatever their result)
+ * @failed: tasks completed with an error
+ * @cqes: completions written to a completion queue
+ * @overflows: completions parked because their completion queue was full
+ *
+ * Incremented with this_cpu_inc() by whoever completes or posts, with no
+ * lock of their own; summed over the CPUs by the readers.
+ */
+struct snpu_dev_pcpu {
+	u64 tasks;
+	u64 failed;
+	u64 cqes;
+	u64 overflows;
+};
+
+/**
+ * struct snpu_core - one compute core of a device
+ * @sdev: the device
+ * @thread: the core's kernel thread
+ * @index: the core's number in the device, 0 on
+ * @busy_ns: nanoseconds spent running blocks
+ * @blocks: blocks run
+ *
+ * @busy_ns and @blocks are written by the core's thread only (WRITE_ONCE)
+ * and read without a lock.
+ */
+struct snpu_core {
+	struct snpu_device *sdev;
+	struct task_struct *thread;
+	unsigned int index;
+	u64 busy_ns;
+	u64 blocks;
+};
+
+/* Snapshot transitions, for the statistics: snpu_snap_stats.ops[]. */
+enum snpu_snap_op {
+	SNPU_SNAP_LOCK,
+	SNPU_SNAP_BACKUP,
+	SNPU_SNAP_RESTORE,
+	SNPU_SNAP_UNLOCK,
+	SNPU_SNAP_NR,
+};
+
+/**
+ * struct snpu_snap_stats - snapshot transitions through a device
+ * @count: calls per enum snpu_snap_op
+ * @failed: of them, calls that failed
+ * @ns: nanoseconds the calls took, in all
+ */
+struct snpu_snap_stats {
+	atomic64_t count[SNPU_SNAP_NR];
+	atomic64_t failed[SNPU_SNAP_NR];
+	atomic64_t ns[SNPU_SNAP_NR];
+};
+
+/**
  * struct snpu_device - one virtual accelerator, /dev/snpuN
  * @misc: the character device; its name is @name
  * @name: "snpuN"
@@ -138,11 +195,15 @@ struct snpu_graph_stats {
  * @ready: per priority, the rotation of the run queues (struct snpu_runq)
  *         that have jobs with blocks not yet handed to a core
  * @ready_wq: idle cores wait here
- * @core: the core threads
+ * @ready_depth: works on the run queues (under @ready_lock)
+ * @ready_max: high-water mark of @ready_depth (under @ready_lock)
+ * @core: the cores
  * @ctx_lock: protects @ctx_list
  * @ctx_list: the open contexts, by snpu_context.dev_node
  * @debugfs: the device's debugfs directory
  * @gstats: graph counters
+ * @pcpu: per-CPU task and completion counters
+ * @snap: snapshot transitions made through the device's files
  *
  * A device lives from module load to module unload; every open file holds
  * a module reference, so no context outlives its device.
@@ -160,12 +221,16 @@ struct snpu_device {
 	spinlock_t ready_lock;		/* @ready, run queues, job cursors */
 	struct list_head ready[SNPU_NR_PRIO];
 	wait_queue_head_t ready_wq;
-	struct task_struct **core;
+	u32 ready_depth;
+	u32 ready_max;
+	struct snpu_core *core;
 
 	struct mutex ctx_lock;		/* @ctx_list */
 	struct list_head ctx_list;
 	struct dentry *debugfs;
 	struct snpu_graph_stats gstats;
+	struct snpu_dev_pcpu __percpu *pcpu;
+	struct snpu_snap_stats snap;
 };
 
 /* Handle types. */
@@ -381,6 +446,10 @@ struct snpu_work {
  * @cancel: decided when it became ready: finish it with -ECANCELED
  * @error: 0 or -errno the job ended with
  * @done_ns: completion time, CLOCK_MONOTONIC
+ * @submit_ns: submit time while the completion tracepoint is enabled,
+ *             else 0
+ * @start_ns: when its first block started on a core, or (when traced)
+ *            when it started without one; else 0
  * @stitched: SNPU_OP_GRAPH: started without waiting for the launch before
  *            it on its stream, whose completion it still waits for
  * @work: LAUNCH, COPY, MEMSET: what the cores run
@@ -416,6 +485,8 @@ struct snpu_job {
 	bool cancel;
 	int error;
 	u64 done_ns;
+	u64 submit_ns;
+	u64 start_ns;
 	bool stitched;
 
 	struct snpu_work work;
@@ -561,6 +632,8 @@ struct snpu_proc {
  * @lock: see the top of this file
  * @handles: handle -> struct snpu_object
  * @next_handle: where the cyclic handle allocation goes on from
+ * @stream_hint: the stream the last lookup found, tried first by the next
+ *               lookup
  * @va: device address -> struct snpu_mem
  * @host_va: user address -> struct snpu_host (its own lock only)
  * @va_window: index of the context's window of device addresses
@@ -583,6 +656,7 @@ struct snpu_proc {
  * @pool_memcg: the opener's memory cgroup, charged for the chunks
  * @free: jobs not in use
  * @inflight: jobs submitted and not complete
+ * @tasks_done: tasks completed since open, for the statistics
  * @callbacks: HOST_FUNC jobs ready for delivery
  * @dying: the file is being released: jobs are cancelled, not run
  * @draining: a backup waits for @inflight to reach 0
@@ -629,6 +703,7 @@ struct snpu_context {
 	struct mem_cgroup *pool_memcg;
 	struct list_head free;
 	u32 inflight;
+	u64 tasks_done;
 	struct list_head callbacks;
 	bool dying;
 	bool draining;
@@ -759,6 +834,8 @@ void snpu_cancel_all(struct snpu_context *ctx);
 void snpu_stream_fail_locked(struct snpu_context *ctx, struct snpu_stream *s,
 			     int error, struct list_head *todo);
 void snpu_jobs_run(struct list_head *todo);
+void snpu_job_trace_start(struct snpu_context *ctx, struct snpu_job *job);
+void snpu_job_trace_complete(struct snpu_context *ctx, struct snpu_job *job);
 
 /* sched.c */
 int snpu_cores_start(struct snpu_device *sdev);
@@ -871,11 +948,76 @@ int snpu_image_restore(struct snpu_proc *p, struct file *image);
 struct snpu_device *snpu_device_get(unsigned int index);
 void snpu_device_reset(struct snpu_device *sdev);
 
+/* stats.c */
+void snpu_stats_task_done(struct snpu_context *ctx, int error);
+void snpu_stats_debugfs(struct snpu_device *sdev);
+
+/**
+ * struct snpu_dev_stats - a device's statistics, summed for a reader
+ * @tasks: tasks completed
+ * @failed: of them, with an error
+ * @cqes: completions written to completion queues
+ * @overflows: completions parked on a full completion queue
+ * @ready_depth: works on the run queues now
+ * @ready_max: the most works ever on the run queues at once
+ * @busy_ns: nanoseconds the cores spent running blocks, all cores
+ * @blocks: blocks run, all cores
+ * @snap_count: snapshot transitions (every enum snpu_snap_op)
+ * @snap_failed: of them, failed
+ * @snap_ns: nanoseconds they took
+ * @graph_launches: graph launches complete
+ * @graph_visits: hazard-list entries visited
+ */
+struct snpu_dev_stats {
+	u64 tasks;
+	u64 failed;
+	u64 cqes;
+	u64 overflows;
+	u64 ready_depth;
+	u64 ready_max;
+	u64 busy_ns;
+	u64 blocks;
+	u64 snap_count;
+	u64 snap_failed;
+	u64 snap_ns;
+	u64 graph_launches;
+	u64 graph_visits;
+};
+
+void snpu_stats_read(struct snpu_device *sdev, struct snpu_dev_stats *st);
+
+/**
+ * struct snpu_ctx_stats - a context's usage, for a reader
+ * @q: usage and limits, as SNPU_IOC_CTX_QUERY reports them
+ * @id: snpu_context.id
+ * @tasks_done: tasks completed since open
+ * @pid: its process's thread group id in the reader's pid namespace, 0
+ *       when not visible there
+ * @uid: snpu_proc.uid of its process
+ * @euid: snpu_proc.euid of its process
+ * @state: SNPU_STATE_* of its process
+ */
+struct snpu_ctx_stats {
+	struct snpu_ctx_query q;
+	u64 id;
+	u64 tasks_done;
+	pid_t pid;
+	kuid_t uid;
+	kuid_t euid;
+	u32 state;
+};
+
+struct pid_namespace;
+bool snpu_stats_ctx_next(struct snpu_device *sdev, u64 *cursor,
+			 struct pid_namespace *ns, struct snpu_ctx_stats *cs);
+
 /* netlink.c */
 int snpu_nl_init(void);
 void snpu_nl_exit(void);
 void snpu_nl_transition(unsigned int dev, pid_t pid, u32 seq, u32 old_state,
 			u32 new_state, int result);
+
+u64 snpu_ctx_usage(struct snpu_context *ctx, struct snpu_ctx_query *q);
 
 /* ioctl handlers, in the file of their object */
 union snpu_ioc_arg;

@@ -5,9 +5,9 @@
  * launch, device-to-device copy or memset, and the internal edges the
  * stream order needs, derived from the device ranges each node touches.
  *
- * A node writes argument 0 of a launch (when it is a buffer), the
- * destination of a copy and the range of a memset; it reads the other
- * buffers. A node depends on every earlier node that wrote bytes it reads
+ * A node writes the buffers its kernel writes (snpu_kernel_writes():
+ * argument 0, and for SOFTMAX_XENT_F32 argument 1 too), the destination
+ * of a copy and the range of a memset; it reads the other buffers. A node depends on every earlier node that wrote bytes it reads
  * or writes (read after write, write after write) and on every earlier
  * node that read bytes it writes (write after read). The access table
  * keeps, for each range, the node that wrote it last and the nodes that
@@ -114,17 +114,18 @@ static unsigned int snpu_rec_ranges(const struct snpu_graph_node *n,
 {
 	const struct snpu_task *t = &n->task;
 	unsigned int i, nr = 0;
-	uint32_t bufs;
+	uint32_t bufs, writes;
 
 	switch (t->op) {
 	case SNPU_OP_LAUNCH:
 		bufs = snpu_kernel_buffers(t->launch.kernel);
+		writes = snpu_kernel_writes(t->launch.kernel);
 		for (i = 0; i < SNPU_KERNEL_MAX_ARGS; i++)
 			if (bufs & (1U << i))
 				snpu_rec_range_set(&rg[nr++],
 						   t->launch.args[i].value,
 						   t->launch.args[i].bytes,
-						   i == 0);
+						   !!(writes & (1U << i)));
 		break;
 	case SNPU_OP_COPY:
 		snpu_rec_range_set(&rg[nr++], t->copy.dst, t->copy.bytes, 1);

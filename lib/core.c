@@ -4,9 +4,9 @@
  * library so that graph capture refuses a task during recording with the
  * errno SNPU_IOC_SUBMIT would give (see graph.c). kmod/core is pure C
  * (GPL-2.0 OR MIT) that the module and the native unit tests build; the
- * library uses it under MIT. Only snpu_task_check() and
- * snpu_kernel_buffers() are called; the exported symbol list
- * (libsnpu.map) keeps all of it local to libsnpu.so.
+ * library uses it under MIT. Only snpu_task_check(),
+ * snpu_kernel_buffers() and snpu_kernel_writes() are called; the exported
+ * symbol list (libsnpu.map) keeps all of it local to libsnpu.so.
  */
 #include "../kmod/core/task.c"
 #include "../kmod/core/kernels.c"

@@ -89,6 +89,7 @@ int snpu_capture_ring_submit(struct snpu_ring *ring, unsigned int wait_nr);
 /* core.c: the kernel's own checks of a task (kmod/core). */
 int snpu_task_check(const struct snpu_task *t);
 uint32_t snpu_kernel_buffers(uint32_t kernel);
+uint32_t snpu_kernel_writes(uint32_t kernel);
 
 /*
  * The recorder (capture.c): a graph definition built from tasks, with

@@ -131,7 +131,7 @@ int snpu_graph_node_acc(const struct snpu_graph_node *n, __u32 index,
 {
 	const struct snpu_task *t = &n->task;
 	__u64 value[SNPU_GNODE_MAX_ACC], bytes[SNPU_GNODE_MAX_ACC];
-	__u32 used = 0, words = 0, i;
+	__u32 used = 0, words = 0, writes = 0x1, i;
 	int ret;
 
 	if (n->reserved || t->stream || t->user_data)
@@ -156,6 +156,7 @@ int snpu_graph_node_acc(const struct snpu_graph_node *n, __u32 index,
 	case SNPU_OP_LAUNCH:
 		used = snpu_kernel_buffers(t->launch.kernel);
 		words = snpu_kernel_words(t->launch.kernel);
+		writes = snpu_kernel_writes(t->launch.kernel);
 		for (i = 0; i < SNPU_KERNEL_MAX_ARGS; i++) {
 			value[i] = t->launch.args[i].value;
 			bytes[i] = t->launch.args[i].bytes;
@@ -190,7 +191,7 @@ int snpu_graph_node_acc(const struct snpu_graph_node *n, __u32 index,
 		if (err)
 			return err;
 		a->node = index;
-		a->write = i == 0;
+		a->write = !!(writes & (1u << i));
 		a->addr = i;
 		a->word = !!(words & (1u << i));
 		ret++;

@@ -17,7 +17,7 @@
 #include <string.h>
 #endif
 
-/* Largest m, n and k of GEMM_F32. */
+/* Largest m, n and k of the GEMMs, n of BIAS_ADD and COLSUM, and ncls. */
 #define SNPU_GEMM_MAX_DIM	65536
 
 /**
@@ -26,39 +26,64 @@
  * @buffers: bit i set when argument i is a buffer, else it is a scalar
  * @bytewise: bit i set when buffer i is read as bytes; the other buffers
  *            hold 32-bit elements and must be 4-byte aligned
+ * @writes: bit i set when the kernel writes buffer i (the others it only
+ *          reads); what graphs order their nodes by
  * @fpu: the kernel computes in f32 (kernels_f32.c)
  */
 struct snpu_kernel_desc {
 	__u8 nargs;
 	__u8 buffers;
 	__u8 bytewise;
+	__u8 writes;
 	bool fpu;
 };
 
 static const struct snpu_kernel_desc snpu_kernel_descs[SNPU_KERNEL_COUNT] = {
 	[SNPU_KERNEL_NOP]		= { .nargs = 0, .buffers = 0x00 },
 	[SNPU_KERNEL_COPY]		= { .nargs = 2, .buffers = 0x03,
-					    .bytewise = 0x03 },
-	[SNPU_KERNEL_FILL]		= { .nargs = 2, .buffers = 0x01 },
-	[SNPU_KERNEL_ADD_I32]		= { .nargs = 3, .buffers = 0x07 },
+					    .bytewise = 0x03, .writes = 0x01 },
+	[SNPU_KERNEL_FILL]		= { .nargs = 2, .buffers = 0x01,
+					    .writes = 0x01 },
+	[SNPU_KERNEL_ADD_I32]		= { .nargs = 3, .buffers = 0x07,
+					    .writes = 0x01 },
 	[SNPU_KERNEL_ADD_F32]		= { .nargs = 3, .buffers = 0x07,
-					    .fpu = true },
-	[SNPU_KERNEL_MUL_I32]		= { .nargs = 3, .buffers = 0x07 },
+					    .writes = 0x01, .fpu = true },
+	[SNPU_KERNEL_MUL_I32]		= { .nargs = 3, .buffers = 0x07,
+					    .writes = 0x01 },
 	[SNPU_KERNEL_MUL_F32]		= { .nargs = 3, .buffers = 0x07,
-					    .fpu = true },
+					    .writes = 0x01, .fpu = true },
 	[SNPU_KERNEL_AXPY_F32]		= { .nargs = 3, .buffers = 0x03,
-					    .fpu = true },
+					    .writes = 0x01, .fpu = true },
 	[SNPU_KERNEL_RELU_F32]		= { .nargs = 2, .buffers = 0x03,
-					    .fpu = true },
+					    .writes = 0x01, .fpu = true },
 	[SNPU_KERNEL_GEMM_F32]		= { .nargs = 6, .buffers = 0x07,
-					    .fpu = true },
-	[SNPU_KERNEL_REDUCE_SUM_I32]	= { .nargs = 2, .buffers = 0x03 },
+					    .writes = 0x01, .fpu = true },
+	[SNPU_KERNEL_REDUCE_SUM_I32]	= { .nargs = 2, .buffers = 0x03,
+					    .writes = 0x01 },
 	[SNPU_KERNEL_REDUCE_SUM_F32]	= { .nargs = 2, .buffers = 0x03,
-					    .fpu = true },
+					    .writes = 0x01, .fpu = true },
 	[SNPU_KERNEL_CRC32C]		= { .nargs = 2, .buffers = 0x03,
-					    .bytewise = 0x02 },
+					    .bytewise = 0x02, .writes = 0x01 },
 	[SNPU_KERNEL_SPIN]		= { .nargs = 1, .buffers = 0x00 },
 	[SNPU_KERNEL_FAIL]		= { .nargs = 1, .buffers = 0x00 },
+	[SNPU_KERNEL_GEMM_TN_F32]	= { .nargs = 6, .buffers = 0x07,
+					    .writes = 0x01, .fpu = true },
+	[SNPU_KERNEL_GEMM_NT_F32]	= { .nargs = 6, .buffers = 0x07,
+					    .writes = 0x01, .fpu = true },
+	[SNPU_KERNEL_BIAS_ADD_F32]	= { .nargs = 4, .buffers = 0x07,
+					    .writes = 0x01, .fpu = true },
+	[SNPU_KERNEL_RELU_BWD_F32]	= { .nargs = 3, .buffers = 0x07,
+					    .writes = 0x01, .fpu = true },
+	[SNPU_KERNEL_SOFTMAX_XENT_F32]	= { .nargs = 6, .buffers = 0x0f,
+					    .writes = 0x03, .fpu = true },
+	[SNPU_KERNEL_COLSUM_F32]	= { .nargs = 3, .buffers = 0x03,
+					    .writes = 0x01, .fpu = true },
+	[SNPU_KERNEL_ARGMAX_F32]	= { .nargs = 3, .buffers = 0x03,
+					    .writes = 0x01, .fpu = true },
+	[SNPU_KERNEL_COUNT_EQ_I32]	= { .nargs = 3, .buffers = 0x07,
+					    .writes = 0x01 },
+	[SNPU_KERNEL_AFFINE_F32]	= { .nargs = 4, .buffers = 0x03,
+					    .writes = 0x01, .fpu = true },
 };
 
 /* ceil(n / d) for d > 0, without a 64-bit division helper on 32-bit. */
@@ -87,11 +112,64 @@ static __u64 snpu_div_rem(__u64 n, __u32 d, __u32 *rem)
 #endif
 }
 
+/*
+ * n / d for any d, 0 for d == 0: the units of a launch not yet checked,
+ * whose scalars may be anything.
+ */
+static __u64 snpu_div64(__u64 n, __u64 d)
+{
+	if (!d)
+		return 0;
+#ifdef __KERNEL__
+	return div64_u64(n, d);
+#else
+	return n / d;
+#endif
+}
+
+/* Is a 32-bit scalar dimension in 1..SNPU_GEMM_MAX_DIM? */
+static bool snpu_dim_ok(__u64 v)
+{
+	return v >= 1 && v <= SNPU_GEMM_MAX_DIM;
+}
+
+/*
+ * A buffer of 32-bit elements holding whole rows of @cols columns: its
+ * bytes a multiple of 4, its elements a multiple of @cols (1..65536).
+ * Return: the number of rows, 0 when the buffer breaks the rule.
+ */
+static __u64 snpu_rows(__u64 bytes, __u64 cols)
+{
+	__u32 rem;
+	__u64 rows;
+
+	if (bytes & 3 || !snpu_dim_ok(cols))
+		return 0;
+	rows = snpu_div_rem(bytes / 4, (__u32)cols, &rem);
+	return rem ? 0 : rows;
+}
+
+/* The sizes of the two-operand GEMMs: @a_rows x @a_cols, @b_rows x @b_cols. */
+static int snpu_check_gemm(const struct snpu_kernel_arg *args,
+			   __u64 a_rows, __u64 a_cols,
+			   __u64 b_rows, __u64 b_cols)
+{
+	__u64 m = args[3].value, n = args[4].value, k = args[5].value;
+
+	if (!snpu_dim_ok(m) || !snpu_dim_ok(n) || !snpu_dim_ok(k))
+		return -EINVAL;
+	/* At most 2^34 each: no overflow. */
+	if (args[0].bytes < m * n * 4 || args[1].bytes < a_rows * a_cols * 4 ||
+	    args[2].bytes < b_rows * b_cols * 4)
+		return -EINVAL;
+	return 0;
+}
+
 /* The rules on sizes and scalars of a kernel whose argument list is fine. */
 static int snpu_kernel_check_values(__u32 kernel, __u32 block_dim,
 				    const struct snpu_kernel_arg *args)
 {
-	__u64 m, n, k;
+	__u64 n, rows;
 
 	switch (kernel) {
 	case SNPU_KERNEL_COPY:
@@ -120,18 +198,9 @@ static int snpu_kernel_check_values(__u32 kernel, __u32 block_dim,
 			return -EINVAL;
 		return 0;
 	case SNPU_KERNEL_GEMM_F32:
-		m = args[3].value;
-		n = args[4].value;
-		k = args[5].value;
-		if (m < 1 || m > SNPU_GEMM_MAX_DIM ||
-		    n < 1 || n > SNPU_GEMM_MAX_DIM ||
-		    k < 1 || k > SNPU_GEMM_MAX_DIM)
-			return -EINVAL;
-		/* At most 2^34 each: no overflow. */
-		if (args[0].bytes < m * n * 4 || args[1].bytes < m * k * 4 ||
-		    args[2].bytes < k * n * 4)
-			return -EINVAL;
-		return 0;
+		/* a is [m x k], b is [k x n]. */
+		return snpu_check_gemm(args, args[3].value, args[5].value,
+				       args[5].value, args[4].value);
 	case SNPU_KERNEL_REDUCE_SUM_I32:
 	case SNPU_KERNEL_REDUCE_SUM_F32:
 		if (args[1].bytes & 3 || args[0].bytes < (__u64)block_dim * 4)
@@ -149,33 +218,112 @@ static int snpu_kernel_check_values(__u32 kernel, __u32 block_dim,
 		if (args[0].value < 1 || args[0].value > 4095)
 			return -EINVAL;
 		return 0;
+	case SNPU_KERNEL_GEMM_TN_F32:
+		/* a is [k x m], b is [k x n]. */
+		return snpu_check_gemm(args, args[5].value, args[3].value,
+				       args[5].value, args[4].value);
+	case SNPU_KERNEL_GEMM_NT_F32:
+		/* a is [m x k], b is [n x k]. */
+		return snpu_check_gemm(args, args[3].value, args[5].value,
+				       args[4].value, args[5].value);
+	case SNPU_KERNEL_BIAS_ADD_F32:
+		n = args[3].value;
+		if (!snpu_rows(args[0].bytes, n) ||
+		    args[1].bytes < args[0].bytes || args[2].bytes < n * 4)
+			return -EINVAL;
+		return 0;
+	case SNPU_KERNEL_RELU_BWD_F32:
+		if (args[0].bytes & 3 || args[1].bytes < args[0].bytes ||
+		    args[2].bytes < args[0].bytes)
+			return -EINVAL;
+		return 0;
+	case SNPU_KERNEL_SOFTMAX_XENT_F32:
+		rows = snpu_rows(args[2].bytes, args[4].value);
+		if (!rows || args[5].value >> 32)
+			return -EINVAL;
+		/* rows * ncls * 4 is logits.bytes: no overflow. */
+		if (args[0].bytes < rows * 4 || args[1].bytes < args[2].bytes ||
+		    args[3].bytes < rows * 4)
+			return -EINVAL;
+		return 0;
+	case SNPU_KERNEL_COLSUM_F32:
+		n = args[2].value;
+		if (!snpu_rows(args[1].bytes, n) || args[0].bytes < n * 4)
+			return -EINVAL;
+		return 0;
+	case SNPU_KERNEL_ARGMAX_F32:
+		rows = snpu_rows(args[1].bytes, args[2].value);
+		if (!rows || args[0].bytes < rows * 4)
+			return -EINVAL;
+		return 0;
+	case SNPU_KERNEL_COUNT_EQ_I32:
+		if (args[1].bytes & 3 || args[2].bytes < args[1].bytes ||
+		    args[0].bytes < (__u64)block_dim * 4)
+			return -EINVAL;
+		return 0;
+	case SNPU_KERNEL_AFFINE_F32:
+		if (args[0].bytes & 3 || args[1].bytes < args[0].bytes ||
+		    args[2].value >> 32 || args[3].value >> 32)
+			return -EINVAL;
+		return 0;
 	default:
 		return 0;
 	}
 }
 
-/*
- * Cost of one unit of @kernel, in the units of SNPU_KERNEL_BLOCK_WORK_MAX:
- * k multiply-adds per output element of GEMM_F32 (@k its scalar k), 1 for
- * the other kernels.
- */
-static __u64 snpu_kernel_unit_cost(__u32 kernel, __u64 k)
+/* Does a unit of @kernel cost more than one step (see below)? */
+static bool snpu_kernel_costed(__u32 kernel)
 {
-	return kernel == SNPU_KERNEL_GEMM_F32 ? k : 1;
+	switch (kernel) {
+	case SNPU_KERNEL_GEMM_F32:
+	case SNPU_KERNEL_GEMM_TN_F32:
+	case SNPU_KERNEL_GEMM_NT_F32:
+	case SNPU_KERNEL_SOFTMAX_XENT_F32:
+	case SNPU_KERNEL_ARGMAX_F32:
+	case SNPU_KERNEL_COLSUM_F32:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/*
+ * Cost of one unit of a launch, in the units of SNPU_KERNEL_BLOCK_WORK_MAX:
+ * k multiply-adds per output element of the GEMMs, ncls per row of
+ * SOFTMAX_XENT and ARGMAX, rows per column of COLSUM, 1 for the other
+ * kernels. Only the scalars and bytes of @l are read.
+ */
+static __u64 snpu_kernel_unit_cost(const struct snpu_klaunch *l)
+{
+	switch (l->kernel) {
+	case SNPU_KERNEL_GEMM_F32:
+	case SNPU_KERNEL_GEMM_TN_F32:
+	case SNPU_KERNEL_GEMM_NT_F32:
+		return l->scalar[5];
+	case SNPU_KERNEL_SOFTMAX_XENT_F32:
+		return l->scalar[4];
+	case SNPU_KERNEL_ARGMAX_F32:
+		return l->scalar[2];
+	case SNPU_KERNEL_COLSUM_F32:
+		return snpu_div64(l->bytes[1] / 4, l->scalar[2]);
+	default:
+		return 1;
+	}
 }
 
 /*
  * The work of the largest block of a launch whose arguments are otherwise
- * valid: ceil(units / block_dim) * cost per unit. Computed from the
- * arguments alone, as snpu_kernel_units() computes it from the resolved
- * launch. No overflow: at most 2^32 units of GEMM_F32 cost at most 2^16
- * each, the others cost 1.
+ * valid: ceil(units / block_dim) * cost per unit, computed from the
+ * arguments alone, as snpu_kernel_units() computes the units from the
+ * resolved launch. Saturates at U64_MAX: COLSUM's cost (its rows) has no
+ * bound of its own; the other products are at most 2^32 * 2^16.
  */
 static __u64 snpu_kernel_block_work(__u32 kernel, __u32 block_dim,
 				    const struct snpu_kernel_arg *args)
 {
 	struct snpu_klaunch l = { .kernel = kernel, .block_dim = block_dim };
 	const struct snpu_kernel_desc *d = &snpu_kernel_descs[kernel];
+	__u64 slice, cost;
 	unsigned int i;
 
 	for (i = 0; i < d->nargs; i++) {
@@ -184,8 +332,11 @@ static __u64 snpu_kernel_block_work(__u32 kernel, __u32 block_dim,
 		else
 			l.scalar[i] = args[i].value;
 	}
-	return snpu_div_round_up(snpu_kernel_units(&l), block_dim) *
-	       snpu_kernel_unit_cost(kernel, l.scalar[5]);
+	slice = snpu_div_round_up(snpu_kernel_units(&l), block_dim);
+	cost = snpu_kernel_unit_cost(&l);
+	if (cost && slice > ~0ULL / cost)
+		return ~0ULL;
+	return slice * cost;
 }
 
 /**
@@ -198,9 +349,10 @@ static __u64 snpu_kernel_block_work(__u32 kernel, __u32 block_dim,
  * are buffers (bytes > 0) and which scalars (bytes 0), that unused ones
  * are zero, the sizes of the buffers against each other and the ranges of
  * the scalars, and that no block works more than SNPU_KERNEL_BLOCK_WORK_MAX
- * (its slice of the units times the cost of a unit, k for GEMM_F32, else
- * 1). Never dereferences an address: whether the buffers exist is for the
- * caller to check.
+ * (its slice of the units times the cost of a unit: k for the GEMMs, ncls
+ * for SOFTMAX_XENT and ARGMAX, rows for COLSUM, else 1). Never
+ * dereferences an address: whether the buffers exist is for the caller to
+ * check.
  *
  * Return: 0 when the launch is valid, -EINVAL otherwise.
  */
@@ -272,6 +424,20 @@ __u32 snpu_kernel_words(__u32 kernel)
 }
 
 /**
+ * snpu_kernel_writes() - which buffers a kernel writes
+ * @kernel: SNPU_KERNEL_*
+ *
+ * Return: bit i set when the kernel writes buffer argument i (it may read
+ * it too); the other buffers are only read. 0 for an unknown kernel.
+ */
+__u32 snpu_kernel_writes(__u32 kernel)
+{
+	if (kernel >= SNPU_KERNEL_COUNT)
+		return 0;
+	return snpu_kernel_descs[kernel].writes;
+}
+
+/**
  * snpu_kernel_buffers() - which arguments of a kernel are buffers
  * @kernel: SNPU_KERNEL_*
  *
@@ -304,8 +470,9 @@ bool snpu_kernel_uses_fpu(__u32 kernel)
  * @l: a launch snpu_kernel_check() accepted
  *
  * Units are bytes of the source for COPY and CRC32C, elements of the
- * output for FILL, ADD, MUL, AXPY, RELU and GEMM (m * n), elements of the
- * input for REDUCE_SUM.
+ * output for FILL, ADD, MUL, AXPY, RELU, the GEMMs (m * n), BIAS_ADD,
+ * RELU_BWD and AFFINE, elements of the input for REDUCE_SUM and COUNT_EQ,
+ * rows of the input for SOFTMAX_XENT and ARGMAX, columns for COLSUM.
  *
  * Return: the number of units, 0 for NOP, SPIN, FAIL and unknown kernels.
  */
@@ -322,12 +489,24 @@ __u64 snpu_kernel_units(const struct snpu_klaunch *l)
 	case SNPU_KERNEL_MUL_F32:
 	case SNPU_KERNEL_AXPY_F32:
 	case SNPU_KERNEL_RELU_F32:
+	case SNPU_KERNEL_BIAS_ADD_F32:
+	case SNPU_KERNEL_RELU_BWD_F32:
+	case SNPU_KERNEL_AFFINE_F32:
 		return l->bytes[0] / 4;
 	case SNPU_KERNEL_GEMM_F32:
+	case SNPU_KERNEL_GEMM_TN_F32:
+	case SNPU_KERNEL_GEMM_NT_F32:
 		return l->scalar[3] * l->scalar[4];
 	case SNPU_KERNEL_REDUCE_SUM_I32:
 	case SNPU_KERNEL_REDUCE_SUM_F32:
+	case SNPU_KERNEL_COUNT_EQ_I32:
 		return l->bytes[1] / 4;
+	case SNPU_KERNEL_SOFTMAX_XENT_F32:
+		return snpu_div64(l->bytes[2] / 4, l->scalar[4]);
+	case SNPU_KERNEL_ARGMAX_F32:
+		return snpu_div64(l->bytes[1] / 4, l->scalar[2]);
+	case SNPU_KERNEL_COLSUM_F32:
+		return l->scalar[2];
 	default:
 		return 0;
 	}
@@ -454,9 +633,9 @@ __u32 snpu_crc32c(__u32 crc, const void *buf, __u64 len)
 }
 
 /* The int and byte kernels of one chunk; f32 ones go to kernels_f32.c. */
-static void snpu_kernel_run_chunk(const struct snpu_klaunch *l, __u32 block,
-				  __u64 slice_begin, __u64 slice_end,
-				  __u64 begin, __u64 end)
+static int snpu_kernel_run_chunk(const struct snpu_klaunch *l, __u32 block,
+				 __u64 slice_begin, __u64 slice_end,
+				 __u64 begin, __u64 end)
 {
 	__u32 *u32buf = l->buf[0];
 	const __u32 *x = l->buf[1];
@@ -464,6 +643,7 @@ static void snpu_kernel_run_chunk(const struct snpu_klaunch *l, __u32 block,
 	__u64 i;
 	__u32 row_rem, sum;
 	__u64 row;
+	__u32 n;
 
 	switch (l->kernel) {
 	case SNPU_KERNEL_COPY:
@@ -522,7 +702,54 @@ static void snpu_kernel_run_chunk(const struct snpu_klaunch *l, __u32 block,
 		if (end == slice_end)
 			u32buf[block] ^= ~0U;
 		break;
+	case SNPU_KERNEL_GEMM_TN_F32:
+	case SNPU_KERNEL_GEMM_NT_F32:
+		n = (__u32)l->scalar[4];
+		row = snpu_div_rem(begin, n, &row_rem);
+		if (l->kernel == SNPU_KERNEL_GEMM_TN_F32)
+			snpu_f32_gemm_tn(l->buf[0], l->buf[1], l->buf[2],
+					 (__u32)l->scalar[3], n,
+					 (__u32)l->scalar[5], row, row_rem,
+					 end - begin);
+		else
+			snpu_f32_gemm_nt(l->buf[0], l->buf[1], l->buf[2], n,
+					 (__u32)l->scalar[5], row, row_rem,
+					 end - begin);
+		break;
+	case SNPU_KERNEL_BIAS_ADD_F32:
+		n = (__u32)l->scalar[3];
+		snpu_div_rem(begin, n, &row_rem);
+		snpu_f32_bias_add(l->buf[0], l->buf[1], l->buf[2], n, row_rem,
+				  begin, end);
+		break;
+	case SNPU_KERNEL_RELU_BWD_F32:
+		snpu_f32_relu_bwd(l->buf[0], l->buf[1], l->buf[2], begin, end);
+		break;
+	case SNPU_KERNEL_SOFTMAX_XENT_F32:
+		return snpu_f32_softmax_xent(l->buf[0], l->buf[1], l->buf[2],
+					     l->buf[3], (__u32)l->scalar[4],
+					     (__u32)l->scalar[5], begin, end);
+	case SNPU_KERNEL_COLSUM_F32:
+		n = (__u32)l->scalar[2];
+		snpu_f32_colsum(l->buf[0], l->buf[1], n,
+				snpu_kernel_unit_cost(l), begin, end);
+		break;
+	case SNPU_KERNEL_ARGMAX_F32:
+		snpu_f32_argmax(l->buf[0], l->buf[1], (__u32)l->scalar[2],
+				begin, end);
+		break;
+	case SNPU_KERNEL_COUNT_EQ_I32:
+		sum = begin == slice_begin ? 0 : u32buf[block];
+		for (i = begin; i < end; i++)
+			sum += x[i] == y[i];
+		u32buf[block] = sum;
+		break;
+	case SNPU_KERNEL_AFFINE_F32:
+		snpu_f32_affine(l->buf[0], l->buf[1], (__u32)l->scalar[2],
+				(__u32)l->scalar[3], begin, end);
+		break;
 	}
+	return 0;
 }
 
 /**
@@ -536,17 +763,20 @@ static void snpu_kernel_run_chunk(const struct snpu_klaunch *l, __u32 block,
  *
  * Computes units [@begin, @end). A slice is covered exactly once by calls
  * in increasing order, each starting where the previous ended (the call
- * that ends at @slice_end is the last one); REDUCE_SUM and CRC32C
- * carry their running value in out[@block] from one call to the next, so
- * the first call (@begin == @slice_begin) starts it and, for CRC32C, the
- * last (@end == @slice_end) finishes it. An empty slice takes one call
- * with @begin == @end, which writes the sum or crc of nothing, 0, for
- * REDUCE_SUM and CRC32C and does nothing for the other kernels. f32
- * kernels (snpu_kernel_uses_fpu()) must be called with the FPU held. NOP,
- * SPIN and FAIL compute nothing: the caller carries them out.
+ * that ends at @slice_end is the last one); REDUCE_SUM, COUNT_EQ and
+ * CRC32C carry their running value in out[@block] from one call to the
+ * next, so the first call (@begin == @slice_begin) starts it and, for
+ * CRC32C, the last (@end == @slice_end) finishes it. An empty slice takes
+ * one call with @begin == @end, which writes the sum, count or crc of
+ * nothing, 0, for REDUCE_SUM, COUNT_EQ and CRC32C and does nothing for the
+ * other kernels. f32 kernels (snpu_kernel_uses_fpu()) must be called with
+ * the FPU held. NOP, SPIN and FAIL compute nothing: the caller carries
+ * them out.
  *
- * Return: 0, or -EINVAL for an unknown kernel, a block out of range or a
- * chunk outside its slice or the launch's units.
+ * Return: 0; -EINVAL for an unknown kernel, a block out of range or a
+ * chunk outside its slice or the launch's units; -EDOM when a row of
+ * SOFTMAX_XENT has a label outside [0, ncls) (the rows before it in the
+ * chunk are done, it and the ones after are not).
  */
 int snpu_kernel_run(const struct snpu_klaunch *l, __u32 block,
 		    __u64 slice_begin, __u64 slice_end,
@@ -565,8 +795,8 @@ int snpu_kernel_run(const struct snpu_klaunch *l, __u32 block,
 	if (slice_begin > begin || begin > end || end > slice_end ||
 	    slice_end > snpu_kernel_units(l))
 		return -EINVAL;
-	snpu_kernel_run_chunk(l, block, slice_begin, slice_end, begin, end);
-	return 0;
+	return snpu_kernel_run_chunk(l, block, slice_begin, slice_end,
+				     begin, end);
 }
 
 /**
@@ -575,8 +805,9 @@ int snpu_kernel_run(const struct snpu_klaunch *l, __u32 block,
  *
  * A chunk is the work done between checks for cancellation, and for f32
  * kernels inside one FPU section (preemption off): SNPU_KERNEL_CHUNK
- * units, or for GEMM_F32, whose units cost k multiply-adds each, as many
- * units as make SNPU_KERNEL_CHUNK_WORK multiply-adds (at least one).
+ * units, or for the kernels whose units cost more than 1 (the GEMMs,
+ * SOFTMAX_XENT, ARGMAX, COLSUM) as many units as make
+ * SNPU_KERNEL_CHUNK_WORK of their cost (at least one).
  *
  * Return: units per chunk, at least 1.
  */
@@ -584,9 +815,11 @@ __u64 snpu_kernel_chunk(const struct snpu_klaunch *l)
 {
 	__u64 cost;
 
-	if (l->kernel != SNPU_KERNEL_GEMM_F32)
+	if (!snpu_kernel_costed(l->kernel))
 		return SNPU_KERNEL_CHUNK;
-	cost = snpu_kernel_unit_cost(l->kernel, l->scalar[5]);
+	cost = snpu_kernel_unit_cost(l);
+	if (!cost)
+		return 1;
 	return cost >= SNPU_KERNEL_CHUNK_WORK ? 1 :
 	       SNPU_KERNEL_CHUNK_WORK / cost;
 }

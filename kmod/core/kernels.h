@@ -19,7 +19,10 @@
 /* Most units (elements, bytes for COPY and CRC32C) one chunk covers. */
 #define SNPU_KERNEL_CHUNK	4096
 
-/* Most multiply-adds of one GEMM_F32 chunk. */
+/*
+ * Most work of one chunk of a kernel whose units cost more than 1: the
+ * multiply-adds of a GEMM, the elements of SOFTMAX_XENT, ARGMAX, COLSUM.
+ */
 #define SNPU_KERNEL_CHUNK_WORK	65536
 
 /*
@@ -49,6 +52,7 @@ int snpu_kernel_check(__u32 kernel, __u32 block_dim,
 bool snpu_kernel_is_buffer(__u32 kernel, unsigned int arg);
 __u32 snpu_kernel_buffers(__u32 kernel);
 __u32 snpu_kernel_words(__u32 kernel);
+__u32 snpu_kernel_writes(__u32 kernel);
 bool snpu_kernel_uses_fpu(__u32 kernel);
 __u64 snpu_kernel_units(const struct snpu_klaunch *l);
 void snpu_kernel_slice(const struct snpu_klaunch *l, __u32 block,

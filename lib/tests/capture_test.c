@@ -208,6 +208,30 @@ TEST_F(rec, fanin_sorted)
 			EXPECT_LT(self->r.fanin[e], i);
 }
 
+/*
+ * SOFTMAX_XENT_F32 writes its loss and its dlogits (arguments 0 and 1):
+ * a later reader of dlogits follows it, a later reader of the logits
+ * (only read) does not.
+ */
+TEST_F(rec, softmax_xent_writes_dlogits)
+{
+	struct snpu_kernel_arg args[6] = {
+		snpu_arg_buf(A, 64), snpu_arg_buf(B, 640),
+		snpu_arg_buf(C, 640), snpu_arg_buf(D, 64),
+		snpu_arg_u64(10), snpu_arg_f32(1.0f),
+	};
+	struct snpu_task t;
+
+	snpu_prep_launch(&t, S, SNPU_KERNEL_SOFTMAX_XENT_F32, 2, args, 6);
+	ASSERT_EQ(0, add(&self->r, t));				/* 0 */
+	ASSERT_EQ(0, add(&self->r, d2d(D + N, B, 640)));	/* 1: dlogits */
+	ASSERT_EQ(0, add(&self->r, d2d(D + 2 * N, C, 640)));	/* 2: logits */
+	ASSERT_EQ(0, add(&self->r, d2d(D + 3 * N, A, 64)));	/* 3: loss */
+	EXPECT_EQ(1U << 0, preds(&self->r, 1));
+	EXPECT_EQ(0U, preds(&self->r, 2));
+	EXPECT_EQ(1U << 0, preds(&self->r, 3));
+}
+
 /* Scalars and the kernel's own arguments: only buffers make edges. */
 TEST_F(rec, scalars_make_no_edge)
 {

@@ -1727,7 +1727,9 @@ static void task_cap(struct snpu_task *tk)
 	if (tk->launch.kernel == SNPU_KERNEL_SPIN && !g[0].bytes &&
 	    g[0].value > SPIN_MAX_NS && g[0].value <= 10000000000ULL)
 		g[0].value %= SPIN_MAX_NS;
-	if (tk->launch.kernel == SNPU_KERNEL_GEMM_F32 && !g[3].bytes &&
+	if ((tk->launch.kernel == SNPU_KERNEL_GEMM_F32 ||
+	     tk->launch.kernel == SNPU_KERNEL_GEMM_TN_F32 ||
+	     tk->launch.kernel == SNPU_KERNEL_GEMM_NT_F32) && !g[3].bytes &&
 	    !g[4].bytes && !g[5].bytes && g[3].value && g[4].value &&
 	    g[5].value && g[3].value <= 65536 && g[4].value <= 65536 &&
 	    g[5].value <= 65536) {
@@ -1832,6 +1834,8 @@ static void launch_args(struct fzt *t, struct rng *r, int c,
 			g[2].value = pct(r, 90) ? 0x3f800000 : rnd(r);
 		break;
 	case SNPU_KERNEL_GEMM_F32:
+	case SNPU_KERNEL_GEMM_TN_F32:	/* a k x m, b k x n: the same sizes */
+	case SNPU_KERNEL_GEMM_NT_F32:	/* a m x k, b n x k */
 		m = 1 + rn(r, 16);
 		n = 1 + rn(r, 16);
 		kk = 1 + rn(r, 16);
@@ -1867,6 +1871,69 @@ static void launch_args(struct fzt *t, struct rng *r, int c,
 	case SNPU_KERNEL_FAIL:
 		g[0].value = pct(r, 90) ? 1 + rn(r, 4095) :
 			boundary64(r, 4095);
+		break;
+	case SNPU_KERNEL_BIAS_ADD_F32:
+	case SNPU_KERNEL_RELU_BWD_F32:
+	case SNPU_KERNEL_AFFINE_F32:
+		/* y, then x (and bias, or y of the ReLU) at least as large. */
+		pick_range(t, r, c, true, maxlen, &g[0].value, &g[0].bytes);
+		for (i = 1; i < (kern == SNPU_KERNEL_AFFINE_F32 ? 2U : 3U);
+		     i++) {
+			pick_range(t, r, c, true, maxlen, &g[i].value, &a0);
+			if (t->clean)
+				g[0].bytes = min64(g[0].bytes, a0);
+			g[i].bytes = a0 >= g[0].bytes || pct(r, 10) ? a0 :
+				g[0].bytes;
+		}
+		if (kern == SNPU_KERNEL_AFFINE_F32) {
+			g[2].value = pct(r, 90) ? 0x3b808081 : rnd(r);
+			g[3].value = pct(r, 90) ? 0xbf000000 : rnd(r);
+		} else if (kern == SNPU_KERNEL_BIAS_ADD_F32) {
+			/* n divides y's elements and fits the bias. */
+			n = 1 + rn(r, 16);
+			while ((t->clean || pct(r, 85)) && n > 1 &&
+			       ((g[0].bytes / 4) % n || g[2].bytes < 4 * n))
+				n--;
+			g[3].value = n;
+		}
+		break;
+	case SNPU_KERNEL_SOFTMAX_XENT_F32:
+		/* Rows of ncls logits; loss, labels one per row. */
+		n = 1 + rn(r, 16);
+		pick_range(t, r, c, true, maxlen, &g[2].value, &g[2].bytes);
+		while ((t->clean || pct(r, 85)) && n > 1 &&
+		       (g[2].bytes / 4) % n)
+			n--;
+		pick_range(t, r, c, true, maxlen, &g[1].value, &g[1].bytes);
+		if (t->clean)
+			g[2].bytes = min64(g[2].bytes, g[1].bytes / (4 * n) *
+					   (4 * n)) ?: g[2].bytes;
+		pick_range(t, r, c, true, maxlen, &g[0].value, &g[0].bytes);
+		pick_range(t, r, c, true, maxlen, &g[3].value, &g[3].bytes);
+		g[4].value = n;
+		g[5].value = pct(r, 90) ? 0x3d000000 : rnd(r);
+		break;
+	case SNPU_KERNEL_COLSUM_F32:
+	case SNPU_KERNEL_ARGMAX_F32:
+		/* in of rows x n, out of n columns or of rows. */
+		n = 1 + rn(r, 16);
+		pick_range(t, r, c, true, maxlen, &g[1].value, &g[1].bytes);
+		while ((t->clean || pct(r, 85)) && n > 1 &&
+		       (g[1].bytes / 4) % n)
+			n--;
+		pick_range(t, r, c, true, maxlen, &g[0].value, &g[0].bytes);
+		g[2].value = n;
+		break;
+	case SNPU_KERNEL_COUNT_EQ_I32:
+		/* out per block, a, b at least as large as a. */
+		pick_range(t, r, c, true, maxlen, &g[0].value, &g[0].bytes);
+		if ((t->clean || pct(r, 85)) && g[0].bytes < 4ULL * bd)
+			tk->launch.block_dim = bd = g[0].bytes / 4 ?: 1;
+		pick_range(t, r, c, true, maxlen, &g[1].value, &g[1].bytes);
+		pick_range(t, r, c, true, maxlen, &g[2].value, &a0);
+		if (t->clean)
+			g[1].bytes = min64(g[1].bytes, a0);
+		g[2].bytes = a0 >= g[1].bytes || pct(r, 10) ? a0 : g[1].bytes;
 		break;
 	default:
 		break;
@@ -2045,8 +2112,16 @@ static void gen_task(struct fzt *t, struct rng *r, int c,
 			(uint32_t)boundary64(r, SNPU_KERNEL_COUNT);
 		tk->launch.block_dim = pick_blocks(r);
 		if (t->clean) {
-			/* Few failures: they would leave the streams in error. */
-			tk->launch.kernel = rn(r, SNPU_KERNEL_FAIL);
+			/*
+			 * Few failures: they would leave the streams in error.
+			 * Not SOFTMAX_XENT, whose labels are whatever the
+			 * memory holds (EDOM at run time).
+			 */
+			tk->launch.kernel = rn(r, SNPU_KERNEL_COUNT - 3);
+			if (tk->launch.kernel >= SNPU_KERNEL_SPIN)
+				tk->launch.kernel += 2;
+			if (tk->launch.kernel >= SNPU_KERNEL_SOFTMAX_XENT_F32)
+				tk->launch.kernel++;
 			if (pct(r, 3))
 				tk->launch.kernel = SNPU_KERNEL_FAIL;
 			tk->launch.block_dim = 1 + rn(r, 4);

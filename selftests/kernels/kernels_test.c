@@ -887,6 +887,572 @@ TEST_F(one, fail_stream_error_is_first_block_error)
 
 /* ---- launches refused at SUBMIT ---------------------------------------- */
 
+/*
+ * ---- the kernels for training (ABI 0.8) -------------------------------
+ *
+ * Each against a reference written here, for block_dim 1, 3 and 64 (and
+ * more blocks than units): GEMM_TN/NT, BIAS_ADD, RELU_BWD, COLSUM,
+ * ARGMAX, COUNT_EQ and AFFINE bit for bit. SOFTMAX_XENT uses the driver's
+ * own exp and log: its results are checked against libm in double within
+ * a tolerance, and bit for bit between block counts.
+ */
+
+FIXTURE(train) {
+	int fd;
+	uint32_t s;
+};
+
+FIXTURE_SETUP(train)
+{
+	self->fd = snpu_open_dev();
+	ASSERT_GE(self->fd, 0) TH_LOG("open " SNPU_TEST_DEV ": %s",
+				      strerror(-self->fd));
+	ASSERT_EQ(0, snpu_stream_create(self->fd, 0, &self->s));
+}
+
+FIXTURE_TEARDOWN(train)
+{
+	if (self->fd >= 0)
+		close(self->fd);
+}
+
+static const uint32_t train_nbs[] = { 1, 3, 64 };
+
+/* Finite values of moderate size: for the GEMMs and softmax. */
+static void fill_finite(float *f, size_t n, uint64_t seed, float scale)
+{
+	uint64_t st = seed | 1;
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		f[i] = ((float)(int64_t)(snpu_rand(&st) % 2001) - 1000.0f) /
+		       1000.0f * scale;
+}
+
+static void gemm2_check(struct __test_metadata *_metadata, int fd,
+			uint32_t s, uint32_t kernel, uint32_t m, uint32_t n,
+			uint32_t k, uint32_t nb)
+{
+	float *a = malloc((size_t)m * k * 4), *b = malloc((size_t)k * n * 4);
+	uint32_t *c = malloc((size_t)m * n * 4);
+	uint64_t da, db, dc;
+	uint32_t r, col, kk, bad = 0;
+
+	ASSERT_NE(NULL, a);
+	ASSERT_NE(NULL, b);
+	ASSERT_NE(NULL, c);
+	fill_finite(a, (size_t)m * k, m * 7 + k, 3.0f);
+	fill_finite(b, (size_t)k * n, n * 13 + k, 2.0f);
+	ASSERT_EQ(0, dbuf(fd, a, (uint64_t)m * k * 4, &da));
+	ASSERT_EQ(0, dbuf(fd, b, (uint64_t)k * n * 4, &db));
+	ASSERT_EQ(0, dbuf(fd, NULL, (uint64_t)m * n * 4, &dc));
+	struct snpu_task t = snpu_t_launch(s, kernel, nb);
+
+	snpu_t_buf(&t, 0, dc, (uint64_t)m * n * 4);
+	snpu_t_buf(&t, 1, da, (uint64_t)m * k * 4);
+	snpu_t_buf(&t, 2, db, (uint64_t)k * n * 4);
+	snpu_t_scalar(&t, 3, m);
+	snpu_t_scalar(&t, 4, n);
+	snpu_t_scalar(&t, 5, k);
+	ASSERT_EQ(0, run(fd, s, t));
+	ASSERT_EQ(0, dread(fd, dc, c, (uint64_t)m * n * 4));
+	for (r = 0; r < m && !bad; r++) {
+		for (col = 0; col < n; col++) {
+			float acc = 0.0f;
+
+			/* TN: a is k x m; NT: b is n x k. */
+			for (kk = 0; kk < k; kk++)
+				acc += kernel == SNPU_KERNEL_GEMM_TN_F32 ?
+				       a[kk * m + r] * b[kk * n + col] :
+				       a[r * k + kk] * b[col * k + kk];
+			if (c[r * n + col] != f2u(acc)) {
+				TH_LOG("kernel %u %ux%ux%u blocks %u: c[%u][%u] got %a want %a",
+				       kernel, m, n, k, nb, r, col,
+				       u2f(c[r * n + col]), acc);
+				bad = 1;
+				break;
+			}
+		}
+	}
+	EXPECT_EQ(0U, bad);
+	ASSERT_EQ(0, snpu_free(fd, da));
+	ASSERT_EQ(0, snpu_free(fd, db));
+	ASSERT_EQ(0, snpu_free(fd, dc));
+	free(a);
+	free(b);
+	free(c);
+}
+
+static const uint32_t gemm2_shapes[][3] = {
+	{ 17, 33, 9 }, { 64, 10, 128 }, { 10, 64, 32 }, { 1, 40, 3 },
+	{ 40, 1, 300 },
+};
+
+TEST_F(train, gemm_tn_f32)
+{
+	unsigned int i, j;
+
+	for (i = 0; i < ARRAY_SIZE(gemm2_shapes); i++)
+		for (j = 0; j < ARRAY_SIZE(train_nbs); j++)
+			gemm2_check(_metadata, self->fd, self->s,
+				    SNPU_KERNEL_GEMM_TN_F32, gemm2_shapes[i][0],
+				    gemm2_shapes[i][1], gemm2_shapes[i][2],
+				    train_nbs[j]);
+	/* More blocks than elements of c. */
+	gemm2_check(_metadata, self->fd, self->s, SNPU_KERNEL_GEMM_TN_F32,
+		    3, 5, 7, 600);
+}
+
+TEST_F(train, gemm_nt_f32)
+{
+	unsigned int i, j;
+
+	for (i = 0; i < ARRAY_SIZE(gemm2_shapes); i++)
+		for (j = 0; j < ARRAY_SIZE(train_nbs); j++)
+			gemm2_check(_metadata, self->fd, self->s,
+				    SNPU_KERNEL_GEMM_NT_F32, gemm2_shapes[i][0],
+				    gemm2_shapes[i][1], gemm2_shapes[i][2],
+				    train_nbs[j]);
+	gemm2_check(_metadata, self->fd, self->s, SNPU_KERNEL_GEMM_NT_F32,
+		    3, 5, 7, 600);
+}
+
+TEST_F(train, bias_add_f32)
+{
+	static const uint32_t shapes[][2] = {	/* rows, n */
+		{ 1000, 10 }, { 3, 5000 }, { 7, 1 }, { 1, 128 },
+	};
+	unsigned int i, j;
+	size_t e;
+
+	for (i = 0; i < ARRAY_SIZE(shapes); i++) {
+		size_t cnt = (size_t)shapes[i][0] * shapes[i][1];
+		uint32_t n = shapes[i][1];
+		float *x = malloc(cnt * 4), *bias = malloc(n * 4);
+		uint32_t *y = malloc(cnt * 4);
+		uint64_t dx, dbias, dy;
+
+		ASSERT_NE(NULL, x);
+		ASSERT_NE(NULL, bias);
+		ASSERT_NE(NULL, y);
+		fill_f32(x, cnt, cnt);
+		fill_f32(bias, n, n + 1);
+		ASSERT_EQ(0, dbuf(self->fd, x, cnt * 4, &dx));
+		ASSERT_EQ(0, dbuf(self->fd, bias, n * 4, &dbias));
+		for (j = 0; j < ARRAY_SIZE(train_nbs); j++) {
+			ASSERT_EQ(0, dbuf(self->fd, NULL, cnt * 4, &dy));
+			struct snpu_task t = snpu_t_launch(self->s,
+				SNPU_KERNEL_BIAS_ADD_F32, train_nbs[j]);
+
+			snpu_t_buf(&t, 0, dy, cnt * 4);
+			snpu_t_buf(&t, 1, dx, cnt * 4);
+			snpu_t_buf(&t, 2, dbias, n * 4);
+			snpu_t_scalar(&t, 3, n);
+			ASSERT_EQ(0, run(self->fd, self->s, t));
+			ASSERT_EQ(0, dread(self->fd, dy, y, cnt * 4));
+			for (e = 0; e < cnt; e++)
+				ASSERT_TRUE(f32_same(f2u(x[e] + bias[e % n]),
+						     y[e]))
+					TH_LOG("%u x %u blocks %u: y[%zu]",
+					       shapes[i][0], n, train_nbs[j], e);
+			ASSERT_EQ(0, snpu_free(self->fd, dy));
+		}
+		ASSERT_EQ(0, snpu_free(self->fd, dx));
+		ASSERT_EQ(0, snpu_free(self->fd, dbias));
+		free(x);
+		free(bias);
+		free(y);
+	}
+}
+
+TEST_F(train, relu_bwd_f32)
+{
+	static const uint32_t nbs[] = { 1, 3, 64, 40000 };
+	const size_t n = 65543;
+	float *dy = malloc(n * 4), *yv = malloc(n * 4);
+	uint32_t *dx = malloc(n * 4);
+	uint64_t ddy, dyv, ddx;
+	unsigned int j;
+	size_t e;
+
+	ASSERT_NE(NULL, dy);
+	ASSERT_NE(NULL, yv);
+	ASSERT_NE(NULL, dx);
+	fill_f32(dy, n, 3);
+	fill_f32(yv, n, 4);
+	for (e = 0; e < n; e++)
+		if (e % 2)
+			yv[e] = -yv[e];
+	ASSERT_EQ(0, dbuf(self->fd, dy, n * 4, &ddy));
+	ASSERT_EQ(0, dbuf(self->fd, yv, n * 4, &dyv));
+	for (j = 0; j < ARRAY_SIZE(nbs); j++) {
+		ASSERT_EQ(0, dbuf(self->fd, NULL, n * 4, &ddx));
+		struct snpu_task t = snpu_t_launch(self->s,
+			SNPU_KERNEL_RELU_BWD_F32, nbs[j]);
+
+		snpu_t_buf(&t, 0, ddx, n * 4);
+		snpu_t_buf(&t, 1, ddy, n * 4);
+		snpu_t_buf(&t, 2, dyv, n * 4);
+		ASSERT_EQ(0, run(self->fd, self->s, t));
+		ASSERT_EQ(0, dread(self->fd, ddx, dx, n * 4));
+		for (e = 0; e < n; e++)
+			ASSERT_TRUE(f32_same(f2u(yv[e] > 0.0f ? dy[e] : 0.0f),
+					     dx[e]))
+				TH_LOG("blocks %u: dx[%zu]", nbs[j], e);
+		ASSERT_EQ(0, snpu_free(self->fd, ddx));
+	}
+	free(dy);
+	free(yv);
+	free(dx);
+}
+
+/*
+ * SOFTMAX_XENT of @rows x @ncls against libm in double: loss within 1e-5
+ * relative (plus 1e-6), each gradient within 1e-6 * scale; and the same
+ * bits for every block count.
+ */
+static void softmax_check(struct __test_metadata *_metadata, int fd,
+			  uint32_t s, uint32_t rows, uint32_t ncls,
+			  float spread)
+{
+	size_t cnt = (size_t)rows * ncls;
+	const float scale = 1.0f / 64.0f;
+	float *x = malloc(cnt * 4), *d = malloc(cnt * 4);
+	float *loss = malloc(rows * 4), *d0 = malloc(cnt * 4);
+	float *loss0 = malloc(rows * 4);
+	int32_t *lab = malloc(rows * 4);
+	uint64_t dx, dd, dl, dlab, st = rows * 31 + ncls;
+	uint32_t r, c;
+	unsigned int j;
+
+	ASSERT_NE(NULL, x);
+	ASSERT_NE(NULL, d);
+	ASSERT_NE(NULL, loss);
+	ASSERT_NE(NULL, d0);
+	ASSERT_NE(NULL, loss0);
+	ASSERT_NE(NULL, lab);
+	fill_finite(x, cnt, cnt + 5, spread);
+	for (r = 0; r < rows; r++)
+		lab[r] = (int32_t)(snpu_rand(&st) % ncls);
+	ASSERT_EQ(0, dbuf(fd, x, cnt * 4, &dx));
+	ASSERT_EQ(0, dbuf(fd, lab, rows * 4, &dlab));
+	for (j = 0; j < ARRAY_SIZE(train_nbs); j++) {
+		ASSERT_EQ(0, dbuf(fd, NULL, cnt * 4, &dd));
+		ASSERT_EQ(0, dbuf(fd, NULL, rows * 4, &dl));
+		struct snpu_task t = snpu_t_launch(s,
+			SNPU_KERNEL_SOFTMAX_XENT_F32, train_nbs[j]);
+
+		snpu_t_buf(&t, 0, dl, rows * 4);
+		snpu_t_buf(&t, 1, dd, cnt * 4);
+		snpu_t_buf(&t, 2, dx, cnt * 4);
+		snpu_t_buf(&t, 3, dlab, rows * 4);
+		snpu_t_scalar(&t, 4, ncls);
+		snpu_t_scalar(&t, 5, f2u(scale));
+		ASSERT_EQ(0, run(fd, s, t));
+		ASSERT_EQ(0, dread(fd, dl, loss, rows * 4));
+		ASSERT_EQ(0, dread(fd, dd, d, cnt * 4));
+		ASSERT_EQ(0, snpu_free(fd, dd));
+		ASSERT_EQ(0, snpu_free(fd, dl));
+		if (j) {
+			EXPECT_EQ(0, memcmp(loss0, loss, rows * 4))
+				TH_LOG("loss differs at %u blocks", train_nbs[j]);
+			EXPECT_EQ(0, memcmp(d0, d, cnt * 4))
+				TH_LOG("dlogits differ at %u blocks",
+				       train_nbs[j]);
+			continue;
+		}
+		memcpy(loss0, loss, rows * 4);
+		memcpy(d0, d, cnt * 4);
+		for (r = 0; r < rows; r++) {
+			const float *xr = x + (size_t)r * ncls;
+			double mx = xr[0], sum = 0.0, l;
+
+			for (c = 1; c < ncls; c++)
+				mx = xr[c] > mx ? xr[c] : mx;
+			for (c = 0; c < ncls; c++)
+				sum += exp((double)xr[c] - mx);
+			l = log(sum) - ((double)xr[lab[r]] - mx);
+			ASSERT_LE(fabs(l - loss[r]), 1e-5 * fabs(l) + 1e-6)
+				TH_LOG("%u x %u: loss[%u] %a, libm %a", rows,
+				       ncls, r, loss[r], l);
+			for (c = 0; c < ncls; c++) {
+				double g = (exp((double)xr[c] - mx) / sum -
+					    (c == (uint32_t)lab[r])) * scale;
+
+				ASSERT_LE(fabs(g - d[(size_t)r * ncls + c]),
+					  1e-6 * scale)
+					TH_LOG("%u x %u: d[%u][%u]", rows, ncls,
+					       r, c);
+			}
+		}
+	}
+	ASSERT_EQ(0, snpu_free(fd, dx));
+	ASSERT_EQ(0, snpu_free(fd, dlab));
+	free(x);
+	free(d);
+	free(loss);
+	free(d0);
+	free(loss0);
+	free(lab);
+}
+
+TEST_F(train, softmax_xent_f32)
+{
+	softmax_check(_metadata, self->fd, self->s, 64, 10, 8.0f);
+	softmax_check(_metadata, self->fd, self->s, 300, 10, 40.0f);
+	softmax_check(_metadata, self->fd, self->s, 3, 1000, 20.0f);
+	softmax_check(_metadata, self->fd, self->s, 5, 1, 5.0f);
+}
+
+/*
+ * A label outside [0, ncls) fails the task at run time with EDOM (the
+ * stream's error); the rows before it, in its block, are written.
+ */
+TEST_F(train, softmax_xent_bad_label_edom)
+{
+	static const int32_t bad[] = { 10, -1, 0x7fffffff };
+	int32_t lab[4] = { 1, 2, 3, 4 };
+	float x[40], loss[4];
+	uint64_t dx, dd, dl, dlab;
+	unsigned int i;
+
+	fill_finite(x, 40, 9, 4.0f);
+	ASSERT_EQ(0, dbuf(self->fd, x, sizeof(x), &dx));
+	ASSERT_EQ(0, dbuf(self->fd, NULL, sizeof(x), &dd));
+	ASSERT_EQ(0, dbuf(self->fd, NULL, sizeof(loss), &dl));
+	for (i = 0; i < ARRAY_SIZE(bad); i++) {
+		lab[2] = bad[i];
+		ASSERT_EQ(0, dbuf(self->fd, lab, sizeof(lab), &dlab));
+		ASSERT_EQ(0, snpu_memset(self->fd, dl, SENTINEL,
+					 sizeof(loss)));
+		struct snpu_task t = snpu_t_launch(self->s,
+			SNPU_KERNEL_SOFTMAX_XENT_F32, 1);
+
+		snpu_t_buf(&t, 0, dl, sizeof(loss));
+		snpu_t_buf(&t, 1, dd, sizeof(x));
+		snpu_t_buf(&t, 2, dx, sizeof(x));
+		snpu_t_buf(&t, 3, dlab, sizeof(lab));
+		snpu_t_scalar(&t, 4, 10);
+		snpu_t_scalar(&t, 5, 0x3f800000);
+		/* Accepted at SUBMIT: labels are data. */
+		EXPECT_EQ(-EDOM, run(self->fd, self->s, t))
+			TH_LOG("label %d", bad[i]);
+		ASSERT_EQ(0, dread(self->fd, dl, loss, sizeof(loss)));
+		EXPECT_NE(0xa5a5a5a5U, f2u(loss[1]));
+		EXPECT_EQ(0xa5a5a5a5U, f2u(loss[2]));
+		EXPECT_EQ(0xa5a5a5a5U, f2u(loss[3]));
+		/* The stream keeps the error until it is reset. */
+		EXPECT_EQ(-EIO, snpu_submit1(self->fd, snpu_t_nop(self->s)));
+		ASSERT_EQ(0, snpu_stream_reset(self->fd, self->s));
+		ASSERT_EQ(0, snpu_free(self->fd, dlab));
+	}
+	/* Good labels again: runs. */
+	lab[2] = 9;
+	ASSERT_EQ(0, dbuf(self->fd, lab, sizeof(lab), &dlab));
+	struct snpu_task t = snpu_t_launch(self->s,
+		SNPU_KERNEL_SOFTMAX_XENT_F32, 4);
+
+	snpu_t_buf(&t, 0, dl, sizeof(loss));
+	snpu_t_buf(&t, 1, dd, sizeof(x));
+	snpu_t_buf(&t, 2, dx, sizeof(x));
+	snpu_t_buf(&t, 3, dlab, sizeof(lab));
+	snpu_t_scalar(&t, 4, 10);
+	snpu_t_scalar(&t, 5, 0x3f800000);
+	EXPECT_EQ(0, run(self->fd, self->s, t));
+}
+
+TEST_F(train, colsum_f32)
+{
+	static const uint32_t shapes[][2] = {	/* rows, n */
+		{ 1000, 10 }, { 2, 5000 }, { 4097, 2 }, { 1, 7 },
+	};
+	unsigned int i, j;
+
+	for (i = 0; i < ARRAY_SIZE(shapes); i++) {
+		uint32_t rows = shapes[i][0], n = shapes[i][1], r, c;
+		size_t cnt = (size_t)rows * n;
+		float *in = malloc(cnt * 4);
+		uint32_t *out = malloc(n * 4);
+		uint64_t din, dout;
+
+		ASSERT_NE(NULL, in);
+		ASSERT_NE(NULL, out);
+		fill_f32(in, cnt, cnt + 11);
+		ASSERT_EQ(0, dbuf(self->fd, in, cnt * 4, &din));
+		for (j = 0; j < ARRAY_SIZE(train_nbs); j++) {
+			ASSERT_EQ(0, dbuf(self->fd, NULL, n * 4, &dout));
+			struct snpu_task t = snpu_t_launch(self->s,
+				SNPU_KERNEL_COLSUM_F32, train_nbs[j]);
+
+			snpu_t_buf(&t, 0, dout, n * 4);
+			snpu_t_buf(&t, 1, din, cnt * 4);
+			snpu_t_scalar(&t, 2, n);
+			ASSERT_EQ(0, run(self->fd, self->s, t));
+			ASSERT_EQ(0, dread(self->fd, dout, out, n * 4));
+			for (c = 0; c < n; c++) {
+				float acc = 0.0f;
+
+				for (r = 0; r < rows; r++)
+					acc += in[(size_t)r * n + c];
+				ASSERT_TRUE(f32_same(f2u(acc), out[c]))
+					TH_LOG("%u x %u blocks %u: out[%u]",
+					       rows, n, train_nbs[j], c);
+			}
+			ASSERT_EQ(0, snpu_free(self->fd, dout));
+		}
+		ASSERT_EQ(0, snpu_free(self->fd, din));
+		free(in);
+		free(out);
+	}
+}
+
+TEST_F(train, argmax_f32)
+{
+	static const uint32_t shapes[][2] = {	/* rows, ncls */
+		{ 1000, 10 }, { 3, 5000 }, { 100, 1 },
+	};
+	unsigned int i, j;
+
+	for (i = 0; i < ARRAY_SIZE(shapes); i++) {
+		uint32_t rows = shapes[i][0], ncls = shapes[i][1], r, c;
+		size_t cnt = (size_t)rows * ncls;
+		float *in = malloc(cnt * 4);
+		uint32_t *out = malloc(rows * 4);
+		uint64_t din, dout, st = cnt;
+
+		ASSERT_NE(NULL, in);
+		ASSERT_NE(NULL, out);
+		/* Few distinct values: ties, which go to the first. */
+		for (r = 0; r < cnt; r++)
+			in[r] = (float)(snpu_rand(&st) % 5);
+		ASSERT_EQ(0, dbuf(self->fd, in, cnt * 4, &din));
+		for (j = 0; j < ARRAY_SIZE(train_nbs); j++) {
+			ASSERT_EQ(0, dbuf(self->fd, NULL, rows * 4, &dout));
+			struct snpu_task t = snpu_t_launch(self->s,
+				SNPU_KERNEL_ARGMAX_F32, train_nbs[j]);
+
+			snpu_t_buf(&t, 0, dout, rows * 4);
+			snpu_t_buf(&t, 1, din, cnt * 4);
+			snpu_t_scalar(&t, 2, ncls);
+			ASSERT_EQ(0, run(self->fd, self->s, t));
+			ASSERT_EQ(0, dread(self->fd, dout, out, rows * 4));
+			for (r = 0; r < rows; r++) {
+				uint32_t best = 0;
+
+				for (c = 1; c < ncls; c++)
+					if (in[(size_t)r * ncls + c] >
+					    in[(size_t)r * ncls + best])
+						best = c;
+				ASSERT_EQ(best, out[r])
+					TH_LOG("%u x %u blocks %u: row %u",
+					       rows, ncls, train_nbs[j], r);
+			}
+			ASSERT_EQ(0, snpu_free(self->fd, dout));
+		}
+		ASSERT_EQ(0, snpu_free(self->fd, din));
+		free(in);
+		free(out);
+	}
+}
+
+TEST_F(train, count_eq_i32)
+{
+	static const uint32_t nbs[] = { 1, 3, 64, 40000 };
+	const uint64_t n = 65543;
+	uint32_t *a = malloc(n * 4), *b = malloc(n * 4);
+	uint32_t *out = malloc(40000 * 4);
+	uint64_t da, db, dout, st = 77, lo, hi, e, total = 0, sum;
+	unsigned int j, blk;
+
+	ASSERT_NE(NULL, a);
+	ASSERT_NE(NULL, b);
+	ASSERT_NE(NULL, out);
+	for (e = 0; e < n; e++) {
+		a[e] = (uint32_t)(snpu_rand(&st) % 10);
+		b[e] = (uint32_t)(snpu_rand(&st) % 10);
+		total += a[e] == b[e];
+	}
+	ASSERT_EQ(0, dbuf(self->fd, a, n * 4, &da));
+	ASSERT_EQ(0, dbuf(self->fd, b, n * 4, &db));
+	for (j = 0; j < ARRAY_SIZE(nbs); j++) {
+		ASSERT_EQ(0, dbuf(self->fd, NULL, nbs[j] * 4ULL, &dout));
+		struct snpu_task t = snpu_t_launch(self->s,
+			SNPU_KERNEL_COUNT_EQ_I32, nbs[j]);
+
+		snpu_t_buf(&t, 0, dout, nbs[j] * 4ULL);
+		snpu_t_buf(&t, 1, da, n * 4);
+		snpu_t_buf(&t, 2, db, n * 4);
+		ASSERT_EQ(0, run(self->fd, self->s, t));
+		ASSERT_EQ(0, dread(self->fd, dout, out, nbs[j] * 4ULL));
+		sum = 0;
+		for (blk = 0; blk < nbs[j]; blk++) {
+			uint32_t want = 0;
+
+			slice(n, nbs[j], blk, &lo, &hi);
+			for (e = lo; e < hi; e++)
+				want += a[e] == b[e];
+			ASSERT_EQ(want, out[blk])
+				TH_LOG("blocks %u: block %u", nbs[j], blk);
+			sum += out[blk];
+		}
+		EXPECT_EQ(total, sum);
+		ASSERT_EQ(0, snpu_free(self->fd, dout));
+	}
+	free(a);
+	free(b);
+	free(out);
+}
+
+TEST_F(train, affine_f32)
+{
+	static const uint32_t coef[][2] = {
+		{ 0x3b808081, 0xbf000000 },	/* 1/255, -0.5 */
+		{ 0xc0490fdb, 0x42f60000 },	/* -pi, 123 */
+		/* 1 + 2^-12 twice: a fused multiply-add would differ. */
+		{ 0x3f800800, 0xbf801000 },
+	};
+	const size_t n = 65543;
+	float *x = malloc(n * 4);
+	uint32_t *y = malloc(n * 4);
+	uint64_t dx, dy;
+	unsigned int c, j;
+	size_t e;
+
+	ASSERT_NE(NULL, x);
+	ASSERT_NE(NULL, y);
+	fill_f32(x, n, 21);
+	x[0] = u2f(0x3f800800);
+	ASSERT_EQ(0, dbuf(self->fd, x, n * 4, &dx));
+	for (c = 0; c < ARRAY_SIZE(coef); c++) {
+		for (j = 0; j < ARRAY_SIZE(train_nbs); j++) {
+			ASSERT_EQ(0, dbuf(self->fd, NULL, n * 4, &dy));
+			struct snpu_task t = snpu_t_launch(self->s,
+				SNPU_KERNEL_AFFINE_F32, train_nbs[j]);
+
+			snpu_t_buf(&t, 0, dy, n * 4);
+			snpu_t_buf(&t, 1, dx, n * 4);
+			snpu_t_scalar(&t, 2, coef[c][0]);
+			snpu_t_scalar(&t, 3, coef[c][1]);
+			ASSERT_EQ(0, run(self->fd, self->s, t));
+			ASSERT_EQ(0, dread(self->fd, dy, y, n * 4));
+			/* The product rounded first: (1 + 2^-12)^2 - (1 + 2^-11). */
+			if (c == 2)
+				EXPECT_EQ(0U, y[0]);
+			for (e = 0; e < n; e++) {
+				float p = u2f(coef[c][0]) * x[e];
+
+				ASSERT_TRUE(f32_same(f2u(p + u2f(coef[c][1])),
+						     y[e]))
+					TH_LOG("coef %u blocks %u: y[%zu]", c,
+					       train_nbs[j], e);
+			}
+			ASSERT_EQ(0, snpu_free(self->fd, dy));
+		}
+	}
+	free(x);
+	free(y);
+}
+
 FIXTURE(bad) {
 	int fd;
 	uint32_t s;
@@ -965,6 +1531,59 @@ static struct snpu_task good(FIXTURE_DATA(bad) *self, uint32_t kernel)
 		break;
 	case SNPU_KERNEL_FAIL:
 		snpu_t_scalar(&t, 0, 1);
+		break;
+	case SNPU_KERNEL_GEMM_TN_F32:	/* 16 x 16 x 16 */
+	case SNPU_KERNEL_GEMM_NT_F32:
+		snpu_t_buf(&t, 0, self->a, 1024);
+		snpu_t_buf(&t, 1, self->b, 1024);
+		snpu_t_buf(&t, 2, self->c, 1024);
+		snpu_t_scalar(&t, 3, 16);
+		snpu_t_scalar(&t, 4, 16);
+		snpu_t_scalar(&t, 5, 16);
+		break;
+	case SNPU_KERNEL_BIAS_ADD_F32:	/* 64 rows of 16 */
+		snpu_t_buf(&t, 0, self->a, 4096);
+		snpu_t_buf(&t, 1, self->b, 4096);
+		snpu_t_buf(&t, 2, self->c, 64);
+		snpu_t_scalar(&t, 3, 16);
+		break;
+	case SNPU_KERNEL_RELU_BWD_F32:
+		snpu_t_buf(&t, 0, self->a, 4096);
+		snpu_t_buf(&t, 1, self->b, 4096);
+		snpu_t_buf(&t, 2, self->c, 4096);
+		break;
+	case SNPU_KERNEL_SOFTMAX_XENT_F32:
+		/*
+		 * 2 rows of 16 classes; the labels in c past what any other
+		 * good launch writes, zero as allocated.
+		 */
+		snpu_t_buf(&t, 0, self->a, 8);
+		snpu_t_buf(&t, 1, self->a + 1024, 128);
+		snpu_t_buf(&t, 2, self->b, 128);
+		snpu_t_buf(&t, 3, self->c + 2048, 8);
+		snpu_t_scalar(&t, 4, 16);
+		snpu_t_scalar(&t, 5, 0x3f800000);
+		break;
+	case SNPU_KERNEL_COLSUM_F32:	/* 64 rows of 16 */
+		snpu_t_buf(&t, 0, self->a, 64);
+		snpu_t_buf(&t, 1, self->b, 4096);
+		snpu_t_scalar(&t, 2, 16);
+		break;
+	case SNPU_KERNEL_ARGMAX_F32:	/* 64 rows of 16 */
+		snpu_t_buf(&t, 0, self->a, 256);
+		snpu_t_buf(&t, 1, self->b, 4096);
+		snpu_t_scalar(&t, 2, 16);
+		break;
+	case SNPU_KERNEL_COUNT_EQ_I32:
+		snpu_t_buf(&t, 0, self->a, 8);
+		snpu_t_buf(&t, 1, self->b, 4096);
+		snpu_t_buf(&t, 2, self->c, 4096);
+		break;
+	case SNPU_KERNEL_AFFINE_F32:
+		snpu_t_buf(&t, 0, self->a, 4096);
+		snpu_t_buf(&t, 1, self->b, 4096);
+		snpu_t_scalar(&t, 2, 0x3f800000);
+		snpu_t_scalar(&t, 3, 0xbf000000);
 		break;
 	}
 	return t;
@@ -1249,6 +1868,181 @@ TEST_F(bad, extent_past_allocation_efault)
 	EXPECT_REFUSED(EFAULT, snpu_t_copy(self->s, SNPU_COPY_D2D, self->a,
 					   self->b + 1, 4096));
 	EXPECT_REFUSED(EFAULT, snpu_t_memset(self->s, self->c + 4000, 0, 97));
+}
+
+/* ---- the kernels for training (ABI 0.8): refused at SUBMIT -------------- */
+
+/* Sizes that break each one's rules: EINVAL, nothing queued. */
+TEST_F(bad, training_sizes_einval)
+{
+	struct snpu_task t;
+
+	t = good(self, SNPU_KERNEL_GEMM_TN_F32);	/* a < k * m * 4 */
+	t.launch.args[1].bytes = 1020;
+	EXPECT_REFUSED(EINVAL, t);
+	t = good(self, SNPU_KERNEL_GEMM_NT_F32);	/* b < n * k * 4 */
+	t.launch.args[2].bytes = 1020;
+	EXPECT_REFUSED(EINVAL, t);
+	t = good(self, SNPU_KERNEL_GEMM_NT_F32);	/* c < m * n * 4 */
+	t.launch.args[0].bytes = 1020;
+	EXPECT_REFUSED(EINVAL, t);
+	t = good(self, SNPU_KERNEL_BIAS_ADD_F32);	/* not whole rows */
+	t.launch.args[0].bytes = 4092;
+	t.launch.args[1].bytes = 4092;
+	EXPECT_REFUSED(EINVAL, t);
+	t = good(self, SNPU_KERNEL_BIAS_ADD_F32);	/* bias < n */
+	t.launch.args[2].bytes = 60;
+	EXPECT_REFUSED(EINVAL, t);
+	t = good(self, SNPU_KERNEL_BIAS_ADD_F32);	/* x < y */
+	t.launch.args[1].bytes = 4092;
+	EXPECT_REFUSED(EINVAL, t);
+	t = good(self, SNPU_KERNEL_RELU_BWD_F32);	/* y < dx */
+	t.launch.args[2].bytes = 4092;
+	EXPECT_REFUSED(EINVAL, t);
+	t = good(self, SNPU_KERNEL_RELU_BWD_F32);	/* not whole floats */
+	t.launch.args[0].bytes = 4094;
+	EXPECT_REFUSED(EINVAL, t);
+	t = good(self, SNPU_KERNEL_SOFTMAX_XENT_F32);	/* not whole rows */
+	t.launch.args[2].bytes = 124;
+	EXPECT_REFUSED(EINVAL, t);
+	t = good(self, SNPU_KERNEL_SOFTMAX_XENT_F32);	/* loss < rows */
+	t.launch.args[0].bytes = 4;
+	EXPECT_REFUSED(EINVAL, t);
+	t = good(self, SNPU_KERNEL_SOFTMAX_XENT_F32);	/* dlogits short */
+	t.launch.args[1].bytes = 124;
+	EXPECT_REFUSED(EINVAL, t);
+	t = good(self, SNPU_KERNEL_SOFTMAX_XENT_F32);	/* labels < rows */
+	t.launch.args[3].bytes = 4;
+	EXPECT_REFUSED(EINVAL, t);
+	t = good(self, SNPU_KERNEL_COLSUM_F32);		/* out < n */
+	t.launch.args[0].bytes = 60;
+	EXPECT_REFUSED(EINVAL, t);
+	t = good(self, SNPU_KERNEL_COLSUM_F32);		/* not whole rows */
+	t.launch.args[1].bytes = 4092;
+	EXPECT_REFUSED(EINVAL, t);
+	t = good(self, SNPU_KERNEL_ARGMAX_F32);		/* out < rows */
+	t.launch.args[0].bytes = 252;
+	EXPECT_REFUSED(EINVAL, t);
+	t = good(self, SNPU_KERNEL_COUNT_EQ_I32);	/* out < block_dim */
+	t.launch.block_dim = 3;
+	EXPECT_REFUSED(EINVAL, t);
+	t = good(self, SNPU_KERNEL_COUNT_EQ_I32);	/* b < a */
+	t.launch.args[2].bytes = 4092;
+	EXPECT_REFUSED(EINVAL, t);
+	t = good(self, SNPU_KERNEL_AFFINE_F32);		/* x < y */
+	t.launch.args[1].bytes = 4092;
+	EXPECT_REFUSED(EINVAL, t);
+}
+
+/* Scalars out of range, and the edges accepted. */
+TEST_F(bad, training_scalars_einval)
+{
+	static const uint64_t bad_dims[] = { 0, 65537, 1ULL << 32 | 16 };
+	struct snpu_task t;
+	unsigned int i, d;
+
+	for (i = 0; i < ARRAY_SIZE(bad_dims); i++) {
+		for (d = 3; d < 6; d++) {
+			t = good(self, SNPU_KERNEL_GEMM_TN_F32);
+			snpu_t_scalar(&t, d, bad_dims[i]);
+			EXPECT_REFUSED(EINVAL, t);
+		}
+		t = good(self, SNPU_KERNEL_BIAS_ADD_F32);
+		snpu_t_scalar(&t, 3, bad_dims[i]);
+		EXPECT_REFUSED(EINVAL, t);
+		t = good(self, SNPU_KERNEL_SOFTMAX_XENT_F32);
+		snpu_t_scalar(&t, 4, bad_dims[i]);
+		EXPECT_REFUSED(EINVAL, t);
+		t = good(self, SNPU_KERNEL_COLSUM_F32);
+		snpu_t_scalar(&t, 2, bad_dims[i]);
+		EXPECT_REFUSED(EINVAL, t);
+		t = good(self, SNPU_KERNEL_ARGMAX_F32);
+		snpu_t_scalar(&t, 2, bad_dims[i]);
+		EXPECT_REFUSED(EINVAL, t);
+	}
+	t = good(self, SNPU_KERNEL_SOFTMAX_XENT_F32);	/* scale: 32 bits */
+	snpu_t_scalar(&t, 5, 0x13f800000ULL);
+	EXPECT_REFUSED(EINVAL, t);
+	t = good(self, SNPU_KERNEL_AFFINE_F32);
+	snpu_t_scalar(&t, 2, 0x13f800000ULL);
+	EXPECT_REFUSED(EINVAL, t);
+	t = good(self, SNPU_KERNEL_AFFINE_F32);
+	snpu_t_scalar(&t, 3, 1ULL << 63);
+	EXPECT_REFUSED(EINVAL, t);
+	/* A buffer given as a scalar and the other way round. */
+	t = good(self, SNPU_KERNEL_SOFTMAX_XENT_F32);
+	t.launch.args[5].bytes = 4;
+	EXPECT_REFUSED(EINVAL, t);
+	t = good(self, SNPU_KERNEL_SOFTMAX_XENT_F32);
+	t.launch.args[3].bytes = 0;
+	EXPECT_REFUSED(EINVAL, t);
+	/* Misaligned element buffers. */
+	t = good(self, SNPU_KERNEL_ARGMAX_F32);
+	t.launch.args[1].value += 2;
+	EXPECT_REFUSED(EINVAL, t);
+}
+
+/*
+ * The work bound with the new units: a COLSUM column costs its rows, an
+ * ARGMAX row its classes. A single column of more rows than the bound
+ * fits no block_dim; rows of classes above it do in two blocks.
+ */
+#define TW_BYTES	((1ULL << 26) + 16384)	/* (2^24 + 4096) floats */
+
+TEST_F(bad, training_block_work_einval)
+{
+	struct snpu_task colsum, argmax;
+	uint64_t big, out;
+	uint32_t idx[16];
+	unsigned int i;
+
+	ASSERT_EQ(0, snpu_alloc(self->fd, TW_BYTES, 0, &big));
+	ASSERT_EQ(0, dbuf(self->fd, NULL, 4097 * 4, &out));
+	/* COLSUM: one column of 2^24 + 1 rows. */
+	colsum = snpu_t_launch(self->s, SNPU_KERNEL_COLSUM_F32, 65535);
+	snpu_t_buf(&colsum, 0, self->a, 4);
+	snpu_t_buf(&colsum, 1, big, (1ULL << 26) + 4);
+	snpu_t_scalar(&colsum, 2, 1);
+	EXPECT_REFUSED(EINVAL, colsum);
+	/* ARGMAX of 4097 rows of 4096: 2^24 + 4096 in one block. */
+	argmax = snpu_t_launch(self->s, SNPU_KERNEL_ARGMAX_F32, 1);
+	snpu_t_buf(&argmax, 0, out, 4097 * 4);
+	snpu_t_buf(&argmax, 1, big, TW_BYTES);
+	snpu_t_scalar(&argmax, 2, 4096);
+	EXPECT_REFUSED(EINVAL, argmax);
+
+	/* 2^24 rows: at the bound, accepted and run. */
+	colsum.launch.args[1].bytes = 1ULL << 26;
+	colsum.launch.block_dim = 1;
+	EXPECT_EQ(0, run(self->fd, self->s, colsum));
+	/* Two blocks of 2049 and 2048 rows run: all zero, index 0 each. */
+	argmax.launch.block_dim = 2;
+	EXPECT_EQ(0, run(self->fd, self->s, argmax));
+	ASSERT_EQ(0, snpu_d2h(self->fd, idx, out, sizeof(idx)));
+	for (i = 0; i < ARRAY_SIZE(idx); i++)
+		EXPECT_EQ(0U, idx[i]);
+	ASSERT_EQ(0, snpu_free(self->fd, big));
+}
+
+TEST_F(bad, training_efault)
+{
+	struct snpu_task t;
+
+	t = good(self, SNPU_KERNEL_SOFTMAX_XENT_F32);	/* labels past c */
+	t.launch.args[3].value = self->c + 4092;
+	EXPECT_REFUSED(EFAULT, t);
+	t = good(self, SNPU_KERNEL_SOFTMAX_XENT_F32);	/* dlogits nowhere */
+	t.launch.args[1].value = 0x1000;
+	EXPECT_REFUSED(EFAULT, t);
+	t = good(self, SNPU_KERNEL_GEMM_TN_F32);
+	t.launch.args[2].value = self->c + 4096 - 1020;
+	EXPECT_REFUSED(EFAULT, t);
+	t = good(self, SNPU_KERNEL_BIAS_ADD_F32);
+	t.launch.args[2].value = self->c + 4096 - 60;
+	EXPECT_REFUSED(EFAULT, t);
+	t = good(self, SNPU_KERNEL_COUNT_EQ_I32);
+	t.launch.args[0].value = 0;
+	EXPECT_REFUSED(EFAULT, t);
 }
 
 /* ---- bad task descriptors ----------------------------------------------- */

@@ -77,6 +77,8 @@
  *            a block of the task ran longer than the watchdog allows
  *            (module parameter task_timeout_ms, counted from when a core
  *            took the block).
+ *   EDOM     (as a task's result) a SOFTMAX_XENT_F32 launch met a label
+ *            outside [0, ncls) (ABI 0.8).
  *   ECANCELED  (as a task's result) the task was cancelled: its stream
  *            was aborted or had failed, or its file was closed.
  *   EAGAIN   RING_SETUP with SNPU_RING_SQPOLL: the caller's user already
@@ -126,6 +128,13 @@
  *   0.7  Graphs: SNPU_IOC_GRAPH_CREATE, SNPU_IOC_GRAPH_DESTROY and the
  *        graph launch task SNPU_OP_GRAPH (SNPU_CAP_GRAPHS); their usage
  *        and quotas in snpu_ctx_query (out fields, were reserved).
+ *   0.8  Built-in kernels for training, ids 15 to 23: GEMM_TN_F32,
+ *        GEMM_NT_F32, BIAS_ADD_F32, RELU_BWD_F32, SOFTMAX_XENT_F32
+ *        (a task's result EDOM for a label out of range), COLSUM_F32,
+ *        ARGMAX_F32, COUNT_EQ_I32, AFFINE_F32; SNPU_KERNEL_COUNT 24.
+ *   0.9  Statistics through the generic netlink family: SNPU_CMD_STATS,
+ *        messages SNPU_KIND_DEV_STATS and SNPU_KIND_CONTEXT
+ *        (linux/snpu_netlink.h); tracepoints (system snpu, not ABI).
  */
 #ifndef _UAPI_LINUX_SNPU_H
 #define _UAPI_LINUX_SNPU_H
@@ -135,7 +144,7 @@
 #include <linux/types.h>
 
 #define SNPU_ABI_MAJOR		0
-#define SNPU_ABI_MINOR		7
+#define SNPU_ABI_MINOR		9
 
 /*
  * In @flags of STREAM_SYNC, EVENT_SYNC, CALLBACK_WAIT and ENTER: @timeout_ns
@@ -657,18 +666,68 @@ struct snpu_event_elapsed {
  *                (1000000000; EINVAL above)
  *   FAIL         (scalar errno): the task fails with -errno, 1..4095
  *
+ * Kernels for training (ABI 0.8). f32 unless said; m, n, k and ncls are
+ * 32-bit scalars in 1..65536; "rows" of a matrix of ncls (or n) columns
+ * is its element count divided by ncls, which must divide it exactly:
+ *
+ *   GEMM_TN_F32  (c, a, b, scalar m, scalar n, scalar k): c[m x n] =
+ *                a^T * b with a [k x m] and b [k x n]; elements of c
+ *                are sliced, each costs k
+ *   GEMM_NT_F32  (c, a, b, scalar m, scalar n, scalar k): c[m x n] =
+ *                a * b^T with a [m x k] and b [n x k]; as GEMM_TN
+ *   BIAS_ADD_F32 (y, x, bias, scalar n): y[i] = x[i] + bias[i % n];
+ *                y.bytes / 4 elements, a multiple of n; x at least as
+ *                large, bias at least n elements
+ *   RELU_BWD_F32 (dx, dy, y): dx[i] = y[i] > 0 ? dy[i] : 0; dx.bytes / 4
+ *                elements, dy and y at least as large
+ *   SOFTMAX_XENT_F32 (loss, dlogits, logits, labels i32, scalar ncls,
+ *                scalar f32 bits scale): per row r of logits, with
+ *                mx = max of the row, e[j] = exp(logits[r][j] - mx),
+ *                s = e[0] + ... + e[ncls - 1] in that order and
+ *                t = labels[r]: loss[r] = log(s) - (logits[r][t] - mx)
+ *                (= -log(softmax[t])) and dlogits[r][j] =
+ *                (e[j] / s - (j == t)) * scale; loss at least rows
+ *                elements, dlogits at least rows * ncls, labels at least
+ *                rows; dlogits may be logits itself but no other overlap.
+ *                exp and log are the driver's own (relative error below
+ *                2^-23 against the exact values, the same bits
+ *                everywhere). A label outside
+ *                [0, ncls) fails the task with EDOM when its row is
+ *                reached, leaving that row unwritten. Rows are sliced,
+ *                each costs ncls
+ *   COLSUM_F32   (out, in, scalar n): out[j] = in[0][j] + in[1][j] + ...
+ *                over the rows of in [rows x n] in order; out at least n
+ *                elements; columns are sliced, each costs rows
+ *   ARGMAX_F32   (out i32, in, scalar ncls): out[r] = index of the first
+ *                maximum of row r of in [rows x ncls] (a NaN never
+ *                compares greater); out at least rows elements; rows are
+ *                sliced, each costs ncls
+ *   COUNT_EQ_I32 (out, a, b): out[b] = number of i in block b's slice with
+ *                a[i] == b[i]; a.bytes / 4 elements, b at least as large,
+ *                out at least block_dim elements
+ *   AFFINE_F32   (y, x, scalar f32 bits a, scalar f32 bits b):
+ *                y[i] = a * x[i] + b (the product rounded first);
+ *                y.bytes / 4 elements, x at least as large
+ *
+ * Every output element is computed by one block, in the order given
+ * (GEMM sums over k from 0 up, COLSUM over rows from 0 up), so results do
+ * not depend on block_dim: a launch gives the same bits every time.
+ *
  * SPIN and FAIL are test hooks: a launch of either is EOPNOTSUPP unless
  * the module was loaded with test_hooks=1 (SNPU_CAP_TEST_HOOKS).
  *
  * A block keeps its core until it ends, so the work of one block is
  * bounded: ceil(n / block_dim) units (the slice above; for COPY and
- * CRC32C n counts bytes, for GEMM_F32 elements of c, m * n) times the
- * cost of a unit, k multiply-adds for GEMM_F32 and 1 for the other
- * kernels, must not exceed SNPU_KERNEL_BLOCK_WORK_MAX (also reported in
- * snpu_info.max_block_work); a launch above it is refused with EINVAL.
+ * CRC32C n counts bytes, for the GEMMs elements of c, m * n, for
+ * SOFTMAX_XENT and ARGMAX rows, for COLSUM columns) times the cost of a
+ * unit, k multiply-adds for the GEMMs, ncls for SOFTMAX_XENT and ARGMAX,
+ * rows for COLSUM and 1 for the other kernels, must not exceed
+ * SNPU_KERNEL_BLOCK_WORK_MAX (also reported in snpu_info.max_block_work);
+ * a launch above it is refused with EINVAL.
  * Raise block_dim to split the work: e.g. GEMM_F32 of m = n = k = 4096
  * needs block_dim >= 4096. Under TCG emulation a block at the bound
- * takes well under a second.
+ * takes well under a second, but SOFTMAX_XENT's (an exp and a division
+ * per class) about ten times an ADD_F32 block's.
  */
 #define SNPU_KERNEL_BLOCK_WORK_MAX	_BITULL(24)
 
@@ -687,7 +746,16 @@ struct snpu_event_elapsed {
 #define SNPU_KERNEL_CRC32C		12
 #define SNPU_KERNEL_SPIN		13
 #define SNPU_KERNEL_FAIL		14
-#define SNPU_KERNEL_COUNT		15
+#define SNPU_KERNEL_GEMM_TN_F32		15	/* ABI 0.8 */
+#define SNPU_KERNEL_GEMM_NT_F32		16	/* ABI 0.8 */
+#define SNPU_KERNEL_BIAS_ADD_F32	17	/* ABI 0.8 */
+#define SNPU_KERNEL_RELU_BWD_F32	18	/* ABI 0.8 */
+#define SNPU_KERNEL_SOFTMAX_XENT_F32	19	/* ABI 0.8 */
+#define SNPU_KERNEL_COLSUM_F32		20	/* ABI 0.8 */
+#define SNPU_KERNEL_ARGMAX_F32		21	/* ABI 0.8 */
+#define SNPU_KERNEL_COUNT_EQ_I32	22	/* ABI 0.8 */
+#define SNPU_KERNEL_AFFINE_F32		23	/* ABI 0.8 */
+#define SNPU_KERNEL_COUNT		24
 
 #define SNPU_KERNEL_MAX_ARGS		6
 
@@ -865,8 +933,9 @@ struct snpu_callback {
  * the whole previous launch: each of its nodes waits only for the nodes
  * of the previous launch it conflicts with (read after write, write after
  * read or write after write on overlapping bytes of a slot, the scratch
- * or a plain address; argument 0 of a kernel and the destination of a
- * copy or memset are written, the rest read). Those hazard lists are
+ * or a plain address; argument 0 of a kernel (and argument 1 of
+ * SOFTMAX_XENT_F32) and the destination of a copy or memset are written,
+ * the rest read). Those hazard lists are
  * computed at create. The launch still completes in stream order, but its
  * nodes may run before the launch in front of it has failed: it then
  * ends with -ECANCELED (or its own node's error) with those nodes' work

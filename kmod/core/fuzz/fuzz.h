@@ -64,6 +64,8 @@ bool ref_launch_valid(__u32 kernel, __u32 block_dim,
 bool ref_task_valid(const struct snpu_task *t);
 bool ref_is_buffer(__u32 kernel, unsigned int arg);
 bool ref_uses_fpu(__u32 kernel);
+__u32 ref_writes(__u32 kernel);
+__u64 ref_unit_cost(__u32 kernel, const struct snpu_kernel_arg *args);
 __u64 ref_units(__u32 kernel, const struct snpu_kernel_arg *args);
 __u64 ref_chunk(__u32 kernel, const struct snpu_kernel_arg *args);
 __u64 ref_slice_max(__u64 n, __u32 block_dim);

@@ -8,7 +8,8 @@
  * bytes, 8 each), then the bytes that choose the rest: a block and chunk
  * to give snpu_kernel_run() (4 + 4 * 8), where a window of slices is
  * checked (2), and for a launch that is run a PRNG seed of the buffers'
- * contents (8) and a mode (1: f32 inputs as small integers, block order).
+ * contents (8) and a mode (1: f32 inputs as small integers, 2 and 4:
+ * block order, 8: one SOFTMAX_XENT label out of range, 16: which one).
  *
  * Properties, each a trap when it does not hold:
  * - snpu_kernel_check() answers 0 or -EINVAL, 0 exactly when the
@@ -29,13 +30,16 @@
  *   at their exact size (ASan catches one byte past), every block runs
  *   its slice in chunks exactly as kmod/sched.c does, in a chosen block
  *   order; each call returns 0 and writes only its own chunk (or its
- *   block's out element); the inputs are left unchanged; and the output
- *   is, bit for bit, that of a plain reference loop (f32: both NaN is a
- *   match), CRC32C against a bitwise CRC, not the table.
+ *   block's out element); the inputs are left unchanged; and the outputs
+ *   are, bit for bit, those of a plain reference loop (f32: both NaN is a
+ *   match), CRC32C against a bitwise CRC, not the table; a SOFTMAX_XENT
+ *   label out of range makes the call of its chunk return -EDOM, with the
+ *   rows before it done and it and the rest of its block's slice not.
  */
 #include <stdlib.h>
 
 #include "fuzz.h"
+#include "core/kernels_f32.h"
 
 /* Largest buffer, and GEMM multiply-adds, of a launch that is run. */
 #define RUN_MAX_BYTES	(64 * 1024)
@@ -238,12 +242,51 @@ static __u32 u32(const void *buf, __u64 i)
 	return v;
 }
 
-/* What the launch must leave in its first buffer, from the inputs. */
-static void reference(const struct snpu_klaunch *l, void *const *in, void *out)
+/* SOFTMAX_XENT_F32 of row @r as documented, with the core's exp and log. */
+static void ref_softmax_row(const struct snpu_klaunch *l, void *const *in,
+			    void *loss, void *dl, __u64 r)
 {
-	__u64 n = snpu_kernel_units(l), c, i, b, e, kk;
-	__u32 blk, v, k32;
-	float f, a;
+	__u64 nc = l->scalar[4], j;
+	float mx = f32(in[2], r * nc), s = 0.0f, e, x, sc, xt;
+	__u32 k32 = (__u32)l->scalar[5], t = u32(in[3], r);
+
+	/* A row with a bad label is not computed (see run()). */
+	if (t >= nc)
+		return;
+	memcpy(&sc, &k32, 4);
+	for (j = 1; j < nc; j++)
+		if (f32(in[2], r * nc + j) > mx)
+			mx = f32(in[2], r * nc + j);
+	xt = f32(in[2], r * nc + t);
+	for (j = 0; j < nc; j++) {
+		x = f32(in[2], r * nc + j) - mx;
+		memcpy(&k32, &x, 4);
+		k32 = snpu_f32_exp_bits(k32);
+		memcpy(&e, &k32, 4);
+		put32(dl, r * nc + j, &e);
+		s += e;
+	}
+	memcpy(&k32, &s, 4);
+	k32 = snpu_f32_log_bits(k32);
+	memcpy(&x, &k32, 4);
+	x = x - (xt - mx);
+	put32(loss, r, &x);
+	for (j = 0; j < nc; j++) {
+		e = (f32(dl, r * nc + j) / s - (j == t ? 1.0f : 0.0f)) * sc;
+		put32(dl, r * nc + j, &e);
+	}
+}
+
+/*
+ * What the launch must leave in its first buffer, from the inputs, and
+ * for SOFTMAX_XENT_F32 in its second (@out1).
+ */
+static void reference(const struct snpu_klaunch *l, void *const *in, void *out,
+		      void *out1)
+{
+	__u64 n = snpu_kernel_units(l), c, i, b, e, kk, m, nn, k, r;
+	__u32 blk, v, k32, best;
+	float f, a, bb;
 
 	for (i = 0; i < n; i++) {
 		switch (l->kernel) {
@@ -289,6 +332,60 @@ static void reference(const struct snpu_klaunch *l, void *const *in, void *out)
 				     f32(in[2], kk * l->scalar[4] + i % l->scalar[4]);
 			put32(out, i, &f);
 			break;
+		case SNPU_KERNEL_GEMM_TN_F32:
+		case SNPU_KERNEL_GEMM_NT_F32:
+			/* c[i / n][i % n]; a is k x m (TN) or m x k (NT). */
+			m = l->scalar[3];
+			nn = l->scalar[4];
+			k = l->scalar[5];
+			f = 0.0f;
+			for (kk = 0; kk < k; kk++) {
+				if (l->kernel == SNPU_KERNEL_GEMM_TN_F32)
+					f += f32(in[1], kk * m + i / nn) *
+					     f32(in[2], kk * nn + i % nn);
+				else
+					f += f32(in[1], i / nn * k + kk) *
+					     f32(in[2], i % nn * k + kk);
+			}
+			put32(out, i, &f);
+			break;
+		case SNPU_KERNEL_BIAS_ADD_F32:
+			f = f32(in[1], i) + f32(in[2], i % l->scalar[3]);
+			put32(out, i, &f);
+			break;
+		case SNPU_KERNEL_RELU_BWD_F32:
+			f = f32(in[2], i) > 0.0f ? f32(in[1], i) : 0.0f;
+			put32(out, i, &f);
+			break;
+		case SNPU_KERNEL_SOFTMAX_XENT_F32:
+			ref_softmax_row(l, in, out, out1, i);
+			break;
+		case SNPU_KERNEL_COLSUM_F32:
+			/* Column i over every row, from row 0. */
+			nn = l->scalar[2];
+			f = 0.0f;
+			for (r = 0; r < l->bytes[1] / 4 / nn; r++)
+				f += f32(in[1], r * nn + i);
+			put32(out, i, &f);
+			break;
+		case SNPU_KERNEL_ARGMAX_F32:
+			nn = l->scalar[2];
+			best = 0;
+			for (kk = 1; kk < nn; kk++)
+				if (f32(in[1], i * nn + kk) >
+				    f32(in[1], i * nn + best))
+					best = (__u32)kk;
+			put32(out, i, &best);
+			break;
+		case SNPU_KERNEL_AFFINE_F32:
+			k32 = (__u32)l->scalar[2];
+			memcpy(&a, &k32, 4);
+			k32 = (__u32)l->scalar[3];
+			memcpy(&bb, &k32, 4);
+			f = a * f32(in[1], i);
+			f = f + bb;
+			put32(out, i, &f);
+			break;
 		}
 	}
 	c = ref_slice_max(n, l->block_dim);
@@ -309,6 +406,11 @@ static void reference(const struct snpu_klaunch *l, void *const *in, void *out)
 			v = ref_crc32c((const __u8 *)in[1] + b, e - b);
 			put32(out, blk, &v);
 			break;
+		case SNPU_KERNEL_COUNT_EQ_I32:
+			for (v = 0, i = b; i < e; i++)
+				v += u32(in[1], i) == u32(in[2], i);
+			put32(out, blk, &v);
+			break;
 		}
 	}
 }
@@ -325,6 +427,7 @@ static void write_range(const struct snpu_klaunch *l, __u32 blk, __u64 b,
 	case SNPU_KERNEL_REDUCE_SUM_I32:
 	case SNPU_KERNEL_REDUCE_SUM_F32:
 	case SNPU_KERNEL_CRC32C:
+	case SNPU_KERNEL_COUNT_EQ_I32:
 		*from = 4ULL * blk;
 		*to = *from + 4;
 		break;
@@ -341,6 +444,32 @@ static bool same_outside(const __u8 *x, const __u8 *y, __u64 size,
 	return !memcmp(x, y, from) && !memcmp(x + to, y + to, size - to);
 }
 
+/* Buffer @a of the launch against @want, bit for bit (f32: NaN = NaN). */
+static void compare(const struct snpu_klaunch *l, unsigned int a,
+		    const __u8 *want, __u64 n, __u64 chunk)
+{
+	bool f32k = snpu_kernel_uses_fpu(l->kernel);
+	__u64 size = l->bytes[a], i;
+
+	for (i = 0; i < size; i += 4) {
+		__u64 len = size - i < 4 ? size - i : 4;
+		float x, y;
+
+		if (!memcmp(want + i, (__u8 *)l->buf[a] + i, len))
+			continue;
+		if (f32k && len == 4) {
+			memcpy(&x, want + i, 4);
+			memcpy(&y, (__u8 *)l->buf[a] + i, 4);
+			if (x != x && y != y)
+				continue;
+		}
+		FUZZ_CHECK(0, "kernel %u: byte %llu of %llu of buffer %u differs from the reference (n %llu, %u blocks, chunk %llu)",
+			   l->kernel, (unsigned long long)i,
+			   (unsigned long long)size, a, (unsigned long long)n,
+			   l->block_dim, (unsigned long long)chunk);
+	}
+}
+
 static void run(const struct launch *ln, struct snpu_klaunch *l,
 		struct fuzz_in *in)
 {
@@ -348,11 +477,12 @@ static void run(const struct launch *ln, struct snpu_klaunch *l,
 	__u64 seed = fuzz_take(in, 8), mode = fuzz_take(in, 1);
 	__u64 n = snpu_kernel_units(l), chunk = snpu_kernel_chunk(l);
 	__u64 size0 = l->bytes[0], calls = 0, i, b, e, pos, stop, from, to;
-	__u32 *order, blk, j, t;
-	__u8 *want, *fence = NULL;
+	__u64 bad = ~0ULL, want_calls;
+	__u32 *order, blk, j, t, writes = ref_writes(l->kernel);
+	__u8 *want, *want1 = NULL, *fence = NULL;
 	unsigned int a;
 	bool f32k = snpu_kernel_uses_fpu(l->kernel);
-	int ret;
+	int ret, want_ret;
 
 	/* Each buffer at its exact size, so that ASan sees one byte past. */
 	for (a = 0; a < SNPU_KERNEL_MAX_ARGS; a++) {
@@ -375,12 +505,43 @@ static void run(const struct launch *ln, struct snpu_klaunch *l,
 			}
 			((__u8 *)l->buf[a])[i] = (__u8)r;
 		}
+		/*
+		 * SOFTMAX_XENT's labels in [0, ncls), but with mode 8 one row's
+		 * out of range: its block must stop there with -EDOM.
+		 */
+		if (l->kernel == SNPU_KERNEL_SOFTMAX_XENT_F32 && a == 3) {
+			for (i = 0; i < l->bytes[3] / 4; i++) {
+				t = (__u32)(prng(&seed) % l->scalar[4]);
+				put32(l->buf[3], i, &t);
+			}
+			if (mode & 8 && n) {
+				bad = prng(&seed) % n;
+				t = mode & 16 ? (__u32)l->scalar[4] : ~0U;
+				put32(l->buf[3], bad, &t);
+			}
+		}
 		memcpy(init[a], l->buf[a], l->bytes[a]);
 	}
 	want = malloc(size0);
 	FUZZ_CHECK(want, "out of memory");
 	memcpy(want, init[0], size0);
-	reference(l, init, want);
+	if (writes & 2) {
+		want1 = malloc(l->bytes[1]);
+		FUZZ_CHECK(want1, "out of memory");
+		memcpy(want1, init[1], l->bytes[1]);
+	}
+	reference(l, init, want, want1);
+	if (bad != ~0ULL) {
+		/* The bad row and the rest of its block's slice: untouched. */
+		__u64 nc = l->scalar[4];
+
+		ref_slice(n, ref_slice_max(n, l->block_dim),
+			  (__u32)(bad / ref_slice_max(n, l->block_dim)), &b, &e);
+		memcpy(want + 4 * bad, (__u8 *)init[0] + 4 * bad,
+		       4 * (e - bad));
+		memcpy(want1 + 4 * bad * nc, (__u8 *)init[1] + 4 * bad * nc,
+		       4 * (e - bad) * nc);
+	}
 
 	/* Blocks in order, reversed or shuffled; chunks always in order. */
 	order = malloc(sizeof(*order) * l->block_dim);
@@ -403,15 +564,26 @@ static void run(const struct launch *ln, struct snpu_klaunch *l,
 		snpu_kernel_slice(l, blk, &b, &e);
 		pos = b;
 		calls = 0;
+		want_ret = 0;
 		/* The loop of snpu_run_block() in kmod/sched.c. */
 		do {
 			stop = pos + chunk < e ? pos + chunk : e;
 			if (fence)
 				memcpy(fence, l->buf[0], size0);
 			ret = snpu_kernel_run(l, blk, b, e, pos, stop);
-			FUZZ_CHECK(ret == 0, "block %u [%llu, %llu) ret %d", blk,
+			want_ret = bad >= pos && bad < stop ? -EDOM : 0;
+			FUZZ_CHECK(ret == want_ret,
+				   "block %u [%llu, %llu) ret %d", blk,
 				   (unsigned long long)pos,
 				   (unsigned long long)stop, ret);
+			if (fence && ret) {
+				/* Rows before the bad one only. */
+				write_range(l, blk, pos, bad, &from, &to);
+				FUZZ_CHECK(same_outside(fence, l->buf[0], size0,
+							from, to),
+					   "block %u wrote past row %llu",
+					   blk, (unsigned long long)bad);
+			}
 			if (fence) {
 				write_range(l, blk, pos, stop, &from, &to);
 				FUZZ_CHECK(same_outside(fence, l->buf[0], size0,
@@ -424,36 +596,27 @@ static void run(const struct launch *ln, struct snpu_klaunch *l,
 			}
 			pos = stop;
 			calls++;
-		} while (pos < e);
-		FUZZ_CHECK(calls == (e == b ? 1 : (e - b + chunk - 1) / chunk),
-			   "block %u: %llu calls", blk, (unsigned long long)calls);
+		} while (!ret && pos < e);
+		/* A block that met the bad row stops there, as sched.c does. */
+		want_calls = e == b ? 1 : (e - b + chunk - 1) / chunk;
+		if (bad >= b && bad < e)
+			want_calls = (bad - b) / chunk + 1;
+		FUZZ_CHECK(calls == want_calls, "block %u: %llu calls", blk,
+			   (unsigned long long)calls);
 	}
 
 	for (a = 1; a < SNPU_KERNEL_MAX_ARGS; a++)
-		if (init[a])
+		if (init[a] && !(writes & (1U << a)))
 			FUZZ_CHECK(!memcmp(init[a], l->buf[a], l->bytes[a]),
 				   "input %u written", a);
-	for (i = 0; i < size0; i += 4) {
-		__u64 len = size0 - i < 4 ? size0 - i : 4;
-		float x, y;
-
-		if (!memcmp(want + i, (__u8 *)l->buf[0] + i, len))
-			continue;
-		if (f32k && len == 4) {
-			memcpy(&x, want + i, 4);
-			memcpy(&y, (__u8 *)l->buf[0] + i, 4);
-			if (x != x && y != y)
-				continue;
-		}
-		FUZZ_CHECK(0, "kernel %u: byte %llu of %llu differs from the reference (n %llu, %u blocks, chunk %llu)",
-			   l->kernel, (unsigned long long)i,
-			   (unsigned long long)size0, (unsigned long long)n,
-			   l->block_dim, (unsigned long long)chunk);
-	}
+	compare(l, 0, want, n, chunk);
+	if (want1)
+		compare(l, 1, want1, n, chunk);
 
 	free(fence);
 	free(order);
 	free(want);
+	free(want1);
 	for (a = 0; a < SNPU_KERNEL_MAX_ARGS; a++) {
 		free(l->buf[a]);
 		free(init[a]);
@@ -470,7 +633,9 @@ static bool small(const struct snpu_klaunch *l)
 	for (i = 0; i < SNPU_KERNEL_MAX_ARGS; i++)
 		if (l->bytes[i] > RUN_MAX_BYTES)
 			return false;
-	if (l->kernel == SNPU_KERNEL_GEMM_F32 &&
+	if ((l->kernel == SNPU_KERNEL_GEMM_F32 ||
+	     l->kernel == SNPU_KERNEL_GEMM_TN_F32 ||
+	     l->kernel == SNPU_KERNEL_GEMM_NT_F32) &&
 	    l->scalar[3] * l->scalar[4] * l->scalar[5] > RUN_MAX_WORK)
 		return false;
 	return true;
@@ -498,6 +663,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			   ln.kernel, i);
 	FUZZ_CHECK(snpu_kernel_uses_fpu(ln.kernel) == ref_uses_fpu(ln.kernel),
 		   "kernel %u", ln.kernel);
+	FUZZ_CHECK(snpu_kernel_writes(ln.kernel) == ref_writes(ln.kernel),
+		   "kernel %u writes", ln.kernel);
 
 	ret = snpu_kernel_check(ln.kernel, ln.block_dim, ln.a);
 	want = ref_launch_valid(ln.kernel, ln.block_dim, ln.a);

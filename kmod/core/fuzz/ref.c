@@ -32,6 +32,11 @@ unsigned int ref_task_words(__u32 op)
 	}
 }
 
+static bool in_range(__u64 v, __u64 lo, __u64 hi)
+{
+	return v >= lo && v <= hi;
+}
+
 /*
  * The argument list of each kernel, one letter per argument: 'b' a buffer
  * read as bytes, 'w' a buffer of 32-bit elements (address 4-aligned),
@@ -55,6 +60,15 @@ static const char *ref_signature(__u32 kernel)
 	case SNPU_KERNEL_CRC32C:		return "wb";
 	case SNPU_KERNEL_SPIN:			return "s";
 	case SNPU_KERNEL_FAIL:			return "s";
+	case SNPU_KERNEL_GEMM_TN_F32:
+	case SNPU_KERNEL_GEMM_NT_F32:		return "wwwsss";
+	case SNPU_KERNEL_BIAS_ADD_F32:		return "wwws";
+	case SNPU_KERNEL_RELU_BWD_F32:		return "www";
+	case SNPU_KERNEL_SOFTMAX_XENT_F32:	return "wwwwsu";
+	case SNPU_KERNEL_COLSUM_F32:
+	case SNPU_KERNEL_ARGMAX_F32:		return "wws";
+	case SNPU_KERNEL_COUNT_EQ_I32:		return "www";
+	case SNPU_KERNEL_AFFINE_F32:		return "wwuu";
 	default:				return NULL;
 	}
 }
@@ -77,15 +91,40 @@ bool ref_uses_fpu(__u32 kernel)
 	case SNPU_KERNEL_RELU_F32:
 	case SNPU_KERNEL_GEMM_F32:
 	case SNPU_KERNEL_REDUCE_SUM_F32:
+	case SNPU_KERNEL_GEMM_TN_F32:
+	case SNPU_KERNEL_GEMM_NT_F32:
+	case SNPU_KERNEL_BIAS_ADD_F32:
+	case SNPU_KERNEL_RELU_BWD_F32:
+	case SNPU_KERNEL_SOFTMAX_XENT_F32:
+	case SNPU_KERNEL_COLSUM_F32:
+	case SNPU_KERNEL_ARGMAX_F32:
+	case SNPU_KERNEL_AFFINE_F32:
 		return true;
 	default:
 		return false;
 	}
 }
 
-static bool in_range(__u64 v, __u64 lo, __u64 hi)
+/*
+ * Rows of a matrix of @cols columns (1..65536) in a buffer of 32-bit
+ * elements: its element count divided by @cols, 0 when the bytes are not
+ * whole elements or the elements not whole rows.
+ */
+static u128 ref_rows(__u64 bytes, __u64 cols)
 {
-	return v >= lo && v <= hi;
+	if (!in_range(cols, 1, 65536) || bytes % 4 || (bytes / 4) % cols)
+		return 0;
+	return bytes / 4 / cols;
+}
+
+/* Buffers a kernel writes: its first, and SOFTMAX_XENT its second too. */
+__u32 ref_writes(__u32 kernel)
+{
+	const char *sig = ref_signature(kernel);
+
+	if (kernel == SNPU_KERNEL_SOFTMAX_XENT_F32)
+		return 0x3;
+	return sig && (sig[0] == 'b' || sig[0] == 'w') ? 0x1 : 0;
 }
 
 /*
@@ -95,7 +134,7 @@ static bool in_range(__u64 v, __u64 lo, __u64 hi)
 static bool ref_values_valid(__u32 kernel, __u32 block_dim,
 			     const struct snpu_kernel_arg *a)
 {
-	u128 m, n, k;
+	u128 m, n, k, rows;
 
 	switch (kernel) {
 	case SNPU_KERNEL_COPY:
@@ -131,23 +170,79 @@ static bool ref_values_valid(__u32 kernel, __u32 block_dim,
 		return a[0].value <= 1000000000ULL;
 	case SNPU_KERNEL_FAIL:
 		return in_range(a[0].value, 1, 4095);
+	case SNPU_KERNEL_GEMM_TN_F32:
+	case SNPU_KERNEL_GEMM_NT_F32:
+		m = a[3].value;
+		n = a[4].value;
+		k = a[5].value;
+		if (!in_range(a[3].value, 1, 65536) ||
+		    !in_range(a[4].value, 1, 65536) ||
+		    !in_range(a[5].value, 1, 65536))
+			return false;
+		/* a is k x m or m x k, b is k x n or n x k: same sizes. */
+		return a[0].bytes >= 4 * m * n && a[1].bytes >= 4 * m * k &&
+		       a[2].bytes >= 4 * k * n;
+	case SNPU_KERNEL_BIAS_ADD_F32:
+		return ref_rows(a[0].bytes, a[3].value) &&
+		       a[1].bytes >= a[0].bytes &&
+		       a[2].bytes >= 4 * (u128)a[3].value;
+	case SNPU_KERNEL_RELU_BWD_F32:
+		return a[0].bytes % 4 == 0 && a[1].bytes >= a[0].bytes &&
+		       a[2].bytes >= a[0].bytes;
+	case SNPU_KERNEL_SOFTMAX_XENT_F32:
+		rows = ref_rows(a[2].bytes, a[4].value);
+		return rows && a[0].bytes >= 4 * rows &&
+		       a[1].bytes >= a[2].bytes && a[3].bytes >= 4 * rows;
+	case SNPU_KERNEL_COLSUM_F32:
+		return ref_rows(a[1].bytes, a[2].value) &&
+		       a[0].bytes >= 4 * (u128)a[2].value;
+	case SNPU_KERNEL_ARGMAX_F32:
+		rows = ref_rows(a[1].bytes, a[2].value);
+		return rows && a[0].bytes >= 4 * rows;
+	case SNPU_KERNEL_COUNT_EQ_I32:
+		return a[1].bytes % 4 == 0 && a[2].bytes >= a[1].bytes &&
+		       a[0].bytes >= 4 * (u128)block_dim;
+	case SNPU_KERNEL_AFFINE_F32:
+		return a[0].bytes % 4 == 0 && a[1].bytes >= a[0].bytes;
 	default:
 		return true;
 	}
 }
 
 /*
+ * Cost of one unit: k multiply-adds for the GEMMs, ncls for a row of
+ * SOFTMAX_XENT or ARGMAX, rows for a column of COLSUM, else 1.
+ */
+__u64 ref_unit_cost(__u32 kernel, const struct snpu_kernel_arg *a)
+{
+	switch (kernel) {
+	case SNPU_KERNEL_GEMM_F32:
+	case SNPU_KERNEL_GEMM_TN_F32:
+	case SNPU_KERNEL_GEMM_NT_F32:
+		return a[5].value;
+	case SNPU_KERNEL_SOFTMAX_XENT_F32:
+		return a[4].value;
+	case SNPU_KERNEL_ARGMAX_F32:
+		return a[2].value;
+	case SNPU_KERNEL_COLSUM_F32:
+		return a[2].value ? a[1].bytes / 4 / a[2].value : 0;
+	default:
+		return 1;
+	}
+}
+
+/*
  * "A block keeps its core until it ends": ceil(n / block_dim) units of
- * the kernel, each costing k multiply-adds for GEMM_F32 and 1 otherwise,
- * at most SNPU_KERNEL_BLOCK_WORK_MAX (2^24). In 128 bits: m * n * k
- * reaches 2^48.
+ * the kernel, each costing ref_unit_cost(), at most
+ * SNPU_KERNEL_BLOCK_WORK_MAX (2^24). In 128 bits: m * n * k reaches 2^48,
+ * COLSUM's columns times rows 2^78.
  */
 static bool ref_block_work_ok(__u32 kernel, __u32 block_dim,
 			      const struct snpu_kernel_arg *a)
 {
 	u128 per_block = ((u128)ref_units(kernel, a) + block_dim - 1) /
 			 block_dim;
-	u128 cost = kernel == SNPU_KERNEL_GEMM_F32 ? a[5].value : 1;
+	u128 cost = ref_unit_cost(kernel, a);
 
 	return per_block * cost <= (u128)1 << 24;
 }
@@ -235,26 +330,50 @@ __u64 ref_units(__u32 kernel, const struct snpu_kernel_arg *a)
 	case SNPU_KERNEL_MUL_F32:
 	case SNPU_KERNEL_AXPY_F32:
 	case SNPU_KERNEL_RELU_F32:
+	case SNPU_KERNEL_BIAS_ADD_F32:
+	case SNPU_KERNEL_RELU_BWD_F32:
+	case SNPU_KERNEL_AFFINE_F32:
 		return a[0].bytes / 4;
 	case SNPU_KERNEL_GEMM_F32:
+	case SNPU_KERNEL_GEMM_TN_F32:
+	case SNPU_KERNEL_GEMM_NT_F32:
 		return a[3].value * a[4].value;
 	case SNPU_KERNEL_REDUCE_SUM_I32:
 	case SNPU_KERNEL_REDUCE_SUM_F32:
+	case SNPU_KERNEL_COUNT_EQ_I32:
 		return a[1].bytes / 4;
+	case SNPU_KERNEL_SOFTMAX_XENT_F32:
+		return a[4].value ? a[2].bytes / 4 / a[4].value : 0;
+	case SNPU_KERNEL_ARGMAX_F32:
+		return a[2].value ? a[1].bytes / 4 / a[2].value : 0;
+	case SNPU_KERNEL_COLSUM_F32:
+		return a[2].value;
 	default:
 		return 0;
 	}
 }
 
-/* At most 4096 units, or 65536 multiply-adds of GEMM: max(1, 65536 / k). */
+/*
+ * At most 4096 units, or for the kernels whose unit costs more (the GEMMs,
+ * SOFTMAX_XENT, ARGMAX, COLSUM) 65536 of that cost: max(1, 65536 / cost).
+ */
 __u64 ref_chunk(__u32 kernel, const struct snpu_kernel_arg *a)
 {
-	__u64 per;
+	u128 cost = ref_unit_cost(kernel, a), per;
 
-	if (kernel != SNPU_KERNEL_GEMM_F32)
+	switch (kernel) {
+	case SNPU_KERNEL_GEMM_F32:
+	case SNPU_KERNEL_GEMM_TN_F32:
+	case SNPU_KERNEL_GEMM_NT_F32:
+	case SNPU_KERNEL_SOFTMAX_XENT_F32:
+	case SNPU_KERNEL_ARGMAX_F32:
+	case SNPU_KERNEL_COLSUM_F32:
+		break;
+	default:
 		return 4096;
-	per = 65536 / a[5].value;
-	return per ? per : 1;
+	}
+	per = cost ? 65536 / cost : 1;
+	return per ? (__u64)per : 1;
 }
 
 /* The most units a block gets: c = ceil(n / B). */
@@ -309,6 +428,41 @@ bool ref_extents_ok(__u32 kernel, __u32 block_dim,
 		return 4 * blocks <= a[0].bytes && 4 * units <= a[1].bytes;
 	case SNPU_KERNEL_CRC32C:
 		return 4 * blocks <= a[0].bytes && units <= a[1].bytes;
+	case SNPU_KERNEL_GEMM_TN_F32:
+	case SNPU_KERNEL_GEMM_NT_F32:
+		/* Every element reads a whole k x m (m x k) and k x n. */
+		m = a[3].value;
+		cols = a[4].value;
+		k = a[5].value;
+		return 4 * units <= a[0].bytes && units <= m * cols &&
+		       (units == 0 || (4 * m * k <= a[1].bytes &&
+				       4 * k * cols <= a[2].bytes));
+	case SNPU_KERNEL_BIAS_ADD_F32:
+		return 4 * units <= a[0].bytes && 4 * units <= a[1].bytes &&
+		       4 * (u128)a[3].value <= a[2].bytes;
+	case SNPU_KERNEL_RELU_BWD_F32:
+		return 4 * units <= a[0].bytes && 4 * units <= a[1].bytes &&
+		       4 * units <= a[2].bytes;
+	case SNPU_KERNEL_SOFTMAX_XENT_F32:
+		/* units rows of ncls. */
+		cols = a[4].value;
+		return 4 * units <= a[0].bytes && 4 * units <= a[3].bytes &&
+		       4 * units * cols <= a[1].bytes &&
+		       4 * units * cols <= a[2].bytes;
+	case SNPU_KERNEL_COLSUM_F32:
+		/* units columns, each over every row of in. */
+		cols = a[2].value;
+		return 4 * units <= a[0].bytes && units <= cols &&
+		       (units == 0 || ref_rows(a[1].bytes, cols));
+	case SNPU_KERNEL_ARGMAX_F32:
+		cols = a[2].value;
+		return 4 * units <= a[0].bytes &&
+		       4 * units * cols <= a[1].bytes;
+	case SNPU_KERNEL_COUNT_EQ_I32:
+		return 4 * blocks <= a[0].bytes && 4 * units <= a[1].bytes &&
+		       4 * units <= a[2].bytes;
+	case SNPU_KERNEL_AFFINE_F32:
+		return 4 * units <= a[0].bytes && 4 * units <= a[1].bytes;
 	default:
 		return units == 0;
 	}

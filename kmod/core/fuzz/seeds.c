@@ -60,7 +60,7 @@ static void buf(struct launch *l, unsigned int i, __u64 bytes)
 static struct launch make_launch(__u32 kernel, __u32 blocks, __u64 n)
 {
 	struct launch l;
-	__u64 k;
+	__u64 k, cols;
 
 	memset(&l, 0, sizeof(l));
 	l.kernel = kernel;
@@ -119,6 +119,62 @@ static struct launch make_launch(__u32 kernel, __u32 blocks, __u64 n)
 	case SNPU_KERNEL_FAIL:
 		l.a[0].value = EIO;
 		break;
+	case SNPU_KERNEL_GEMM_TN_F32:
+	case SNPU_KERNEL_GEMM_NT_F32:
+		/* As GEMM_F32: 8 x 8 of c, operands of 8 x k either way. */
+		k = n > 65536 ? 65536 : n >= 4096 ? 2048 : n / 4 + 1;
+		buf(&l, 0, 4 * 8 * 8);
+		buf(&l, 1, 4 * 8 * k);
+		buf(&l, 2, 4 * 8 * k);
+		l.a[3].value = 8;
+		l.a[4].value = 8;
+		l.a[5].value = k;
+		break;
+	case SNPU_KERNEL_BIAS_ADD_F32:
+		/* Rows of 4 when n allows it, else one row of n. */
+		cols = n % 4 ? n : 4;
+		buf(&l, 0, 4 * n);
+		buf(&l, 1, 4 * n + 4);
+		buf(&l, 2, 4 * cols);
+		l.a[3].value = cols;
+		break;
+	case SNPU_KERNEL_RELU_BWD_F32:
+		buf(&l, 0, 4 * n);
+		buf(&l, 1, 4 * n);
+		buf(&l, 2, 4 * n);
+		break;
+	case SNPU_KERNEL_SOFTMAX_XENT_F32:
+		/* n rows of 10 classes. */
+		buf(&l, 0, 4 * n);
+		buf(&l, 1, 40 * n);
+		buf(&l, 2, 40 * n);
+		buf(&l, 3, 4 * n);
+		l.a[4].value = 10;
+		l.a[5].value = 0x3d000000;	/* 1/32 */
+		break;
+	case SNPU_KERNEL_COLSUM_F32:
+		/* n columns (at most 65536) of 3 rows, or as many as fit. */
+		cols = n > 65536 ? 65536 : n;
+		buf(&l, 0, 4 * cols);
+		buf(&l, 1, n > 65536 ? 4 * n : 12 * cols);
+		l.a[2].value = cols;
+		break;
+	case SNPU_KERNEL_ARGMAX_F32:
+		buf(&l, 0, 4 * n);
+		buf(&l, 1, 40 * n);
+		l.a[2].value = 10;
+		break;
+	case SNPU_KERNEL_COUNT_EQ_I32:
+		buf(&l, 0, 4ULL * blocks);
+		buf(&l, 1, 4 * n);
+		buf(&l, 2, 4 * n);
+		break;
+	case SNPU_KERNEL_AFFINE_F32:
+		buf(&l, 0, 4 * n);
+		buf(&l, 1, 4 * n);
+		l.a[2].value = 0x3b808081;	/* 1/255 */
+		l.a[3].value = 0xbf000000;	/* -0.5 */
+		break;
 	}
 	return l;
 }
@@ -133,7 +189,8 @@ static __u8 *put(__u8 *p, __u64 v, unsigned int bytes)
 	return p;
 }
 
-static void emit_launch(const struct launch *l, const char *what)
+static void emit_launch_mode(const struct launch *l, const char *what,
+			     unsigned int mode)
 {
 	__u8 in[sizeof(*l) + 4 + 4 * 8 + 2 + 8 + 1], *p = in;
 	struct snpu_task t;
@@ -149,7 +206,7 @@ static void emit_launch(const struct launch *l, const char *what)
 	p = put(p, 2, 8);
 	p = put(p, 1000, 2);		/* window of checked slices */
 	p = put(p, 0x5eed, 8);		/* PRNG seed of the buffers */
-	p = put(p, l->kernel & 7, 1);	/* mode */
+	p = put(p, mode, 1);		/* mode */
 	snprintf(name, sizeof(name), "k%02u-%s", l->kernel, what);
 	emit("kernel", name, in, sizeof(in));
 
@@ -161,6 +218,11 @@ static void emit_launch(const struct launch *l, const char *what)
 	memcpy(t.launch.args, l->a, sizeof(l->a));
 	snprintf(name, sizeof(name), "launch-k%02u-%s", l->kernel, what);
 	emit("task", name, &t, sizeof(t));
+}
+
+static void emit_launch(const struct launch *l, const char *what)
+{
+	emit_launch_mode(l, what, l->kernel & 7);
 }
 
 static void kernel_seeds(void)
@@ -176,6 +238,10 @@ static void kernel_seeds(void)
 		emit_launch((l = make_launch(k, SNPU_MAX_BLOCK_DIM, 1ULL << 30),
 			     &l), "huge");
 	}
+	/* A label of SOFTMAX_XENT out of range, below 0 and at ncls. */
+	l = make_launch(SNPU_KERNEL_SOFTMAX_XENT_F32, 5, 37);
+	emit_launch_mode(&l, "edom-neg", 8);
+	emit_launch_mode(&l, "edom-ncls", 8 | 16 | 1);
 }
 
 static void task_seeds(void)

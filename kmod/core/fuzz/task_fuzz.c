@@ -15,8 +15,9 @@
  *   bytes > 0 for every buffer and 0 for every scalar, its units (from
  *   snpu_kernel_units()) fit every buffer it touches, 32-bit scalars fit
  *   32 bits, a FAIL errno is a valid -errno, a SPIN at most 1 s, a chunk
- *   is the documented one, 1..4096 units (GEMM: max(1, 65536 / k)
- *   elements, so at most 65536 multiply-adds unless 1), and probed
+ *   is the documented one, 1..4096 units (the GEMMs, SOFTMAX_XENT,
+ *   ARGMAX and COLSUM: max(1, 65536 / cost) units, so at most 65536 of
+ *   their cost unless 1), and probed
  *   slices start at 0, end at n and meet their neighbours;
  * - an accepted copy has a direction 1..3 and bytes > 0, a memset bytes
  *   > 0 and a value that fits a byte;
@@ -88,17 +89,39 @@ static void check_launch(const struct snpu_task *t, struct fuzz_in *in)
 		FUZZ_CHECK(-(int)l.scalar[0] < 0 && -(int)l.scalar[0] >= -4095,
 			   "errno %llu", (unsigned long long)l.scalar[0]);
 		break;
+	case SNPU_KERNEL_SOFTMAX_XENT_F32:
+		/* The core casts ncls and the scale to 32 bits. */
+		FUZZ_CHECK(l.scalar[4] >= 1 && l.scalar[4] <= 65536 &&
+			   l.scalar[5] <= 0xffffffffULL, "ncls, scale");
+		break;
+	case SNPU_KERNEL_BIAS_ADD_F32:
+		FUZZ_CHECK(l.scalar[3] >= 1 && l.scalar[3] <= 65536, "n");
+		break;
+	case SNPU_KERNEL_COLSUM_F32:
+	case SNPU_KERNEL_ARGMAX_F32:
+		FUZZ_CHECK(l.scalar[2] >= 1 && l.scalar[2] <= 65536, "n");
+		break;
+	case SNPU_KERNEL_AFFINE_F32:
+		FUZZ_CHECK(l.scalar[2] <= 0xffffffffULL &&
+			   l.scalar[3] <= 0xffffffffULL, "a, b");
+		break;
 	}
 
 	/* A chunk bounds the work between cancellation checks. */
 	chunk = snpu_kernel_chunk(&l);
 	FUZZ_CHECK(chunk == ref_chunk(kernel, a), "chunk %llu",
 		   (unsigned long long)chunk);
-	if (kernel == SNPU_KERNEL_GEMM_F32)
+	if (kernel == SNPU_KERNEL_GEMM_F32 ||
+	    kernel == SNPU_KERNEL_GEMM_TN_F32 ||
+	    kernel == SNPU_KERNEL_GEMM_NT_F32 ||
+	    kernel == SNPU_KERNEL_SOFTMAX_XENT_F32 ||
+	    kernel == SNPU_KERNEL_ARGMAX_F32 ||
+	    kernel == SNPU_KERNEL_COLSUM_F32)
 		FUZZ_CHECK(chunk == 1 ||
-			   chunk * l.scalar[5] <= SNPU_KERNEL_CHUNK_WORK,
-			   "chunk %llu k %llu", (unsigned long long)chunk,
-			   (unsigned long long)l.scalar[5]);
+			   chunk * ref_unit_cost(kernel, a) <=
+			   SNPU_KERNEL_CHUNK_WORK,
+			   "chunk %llu cost %llu", (unsigned long long)chunk,
+			   (unsigned long long)ref_unit_cost(kernel, a));
 	else
 		FUZZ_CHECK(chunk >= 1 && chunk <= SNPU_KERNEL_CHUNK,
 			   "chunk %llu", (unsigned long long)chunk);

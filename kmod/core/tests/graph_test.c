@@ -84,6 +84,50 @@ TEST(node_word_buffers_marked)
 	EXPECT_EQ(0, acc[1].word);
 }
 
+/*
+ * A node's writes are the kernel's: SOFTMAX_XENT_F32 writes its loss and
+ * its dlogits (arguments 0 and 1) and reads the logits and labels, so a
+ * later reader of dlogits is ordered after it.
+ */
+TEST(node_softmax_xent_writes_two)
+{
+	struct snpu_gacc acc[SNPU_GNODE_MAX_ACC], rd[SNPU_GNODE_MAX_ACC];
+	struct snpu_graph_node n, r;
+	int i;
+
+	memset(&n, 0, sizeof(n));
+	n.task.op = SNPU_OP_LAUNCH;
+	n.task.launch.kernel = SNPU_KERNEL_SOFTMAX_XENT_F32;
+	n.task.launch.block_dim = 2;
+	n.task.launch.args[0].bytes = 8;		/* loss, 2 rows */
+	n.task.launch.args[1].value = 64;		/* dlogits */
+	n.task.launch.args[1].bytes = 80;
+	n.task.launch.args[2].value = 256;		/* logits */
+	n.task.launch.args[2].bytes = 80;
+	n.task.launch.args[3].value = 512;		/* labels */
+	n.task.launch.args[3].bytes = 8;
+	n.task.launch.args[4].value = 10;
+	n.task.launch.args[5].value = 0x3f800000;
+	for (i = 0; i < 4; i++)
+		n.ref[i] = SNPU_GRAPH_REF_SLOT(0);
+	ASSERT_EQ(4, acc_of(&n, acc));
+	for (i = 0; i < 4; i++) {
+		EXPECT_EQ(i < 2, acc[i].write);
+		EXPECT_EQ(i, acc[i].addr);
+		EXPECT_EQ(1, acc[i].word);
+	}
+	/* A FILL of the dlogits conflicts; of the logits only if it writes. */
+	r = fill(SNPU_GRAPH_REF_SLOT(0), 64, 80);
+	ASSERT_EQ(1, acc_of(&r, rd));
+	EXPECT_TRUE(snpu_gnode_conflict(acc, 4, rd, 1));
+	rd[0].write = 0;
+	EXPECT_TRUE(snpu_gnode_conflict(acc, 4, rd, 1));
+	r = fill(SNPU_GRAPH_REF_SLOT(0), 256, 80);
+	ASSERT_EQ(1, acc_of(&r, rd));
+	rd[0].write = 0;
+	EXPECT_FALSE(snpu_gnode_conflict(acc, 4, rd, 1));
+}
+
 TEST(node_range_past_slot_or_scratch_refused)
 {
 	struct snpu_gacc acc[SNPU_GNODE_MAX_ACC];

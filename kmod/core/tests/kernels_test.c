@@ -7,12 +7,14 @@
  * ASan/UBSan; buffers are allocated to their exact size so that any
  * access past an argument's extent is caught.
  */
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/kernels.h"
+#include "core/kernels_f32.h"
 
 #include "kselftest_harness.h"
 
@@ -24,10 +26,11 @@
  * again here: the number of arguments and a mask of the buffers.
  */
 static const struct {
-	const char name[16];
+	const char name[20];
 	unsigned int nargs;
 	unsigned int buffers;
 	bool fpu;
+	unsigned int writes;
 } kinfo[SNPU_KERNEL_COUNT] = {
 	[SNPU_KERNEL_NOP]		= { "nop", 0, 0x0, false },
 	[SNPU_KERNEL_COPY]		= { "copy", 2, 0x3, false },
@@ -44,6 +47,16 @@ static const struct {
 	[SNPU_KERNEL_CRC32C]		= { "crc32c", 2, 0x3, false },
 	[SNPU_KERNEL_SPIN]		= { "spin", 1, 0x0, false },
 	[SNPU_KERNEL_FAIL]		= { "fail", 1, 0x0, false },
+	[SNPU_KERNEL_GEMM_TN_F32]	= { "gemm_tn_f32", 6, 0x7, true },
+	[SNPU_KERNEL_GEMM_NT_F32]	= { "gemm_nt_f32", 6, 0x7, true },
+	[SNPU_KERNEL_BIAS_ADD_F32]	= { "bias_add_f32", 4, 0x7, true },
+	[SNPU_KERNEL_RELU_BWD_F32]	= { "relu_bwd_f32", 3, 0x7, true },
+	[SNPU_KERNEL_SOFTMAX_XENT_F32]	= { "softmax_xent_f32", 6, 0xf, true,
+					    0x3 },
+	[SNPU_KERNEL_COLSUM_F32]	= { "colsum_f32", 3, 0x3, true },
+	[SNPU_KERNEL_ARGMAX_F32]	= { "argmax_f32", 3, 0x3, true },
+	[SNPU_KERNEL_COUNT_EQ_I32]	= { "count_eq_i32", 3, 0x7, false },
+	[SNPU_KERNEL_AFFINE_F32]	= { "affine_f32", 4, 0x3, true },
 };
 
 static const __u32 block_dims[] = { 1, 3, 64 };
@@ -103,6 +116,32 @@ static void valid_args(__u32 kernel, __u32 block_dim,
 		break;
 	case SNPU_KERNEL_FAIL:
 		a[0] = scalar_arg(5);
+		break;
+	case SNPU_KERNEL_GEMM_TN_F32:
+	case SNPU_KERNEL_GEMM_NT_F32:
+		/* m 2, n 3, k 4: every operand 12 or 8 floats, 64 bytes do. */
+		a[3] = scalar_arg(2);
+		a[4] = scalar_arg(3);
+		a[5] = scalar_arg(4);
+		break;
+	case SNPU_KERNEL_BIAS_ADD_F32:
+		a[3] = scalar_arg(4);
+		break;
+	case SNPU_KERNEL_SOFTMAX_XENT_F32:
+		/* 4 rows of 4 classes. */
+		a[4] = scalar_arg(4);
+		a[5] = scalar_arg(0x3f800000);
+		break;
+	case SNPU_KERNEL_COLSUM_F32:
+	case SNPU_KERNEL_ARGMAX_F32:
+		a[2] = scalar_arg(4);
+		break;
+	case SNPU_KERNEL_COUNT_EQ_I32:
+		a[0].bytes = (__u64)block_dim * 4;
+		break;
+	case SNPU_KERNEL_AFFINE_F32:
+		a[2] = scalar_arg(0x40000000);
+		a[3] = scalar_arg(0xbf800000);
 		break;
 	}
 }
@@ -322,7 +361,7 @@ TEST(check_unknown_kernel)
 	struct snpu_kernel_arg a[NARGS];
 	unsigned int i;
 
-	ASSERT_EQ(15, SNPU_KERNEL_COUNT);
+	ASSERT_EQ(24, SNPU_KERNEL_COUNT);
 	valid_args(SNPU_KERNEL_COPY, 1, a);
 	for (i = 0; i < ARRAY_SIZE(bad); i++) {
 		ASSERT_EQ(-EINVAL, check(bad[i], 1, zero));
@@ -380,8 +419,12 @@ TEST(check_buffer_bytes_zero)
 			tested++;
 		}
 	}
-	/* COPY 2, FILL 1, ADD/MUL 4 x 3, AXPY 2, RELU 2, GEMM 3, the rest 2 */
-	ASSERT_EQ(28ULL, tested);
+	/*
+	 * COPY 2, FILL 1, ADD/MUL 4 x 3, AXPY 2, RELU 2, GEMM 3, the rest 2;
+	 * ABI 0.8: GEMM_TN/NT 3 + 3, BIAS_ADD 3, RELU_BWD 3, SOFTMAX_XENT 4,
+	 * COLSUM 2, ARGMAX 2, COUNT_EQ 3, AFFINE 2.
+	 */
+	ASSERT_EQ(53ULL, tested);
 }
 
 TEST(check_scalar_with_bytes)
@@ -404,8 +447,11 @@ TEST(check_scalar_with_bytes)
 			tested++;
 		}
 	}
-	/* FILL, AXPY, GEMM x3, SPIN, FAIL */
-	ASSERT_EQ(7ULL, tested);
+	/*
+	 * FILL, AXPY, GEMM x3, SPIN, FAIL; ABI 0.8: GEMM_TN/NT x3 each,
+	 * BIAS_ADD, SOFTMAX_XENT x2, COLSUM, ARGMAX, AFFINE x2.
+	 */
+	ASSERT_EQ(20ULL, tested);
 }
 
 TEST(check_unused_args_zero)
@@ -713,8 +759,10 @@ TEST(check_block_work)
 			     1 : 4;
 		unsigned int i, src;
 
+		/* The kernels of ABI 0.8: check_block_work_training. */
 		if (k == SNPU_KERNEL_NOP || k == SNPU_KERNEL_SPIN ||
-		    k == SNPU_KERNEL_FAIL || k == SNPU_KERNEL_GEMM_F32)
+		    k == SNPU_KERNEL_FAIL || k == SNPU_KERNEL_GEMM_F32 ||
+		    k >= SNPU_KERNEL_GEMM_TN_F32)
 			continue;
 		src = k == SNPU_KERNEL_COPY || k == SNPU_KERNEL_CRC32C ||
 		      k == SNPU_KERNEL_REDUCE_SUM_I32 ||
@@ -919,6 +967,23 @@ TEST(uses_fpu)
 			TH_LOG("%s", kinfo[k].name);
 	ASSERT_FALSE(snpu_kernel_uses_fpu(SNPU_KERNEL_COUNT));
 	ASSERT_FALSE(snpu_kernel_uses_fpu(0xffffffff));
+}
+
+/* What graphs order nodes by: argument 0, and both outputs of SOFTMAX_XENT. */
+TEST(writes_mask)
+{
+	__u32 k;
+
+	for (k = 0; k < SNPU_KERNEL_COUNT; k++) {
+		unsigned int want = kinfo[k].writes ? kinfo[k].writes :
+				    kinfo[k].buffers & 0x1;
+
+		ASSERT_EQ(want, snpu_kernel_writes(k))
+			TH_LOG("%s", kinfo[k].name);
+		ASSERT_EQ(0U, snpu_kernel_writes(k) & ~kinfo[k].buffers);
+	}
+	ASSERT_EQ(0U, snpu_kernel_writes(SNPU_KERNEL_COUNT));
+	ASSERT_EQ(0U, snpu_kernel_writes(0xffffffff));
 }
 
 TEST(units)
@@ -1723,6 +1788,1269 @@ TEST(run_touches_only_its_chunk)
 	ASSERT_EQ(0, memcmp(c, c0, 3));
 	ASSERT_EQ(0, memcmp((__u8 *)c + 3, (__u8 *)av + 3, 6));
 	ASSERT_EQ(0, memcmp((__u8 *)c + 9, (__u8 *)c0 + 9, sizeof(c) - 9));
+}
+
+/* ---- the kernels for training (ABI 0.8) -------------------------------- */
+
+/* Each of the ABI 0.8 kernels refuses one broken rule at a time. */
+
+static void gemm2_args(struct snpu_kernel_arg *a, __u32 kernel,
+		       __u64 m, __u64 n, __u64 k)
+{
+	memset(a, 0, sizeof(*a) * NARGS);
+	a[0] = buf_arg((void *)(uintptr_t)FAKE(0), m * n * 4);
+	if (kernel == SNPU_KERNEL_GEMM_TN_F32) {
+		a[1] = buf_arg((void *)(uintptr_t)FAKE(1), k * m * 4);
+		a[2] = buf_arg((void *)(uintptr_t)FAKE(2), k * n * 4);
+	} else {
+		a[1] = buf_arg((void *)(uintptr_t)FAKE(1), m * k * 4);
+		a[2] = buf_arg((void *)(uintptr_t)FAKE(2), n * k * 4);
+	}
+	a[3] = scalar_arg(m);
+	a[4] = scalar_arg(n);
+	a[5] = scalar_arg(k);
+}
+
+TEST(check_gemm_tn_nt)
+{
+	static const __u32 ks[] = { SNPU_KERNEL_GEMM_TN_F32,
+				    SNPU_KERNEL_GEMM_NT_F32 };
+	struct snpu_kernel_arg a[NARGS];
+	unsigned int i, d;
+
+	for (i = 0; i < ARRAY_SIZE(ks); i++) {
+		__u32 k = ks[i];
+
+		/* Operands of m != n != k sized exactly: accepted. */
+		gemm2_args(a, k, 2, 3, 5);
+		ASSERT_EQ(0, check(k, 1, a));
+		gemm2_args(a, k, 1, 1, GEMM_MAX);
+		ASSERT_EQ(0, check(k, 1, a));
+		/* Each operand one float short. */
+		for (d = 0; d < 3; d++) {
+			gemm2_args(a, k, 2, 3, 5);
+			a[d].bytes -= 4;
+			ASSERT_EQ(-EINVAL, check(k, 1, a))
+				TH_LOG("%s arg %u", kinfo[k].name, d);
+		}
+		/* The transposed operand is sized by its own shape. */
+		gemm2_args(a, k, 2, 3, 5);
+		a[1].bytes = 2 * 5 * 4;
+		a[2].bytes = 3 * 5 * 4;
+		ASSERT_EQ(0, check(k, 1, a));
+		/* m, n, k: 0, above 65536, upper bits. */
+		for (d = 3; d < 6; d++) {
+			gemm2_args(a, k, 2, 3, 5);
+			a[d].value = 0;
+			ASSERT_EQ(-EINVAL, check(k, 1, a));
+			a[d].value = GEMM_MAX + 1;
+			ASSERT_EQ(-EINVAL, check(k, 1, a));
+			a[d].value = (1ULL << 32) | 2;
+			ASSERT_EQ(-EINVAL, check(k, 1, a));
+		}
+	}
+}
+
+TEST(check_bias_add)
+{
+	const __u32 k = SNPU_KERNEL_BIAS_ADD_F32;
+	struct snpu_kernel_arg a[NARGS];
+
+	valid_args(k, 1, a);		/* 16 elements, n = 4 */
+	ASSERT_EQ(0, check(k, 1, a));
+	a[2].bytes = 16;
+	ASSERT_EQ(0, check(k, 1, a));		/* bias of n = 4: enough */
+	a[3].value = 16;
+	ASSERT_EQ(-EINVAL, check(k, 1, a));	/* n = 16: too small */
+	a[2].bytes = 64;
+	ASSERT_EQ(0, check(k, 1, a));
+	a[3].value = 3;				/* 16 not a multiple of 3 */
+	ASSERT_EQ(-EINVAL, check(k, 1, a));
+	a[3].value = 0;
+	ASSERT_EQ(-EINVAL, check(k, 1, a));
+	valid_args(k, 1, a);
+	a[3].value = 65537;
+	a[0].bytes = 65537 * 4;
+	a[1].bytes = 65537 * 4;
+	a[2].bytes = 65537 * 4;
+	ASSERT_EQ(-EINVAL, check(k, 1, a));
+	a[3].value = 65536;
+	a[0].bytes = a[1].bytes = a[2].bytes = 65536 * 4;
+	ASSERT_EQ(0, check(k, 1, a));
+	a[3].value |= 1ULL << 32;
+	ASSERT_EQ(-EINVAL, check(k, 1, a));
+	valid_args(k, 1, a);
+	a[0].bytes = 62;			/* not whole elements */
+	ASSERT_EQ(-EINVAL, check(k, 1, a));
+	valid_args(k, 1, a);
+	a[1].bytes = 60;			/* x smaller than y */
+	ASSERT_EQ(-EINVAL, check(k, 1, a));
+	a[1].bytes = 128;			/* larger is fine */
+	ASSERT_EQ(0, check(k, 1, a));
+}
+
+TEST(check_relu_bwd)
+{
+	const __u32 k = SNPU_KERNEL_RELU_BWD_F32;
+	struct snpu_kernel_arg a[NARGS];
+
+	valid_args(k, 1, a);
+	ASSERT_EQ(0, check(k, 1, a));
+	a[0].bytes = 63;
+	ASSERT_EQ(-EINVAL, check(k, 1, a));
+	valid_args(k, 1, a);
+	a[1].bytes = 60;
+	ASSERT_EQ(-EINVAL, check(k, 1, a));
+	valid_args(k, 1, a);
+	a[2].bytes = 60;
+	ASSERT_EQ(-EINVAL, check(k, 1, a));
+	valid_args(k, 1, a);
+	a[0].bytes = 4;
+	ASSERT_EQ(0, check(k, 1, a));
+}
+
+TEST(check_softmax_xent)
+{
+	const __u32 k = SNPU_KERNEL_SOFTMAX_XENT_F32;
+	struct snpu_kernel_arg a[NARGS];
+
+	valid_args(k, 1, a);		/* 4 rows of 4 */
+	ASSERT_EQ(0, check(k, 1, a));
+	a[4].value = 3;			/* 16 logits: not whole rows of 3 */
+	ASSERT_EQ(-EINVAL, check(k, 1, a));
+	a[4].value = 16;		/* one row: loss, labels of 1 do */
+	a[0].bytes = 4;
+	a[3].bytes = 4;
+	ASSERT_EQ(0, check(k, 1, a));
+	a[4].value = 0;
+	ASSERT_EQ(-EINVAL, check(k, 1, a));
+	a[4].value = 65537;
+	a[1].bytes = a[2].bytes = 65537 * 4;
+	ASSERT_EQ(-EINVAL, check(k, 1, a));
+	a[4].value = 65536;
+	a[1].bytes = a[2].bytes = 65536 * 4;
+	ASSERT_EQ(0, check(k, 1, a));
+	a[4].value |= 1ULL << 32;
+	ASSERT_EQ(-EINVAL, check(k, 1, a));
+
+	valid_args(k, 1, a);
+	a[2].bytes = 66;		/* logits not whole floats */
+	ASSERT_EQ(-EINVAL, check(k, 1, a));
+	valid_args(k, 1, a);
+	a[0].bytes = 12;		/* loss: 3 of 4 rows */
+	ASSERT_EQ(-EINVAL, check(k, 1, a));
+	valid_args(k, 1, a);
+	a[1].bytes = 60;		/* dlogits below the logits */
+	ASSERT_EQ(-EINVAL, check(k, 1, a));
+	valid_args(k, 1, a);
+	a[3].bytes = 12;		/* labels: 3 of 4 rows */
+	ASSERT_EQ(-EINVAL, check(k, 1, a));
+	valid_args(k, 1, a);
+	a[5].value = 1ULL << 32;	/* scale: upper bits */
+	ASSERT_EQ(-EINVAL, check(k, 1, a));
+	a[5].value = 0xffffffff;	/* any f32 bits, even a NaN */
+	ASSERT_EQ(0, check(k, 1, a));
+}
+
+TEST(check_colsum)
+{
+	const __u32 k = SNPU_KERNEL_COLSUM_F32;
+	struct snpu_kernel_arg a[NARGS];
+
+	valid_args(k, 1, a);		/* 4 rows of 4 */
+	ASSERT_EQ(0, check(k, 1, a));
+	a[2].value = 16;		/* one row of 16 */
+	a[0].bytes = 60;		/* out: 15 of 16 columns */
+	ASSERT_EQ(-EINVAL, check(k, 1, a));
+	a[0].bytes = 64;
+	ASSERT_EQ(0, check(k, 1, a));
+	a[2].value = 5;			/* not whole rows */
+	ASSERT_EQ(-EINVAL, check(k, 1, a));
+	a[2].value = 0;
+	ASSERT_EQ(-EINVAL, check(k, 1, a));
+	a[2].value = 65537;
+	a[0].bytes = a[1].bytes = 65537 * 4;
+	ASSERT_EQ(-EINVAL, check(k, 1, a));
+	a[2].value = 65536;
+	a[0].bytes = a[1].bytes = 65536 * 4;
+	ASSERT_EQ(0, check(k, 1, a));
+	a[2].value |= 1ULL << 32;
+	ASSERT_EQ(-EINVAL, check(k, 1, a));
+	valid_args(k, 1, a);
+	a[1].bytes = 66;
+	ASSERT_EQ(-EINVAL, check(k, 1, a));
+}
+
+TEST(check_argmax)
+{
+	const __u32 k = SNPU_KERNEL_ARGMAX_F32;
+	struct snpu_kernel_arg a[NARGS];
+
+	valid_args(k, 1, a);		/* 4 rows of 4 */
+	ASSERT_EQ(0, check(k, 1, a));
+	a[0].bytes = 12;		/* out: 3 of 4 rows */
+	ASSERT_EQ(-EINVAL, check(k, 1, a));
+	a[0].bytes = 16;
+	ASSERT_EQ(0, check(k, 1, a));
+	a[2].value = 6;
+	ASSERT_EQ(-EINVAL, check(k, 1, a));
+	a[2].value = 0;
+	ASSERT_EQ(-EINVAL, check(k, 1, a));
+	a[2].value = 65537;
+	a[1].bytes = 65537 * 4;
+	ASSERT_EQ(-EINVAL, check(k, 1, a));
+	a[2].value = 65536;
+	a[1].bytes = 65536 * 4;
+	ASSERT_EQ(0, check(k, 1, a));
+	a[2].value |= 1ULL << 32;
+	ASSERT_EQ(-EINVAL, check(k, 1, a));
+	valid_args(k, 1, a);
+	a[1].bytes = 62;
+	ASSERT_EQ(-EINVAL, check(k, 1, a));
+}
+
+TEST(check_count_eq)
+{
+	const __u32 k = SNPU_KERNEL_COUNT_EQ_I32;
+	struct snpu_kernel_arg a[NARGS];
+
+	valid_args(k, 5, a);
+	ASSERT_EQ(0, check(k, 5, a));
+	a[0].bytes = 16;		/* out: one element per block */
+	ASSERT_EQ(-EINVAL, check(k, 5, a));
+	valid_args(k, 5, a);
+	a[1].bytes = 62;
+	a[2].bytes = 62;
+	ASSERT_EQ(-EINVAL, check(k, 5, a));
+	valid_args(k, 5, a);
+	a[2].bytes = 60;		/* b smaller than a */
+	ASSERT_EQ(-EINVAL, check(k, 5, a));
+	a[2].bytes = 68;
+	ASSERT_EQ(0, check(k, 5, a));
+}
+
+TEST(check_affine)
+{
+	const __u32 k = SNPU_KERNEL_AFFINE_F32;
+	struct snpu_kernel_arg a[NARGS];
+
+	valid_args(k, 1, a);
+	ASSERT_EQ(0, check(k, 1, a));
+	a[0].bytes = 62;
+	ASSERT_EQ(-EINVAL, check(k, 1, a));
+	valid_args(k, 1, a);
+	a[1].bytes = 60;
+	ASSERT_EQ(-EINVAL, check(k, 1, a));
+	valid_args(k, 1, a);
+	a[2].value |= 1ULL << 32;
+	ASSERT_EQ(-EINVAL, check(k, 1, a));
+	valid_args(k, 1, a);
+	a[3].value |= 1ULL << 63;
+	ASSERT_EQ(-EINVAL, check(k, 1, a));
+}
+
+/*
+ * The work bound with the ABI 0.8 units: elements of c times k for the
+ * GEMMs, rows times ncls for SOFTMAX_XENT and ARGMAX, columns times rows
+ * for COLSUM, elements for the others. At the bound accepted, one unit
+ * above refused, two blocks accepted again.
+ */
+TEST(check_block_work_training)
+{
+	const __u64 max = SNPU_KERNEL_BLOCK_WORK_MAX;
+	struct snpu_kernel_arg a[NARGS];
+	static const __u32 ew[] = {
+		SNPU_KERNEL_BIAS_ADD_F32, SNPU_KERNEL_RELU_BWD_F32,
+		SNPU_KERNEL_AFFINE_F32,
+	};
+	unsigned int i;
+
+	gemm2_args(a, SNPU_KERNEL_GEMM_TN_F32, 512, 512, 64);
+	ASSERT_EQ(0, check(SNPU_KERNEL_GEMM_TN_F32, 1, a));
+	gemm2_args(a, SNPU_KERNEL_GEMM_TN_F32, 5, 52429, 64);
+	ASSERT_EQ(-EINVAL, check(SNPU_KERNEL_GEMM_TN_F32, 1, a));
+	ASSERT_EQ(0, check(SNPU_KERNEL_GEMM_TN_F32, 2, a));
+	gemm2_args(a, SNPU_KERNEL_GEMM_NT_F32, 256, 1, GEMM_MAX);
+	ASSERT_EQ(0, check(SNPU_KERNEL_GEMM_NT_F32, 1, a));
+	gemm2_args(a, SNPU_KERNEL_GEMM_NT_F32, 257, 1, GEMM_MAX);
+	ASSERT_EQ(-EINVAL, check(SNPU_KERNEL_GEMM_NT_F32, 1, a));
+	ASSERT_EQ(0, check(SNPU_KERNEL_GEMM_NT_F32, 2, a));
+
+	/* SOFTMAX_XENT: 2^14 rows of 1024 classes in one block. */
+	valid_args(SNPU_KERNEL_SOFTMAX_XENT_F32, 1, a);
+	a[4].value = 1024;
+	a[0].bytes = a[3].bytes = (max / 1024 + 1) * 4;
+	a[1].bytes = a[2].bytes = max * 4;
+	ASSERT_EQ(0, check(SNPU_KERNEL_SOFTMAX_XENT_F32, 1, a));
+	a[1].bytes = a[2].bytes = (max + 1024) * 4;
+	ASSERT_EQ(-EINVAL, check(SNPU_KERNEL_SOFTMAX_XENT_F32, 1, a));
+	ASSERT_EQ(0, check(SNPU_KERNEL_SOFTMAX_XENT_F32, 2, a));
+
+	/* ARGMAX likewise. */
+	valid_args(SNPU_KERNEL_ARGMAX_F32, 1, a);
+	a[2].value = 1024;
+	a[0].bytes = (max / 1024 + 1) * 4;
+	a[1].bytes = max * 4;
+	ASSERT_EQ(0, check(SNPU_KERNEL_ARGMAX_F32, 1, a));
+	a[1].bytes = (max + 1024) * 4;
+	ASSERT_EQ(-EINVAL, check(SNPU_KERNEL_ARGMAX_F32, 1, a));
+	ASSERT_EQ(0, check(SNPU_KERNEL_ARGMAX_F32, 2, a));
+
+	/* COLSUM: a column costs its rows; 16 columns of 2^20 rows. */
+	valid_args(SNPU_KERNEL_COLSUM_F32, 1, a);
+	a[2].value = 16;
+	a[0].bytes = 64;
+	a[1].bytes = max * 4;
+	ASSERT_EQ(0, check(SNPU_KERNEL_COLSUM_F32, 1, a));
+	a[1].bytes = (max + 16) * 4;
+	ASSERT_EQ(-EINVAL, check(SNPU_KERNEL_COLSUM_F32, 1, a));
+	/* 2^20 + 1 rows: two blocks of 8 columns each do. */
+	ASSERT_EQ(0, check(SNPU_KERNEL_COLSUM_F32, 2, a));
+	/* One column of more than the bound of rows: no block_dim helps. */
+	a[2].value = 1;
+	a[1].bytes = (max + 1) * 4;
+	ASSERT_EQ(-EINVAL, check(SNPU_KERNEL_COLSUM_F32,
+				 SNPU_MAX_BLOCK_DIM, a));
+	/* Rows near 2^62: the product must not wrap to something small. */
+	a[2].value = 65536;
+	a[0].bytes = 65536 * 4;
+	a[1].bytes = 1ULL << 63;
+	ASSERT_EQ(-EINVAL, check(SNPU_KERNEL_COLSUM_F32,
+				 SNPU_MAX_BLOCK_DIM, a));
+
+	/* COUNT_EQ: input elements. */
+	valid_args(SNPU_KERNEL_COUNT_EQ_I32, 1, a);
+	a[1].bytes = a[2].bytes = max * 4;
+	ASSERT_EQ(0, check(SNPU_KERNEL_COUNT_EQ_I32, 1, a));
+	a[1].bytes = a[2].bytes = (max + 1) * 4;
+	ASSERT_EQ(-EINVAL, check(SNPU_KERNEL_COUNT_EQ_I32, 1, a));
+
+	/* Elementwise: output elements. */
+	for (i = 0; i < ARRAY_SIZE(ew); i++) {
+		__u32 k = ew[i];
+		unsigned int j;
+
+		valid_args(k, 1, a);
+		if (k == SNPU_KERNEL_BIAS_ADD_F32)
+			a[3].value = 1;
+		for (j = 0; j < 3; j++)
+			if (kinfo[k].buffers & (1U << j))
+				a[j].bytes = (max + 1) * 4;
+		a[0].bytes = max * 4;
+		ASSERT_EQ(0, check(k, 1, a)) TH_LOG("%s", kinfo[k].name);
+		a[0].bytes += 4;
+		ASSERT_EQ(-EINVAL, check(k, 1, a)) TH_LOG("%s", kinfo[k].name);
+		ASSERT_EQ(0, check(k, 2, a)) TH_LOG("%s", kinfo[k].name);
+	}
+}
+
+TEST(units_training)
+{
+	struct snpu_klaunch l = { .block_dim = 1 };
+
+	l.scalar[3] = 3;
+	l.scalar[4] = 5;
+	l.scalar[5] = 7;
+	l.kernel = SNPU_KERNEL_GEMM_TN_F32;
+	ASSERT_EQ(15ULL, snpu_kernel_units(&l));
+	l.kernel = SNPU_KERNEL_GEMM_NT_F32;
+	ASSERT_EQ(15ULL, snpu_kernel_units(&l));
+
+	memset(&l, 0, sizeof(l));
+	l.block_dim = 1;
+	l.bytes[0] = 400;
+	l.bytes[1] = 800;
+	l.bytes[2] = 1200;
+	l.kernel = SNPU_KERNEL_BIAS_ADD_F32;
+	ASSERT_EQ(100ULL, snpu_kernel_units(&l));
+	l.kernel = SNPU_KERNEL_RELU_BWD_F32;
+	ASSERT_EQ(100ULL, snpu_kernel_units(&l));
+	l.kernel = SNPU_KERNEL_AFFINE_F32;
+	ASSERT_EQ(100ULL, snpu_kernel_units(&l));
+	l.kernel = SNPU_KERNEL_COUNT_EQ_I32;
+	ASSERT_EQ(200ULL, snpu_kernel_units(&l));
+	/* Rows of the logits (arg 2), rows of the input (arg 1), columns. */
+	l.kernel = SNPU_KERNEL_SOFTMAX_XENT_F32;
+	l.scalar[4] = 10;
+	ASSERT_EQ(30ULL, snpu_kernel_units(&l));
+	l.kernel = SNPU_KERNEL_ARGMAX_F32;
+	l.scalar[2] = 10;
+	ASSERT_EQ(20ULL, snpu_kernel_units(&l));
+	l.kernel = SNPU_KERNEL_COLSUM_F32;
+	ASSERT_EQ(10ULL, snpu_kernel_units(&l));
+}
+
+/* A chunk of a costed kernel is about SNPU_KERNEL_CHUNK_WORK of its cost. */
+TEST(chunk_bounds_training)
+{
+	struct snpu_klaunch l = { .block_dim = 1 };
+
+	l.kernel = SNPU_KERNEL_GEMM_TN_F32;
+	l.scalar[5] = 1000;
+	ASSERT_EQ((__u64)(SNPU_KERNEL_CHUNK_WORK / 1000), snpu_kernel_chunk(&l));
+	l.kernel = SNPU_KERNEL_GEMM_NT_F32;
+	ASSERT_EQ((__u64)(SNPU_KERNEL_CHUNK_WORK / 1000), snpu_kernel_chunk(&l));
+	l.kernel = SNPU_KERNEL_SOFTMAX_XENT_F32;
+	l.scalar[4] = 10;
+	ASSERT_EQ((__u64)(SNPU_KERNEL_CHUNK_WORK / 10), snpu_kernel_chunk(&l));
+	l.kernel = SNPU_KERNEL_ARGMAX_F32;
+	l.scalar[2] = 65536;
+	ASSERT_EQ(1ULL, snpu_kernel_chunk(&l));
+	l.kernel = SNPU_KERNEL_COLSUM_F32;
+	l.scalar[2] = 4;
+	l.bytes[1] = 4 * 4 * 100;	/* 100 rows */
+	ASSERT_EQ((__u64)(SNPU_KERNEL_CHUNK_WORK / 100), snpu_kernel_chunk(&l));
+	l.kernel = SNPU_KERNEL_BIAS_ADD_F32;
+	ASSERT_EQ((__u64)(SNPU_KERNEL_CHUNK), snpu_kernel_chunk(&l));
+	l.kernel = SNPU_KERNEL_COUNT_EQ_I32;
+	ASSERT_EQ((__u64)(SNPU_KERNEL_CHUNK), snpu_kernel_chunk(&l));
+}
+
+/* The chunk sizes the run tests use: the module's, and awkward ones. */
+static __u64 train_chunk(const struct snpu_kernel_arg *a, __u32 kernel,
+			 __u32 nb, unsigned int variant)
+{
+	struct snpu_klaunch l;
+
+	if (variant == 1)
+		return 1;
+	if (variant == 2)
+		return 7;
+	resolve(kernel, nb, a, &l);
+	return snpu_kernel_chunk(&l);
+}
+
+#define TRAIN_VARIANTS	3
+
+static void run_gemm2(struct __test_metadata *_metadata, __u32 kernel,
+		      __u64 m, __u64 n, __u64 k)
+{
+	float *av = alloc_f32(m * k);
+	float *bv = alloc_f32(k * n);
+	float *cv = alloc_f32(m * n);
+	float *want = alloc_f32(m * n);
+	struct snpu_kernel_arg a[NARGS];
+	__u64 r, col, kk;
+	unsigned int i, v;
+
+	for (r = 0; r < m; r++) {
+		for (col = 0; col < n; col++) {
+			float acc = 0.0f;
+
+			for (kk = 0; kk < k; kk++)
+				acc += kernel == SNPU_KERNEL_GEMM_TN_F32 ?
+				       av[kk * m + r] * bv[kk * n + col] :
+				       av[r * k + kk] * bv[col * k + kk];
+			want[r * n + col] = acc;
+		}
+	}
+	gemm2_args(a, kernel, m, n, k);
+	a[0].value = (uintptr_t)cv;
+	a[1].value = (uintptr_t)av;
+	a[2].value = (uintptr_t)bv;
+	for (i = 0; i < ARRAY_SIZE(block_dims); i++) {
+		for (v = 0; v < TRAIN_VARIANTS; v++) {
+			memset(cv, 0xa5, m * n * 4);
+			ASSERT_EQ(0, launch(kernel, block_dims[i], a,
+					    train_chunk(a, kernel,
+							block_dims[i], v)));
+			ASSERT_EQ(0, memcmp(want, cv, m * n * 4))
+				TH_LOG("%s %llux%llux%llu blocks %u chunks %u",
+				       kinfo[kernel].name,
+				       (unsigned long long)m,
+				       (unsigned long long)n,
+				       (unsigned long long)k, block_dims[i], v);
+		}
+	}
+	free(av);
+	free(bv);
+	free(cv);
+	free(want);
+}
+
+static const __u64 gemm2_shapes[][3] = {
+	{ 1, 1, 1 }, { 2, 3, 4 }, { 7, 5, 3 }, { 1, 7, 9 }, { 7, 1, 9 },
+	{ 33, 17, 9 }, { 64, 10, 128 }, { 10, 64, 32 }, { 3, 700, 2 },
+	{ 2, 2, 3000 },
+};
+
+TEST(run_gemm_tn_f32)
+{
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(gemm2_shapes); i++)
+		run_gemm2(_metadata, SNPU_KERNEL_GEMM_TN_F32,
+			  gemm2_shapes[i][0], gemm2_shapes[i][1],
+			  gemm2_shapes[i][2]);
+}
+
+TEST(run_gemm_nt_f32)
+{
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(gemm2_shapes); i++)
+		run_gemm2(_metadata, SNPU_KERNEL_GEMM_NT_F32,
+			  gemm2_shapes[i][0], gemm2_shapes[i][1],
+			  gemm2_shapes[i][2]);
+}
+
+/* a^T b and a b^T against GEMM_F32 of the transposed operand. */
+TEST(run_gemm_tn_nt_match_gemm)
+{
+	const __u64 m = 5, n = 6, k = 7;
+	float *a = alloc_f32(m * k), *at = alloc_f32(k * m);
+	float *b = alloc_f32(k * n), *bt = alloc_f32(n * k);
+	float *c = alloc_f32(m * n), *c2 = alloc_f32(m * n);
+	struct snpu_kernel_arg g[NARGS];
+	__u64 i, j;
+
+	for (i = 0; i < m; i++)
+		for (j = 0; j < k; j++)
+			at[j * m + i] = a[i * k + j];
+	for (i = 0; i < k; i++)
+		for (j = 0; j < n; j++)
+			bt[j * k + i] = b[i * n + j];
+	gemm_args(g, m, n, k);
+	g[0].value = (uintptr_t)c;
+	g[1].value = (uintptr_t)a;
+	g[2].value = (uintptr_t)b;
+	ASSERT_EQ(0, launch(SNPU_KERNEL_GEMM_F32, 2, g, SNPU_KERNEL_CHUNK));
+	g[0].value = (uintptr_t)c2;
+	g[1].value = (uintptr_t)at;
+	ASSERT_EQ(0, launch(SNPU_KERNEL_GEMM_TN_F32, 3, g, SNPU_KERNEL_CHUNK));
+	ASSERT_EQ(0, memcmp(c, c2, m * n * 4));
+	memset(c2, 0, m * n * 4);
+	g[1].value = (uintptr_t)a;
+	g[2].value = (uintptr_t)bt;
+	ASSERT_EQ(0, launch(SNPU_KERNEL_GEMM_NT_F32, 4, g, SNPU_KERNEL_CHUNK));
+	ASSERT_EQ(0, memcmp(c, c2, m * n * 4));
+	free(a);
+	free(at);
+	free(b);
+	free(bt);
+	free(c);
+	free(c2);
+}
+
+TEST(run_bias_add_f32)
+{
+	static const __u64 shapes[][2] = {	/* rows, n */
+		{ 1, 1 }, { 1, 7 }, { 7, 1 }, { 5, 3 }, { 64, 128 },
+		{ 3, 5000 }, { 1000, 10 },
+	};
+	unsigned int s, i, v;
+
+	for (s = 0; s < ARRAY_SIZE(shapes); s++) {
+		__u64 rows = shapes[s][0], n = shapes[s][1], cnt = rows * n;
+		float *x = alloc_f32(cnt + 3), *bias = alloc_f32(n);
+		float *y = alloc_f32(cnt), *want = alloc_f32(cnt);
+		struct snpu_kernel_arg a[NARGS] = { 0 };
+		__u64 e;
+
+		for (e = 0; e < cnt; e++)
+			want[e] = x[e] + bias[e % n];
+		a[0] = buf_arg(y, cnt * 4);
+		a[1] = buf_arg(x, (cnt + 3) * 4);
+		a[2] = buf_arg(bias, n * 4);
+		a[3] = scalar_arg(n);
+		for (i = 0; i < ARRAY_SIZE(block_dims); i++) {
+			for (v = 0; v < TRAIN_VARIANTS; v++) {
+				memset(y, 0xa5, cnt * 4);
+				ASSERT_EQ(0, launch(SNPU_KERNEL_BIAS_ADD_F32,
+						    block_dims[i], a,
+						    train_chunk(a,
+							SNPU_KERNEL_BIAS_ADD_F32,
+							block_dims[i], v)));
+				ASSERT_EQ(0, memcmp(want, y, cnt * 4))
+					TH_LOG("%llu x %llu blocks %u",
+					       (unsigned long long)rows,
+					       (unsigned long long)n,
+					       block_dims[i]);
+			}
+		}
+		free(x);
+		free(bias);
+		free(y);
+		free(want);
+	}
+}
+
+TEST(run_relu_bwd_f32)
+{
+	unsigned int s, i, v;
+
+	for (s = 0; s < ARRAY_SIZE(sizes); s++) {
+		__u64 n = sizes[s], e;
+		float *dy = alloc_f32(n), *yv = alloc_f32(n + 1);
+		float *dx = alloc_f32(n), *want = alloc_f32(n);
+		struct snpu_kernel_arg a[NARGS] = { 0 };
+
+		for (e = 0; e < n; e++)
+			want[e] = yv[e] > 0.0f ? dy[e] : 0.0f;
+		a[0] = buf_arg(dx, n * 4);
+		a[1] = buf_arg(dy, n * 4);
+		a[2] = buf_arg(yv, (n + 1) * 4);
+		for (i = 0; i < ARRAY_SIZE(block_dims); i++) {
+			for (v = 0; v < TRAIN_VARIANTS; v++) {
+				memset(dx, 0xa5, n * 4);
+				ASSERT_EQ(0, launch(SNPU_KERNEL_RELU_BWD_F32,
+						    block_dims[i], a,
+						    train_chunk(a,
+							SNPU_KERNEL_RELU_BWD_F32,
+							block_dims[i], v)));
+				ASSERT_EQ(0, memcmp(want, dx, n * 4));
+			}
+		}
+		free(dy);
+		free(yv);
+		free(dx);
+		free(want);
+	}
+}
+
+/* -0.0, +0.0 and NaN outputs of the ReLU pass no gradient. */
+TEST(run_relu_bwd_f32_specials)
+{
+	float yv[5] = { -0.0f, 0.0f, f32_of(0x7fc00000), 1e-45f, -1.0f };
+	float dy[5] = { 2.0f, 3.0f, 4.0f, 5.0f, 6.0f };
+	float dx[5];
+	float want[5] = { 0.0f, 0.0f, 0.0f, 5.0f, 0.0f };
+	struct snpu_kernel_arg a[NARGS] = { 0 };
+
+	a[0] = buf_arg(dx, sizeof(dx));
+	a[1] = buf_arg(dy, sizeof(dy));
+	a[2] = buf_arg(yv, sizeof(yv));
+	ASSERT_EQ(0, launch(SNPU_KERNEL_RELU_BWD_F32, 2, a,
+			    SNPU_KERNEL_CHUNK));
+	ASSERT_EQ(0, memcmp(want, dx, sizeof(dx)));
+}
+
+/*
+ * Logits like a network's: moderate values, so that exp's whole range
+ * of interest is used without every row being dominated by one class.
+ */
+static void fill_logits(float *x, __u64 n, float spread)
+{
+	__u64 i;
+
+	for (i = 0; i < n; i++)
+		x[i] = ((float)(rnd() >> 40) / (float)(1 << 24) - 0.5f) *
+		       spread;
+}
+
+/*
+ * The kernel's formula, written again with the kernel's exp and log (so
+ * the comparison can be bit for bit), and checked against libm in double
+ * within a tolerance.
+ */
+static void ref_softmax_xent(const float *x, const __s32 *lab, __u64 rows,
+			     __u32 ncls, float scale, float *loss, float *d)
+{
+	__u64 r;
+	__u32 j;
+
+	for (r = 0; r < rows; r++) {
+		const float *xr = x + r * ncls;
+		float *dr = d + r * ncls;
+		float mx = xr[0], s = 0.0f;
+
+		for (j = 1; j < ncls; j++)
+			mx = xr[j] > mx ? xr[j] : mx;
+		for (j = 0; j < ncls; j++) {
+			dr[j] = f32_of(snpu_f32_exp_bits(bits_of(xr[j] - mx)));
+			s += dr[j];
+		}
+		loss[r] = f32_of(snpu_f32_log_bits(bits_of(s))) -
+			  (xr[lab[r]] - mx);
+		for (j = 0; j < ncls; j++)
+			dr[j] = (dr[j] / s - (j == (__u32)lab[r] ? 1.0f : 0.0f)) *
+				scale;
+	}
+}
+
+static void run_softmax(struct __test_metadata *_metadata, __u64 rows,
+			__u32 ncls, float spread)
+{
+	float *x = alloc_f32(rows * ncls);
+	float *loss = alloc_f32(rows), *d = alloc_f32(rows * ncls);
+	float *wl = alloc_f32(rows), *wd = alloc_f32(rows * ncls);
+	__s32 *lab = alloc_bytes(rows * 4);
+	const float scale = 1.0f / 32.0f;
+	struct snpu_kernel_arg a[NARGS] = { 0 };
+	unsigned int i, v;
+	__u64 r;
+	__u32 j;
+
+	fill_logits(x, rows * ncls, spread);
+	for (r = 0; r < rows; r++)
+		lab[r] = (__s32)(rnd() % ncls);
+	ref_softmax_xent(x, lab, rows, ncls, scale, wl, wd);
+	/* The formula itself against libm in double. */
+	for (r = 0; r < rows; r++) {
+		double mx = x[r * ncls], s = 0.0, l;
+
+		for (j = 1; j < ncls; j++)
+			mx = x[r * ncls + j] > mx ? x[r * ncls + j] : mx;
+		for (j = 0; j < ncls; j++)
+			s += exp((double)x[r * ncls + j] - mx);
+		l = log(s) - ((double)x[r * ncls + lab[r]] - mx);
+		ASSERT_LT(fabs(l - wl[r]), 1e-5 * (1.0 + fabs(l)))
+			TH_LOG("row %llu: %g vs %g", (unsigned long long)r,
+			       l, (double)wl[r]);
+		for (j = 0; j < ncls; j++) {
+			double p = exp((double)x[r * ncls + j] - mx) / s;
+			double g = (p - (j == (__u32)lab[r])) * scale;
+
+			ASSERT_LT(fabs(g - wd[r * ncls + j]), 1e-6 * scale);
+		}
+	}
+	a[0] = buf_arg(loss, rows * 4);
+	a[1] = buf_arg(d, rows * ncls * 4);
+	a[2] = buf_arg(x, rows * ncls * 4);
+	a[3] = buf_arg(lab, rows * 4);
+	a[4] = scalar_arg(ncls);
+	a[5] = scalar_arg(bits_of(scale));
+	for (i = 0; i < ARRAY_SIZE(block_dims); i++) {
+		for (v = 0; v < TRAIN_VARIANTS; v++) {
+			memset(loss, 0xa5, rows * 4);
+			memset(d, 0xa5, rows * ncls * 4);
+			ASSERT_EQ(0, launch(SNPU_KERNEL_SOFTMAX_XENT_F32,
+					    block_dims[i], a,
+					    train_chunk(a,
+						SNPU_KERNEL_SOFTMAX_XENT_F32,
+						block_dims[i], v)));
+			ASSERT_EQ(0, memcmp(wl, loss, rows * 4))
+				TH_LOG("%llu x %u blocks %u",
+				       (unsigned long long)rows, ncls,
+				       block_dims[i]);
+			ASSERT_EQ(0, memcmp(wd, d, rows * ncls * 4));
+		}
+	}
+	free(x);
+	free(loss);
+	free(d);
+	free(wl);
+	free(wd);
+	free(lab);
+}
+
+TEST(run_softmax_xent_f32)
+{
+	run_softmax(_metadata, 1, 1, 4.0f);
+	run_softmax(_metadata, 1, 10, 4.0f);
+	run_softmax(_metadata, 7, 10, 20.0f);
+	run_softmax(_metadata, 100, 10, 8.0f);
+	run_softmax(_metadata, 3, 1000, 60.0f);
+	run_softmax(_metadata, 65, 3, 200.0f);
+}
+
+/* One class: p = 1, loss 0, gradient 0 whatever the logit. */
+TEST(run_softmax_xent_one_class)
+{
+	float x[3] = { -5.0f, 0.0f, 1e30f }, loss[3], d[3];
+	__s32 lab[3] = { 0, 0, 0 };
+	struct snpu_kernel_arg a[NARGS] = { 0 };
+	int r;
+
+	a[0] = buf_arg(loss, sizeof(loss));
+	a[1] = buf_arg(d, sizeof(d));
+	a[2] = buf_arg(x, sizeof(x));
+	a[3] = buf_arg(lab, sizeof(lab));
+	a[4] = scalar_arg(1);
+	a[5] = scalar_arg(0x3f800000);
+	ASSERT_EQ(0, launch(SNPU_KERNEL_SOFTMAX_XENT_F32, 2, a,
+			    SNPU_KERNEL_CHUNK));
+	for (r = 0; r < 3; r++) {
+		ASSERT_EQ(0U, bits_of(loss[r]));
+		ASSERT_EQ(0U, bits_of(d[r]));
+	}
+}
+
+/* Known values: uniform logits give log(ncls) and (1/ncls - [j == t]). */
+TEST(run_softmax_xent_uniform)
+{
+	float x[8] = { 3, 3, 3, 3, -1, -1, -1, -1 }, loss[2], d[8];
+	__s32 lab[2] = { 2, 0 };
+	struct snpu_kernel_arg a[NARGS] = { 0 };
+	int j;
+
+	a[0] = buf_arg(loss, sizeof(loss));
+	a[1] = buf_arg(d, sizeof(d));
+	a[2] = buf_arg(x, sizeof(x));
+	a[3] = buf_arg(lab, sizeof(lab));
+	a[4] = scalar_arg(4);
+	a[5] = scalar_arg(bits_of(2.0f));
+	ASSERT_EQ(0, launch(SNPU_KERNEL_SOFTMAX_XENT_F32, 1, a,
+			    SNPU_KERNEL_CHUNK));
+	ASSERT_LT(fabs(loss[0] - log(4.0)), 2e-7);
+	ASSERT_EQ(bits_of(loss[0]), bits_of(loss[1]));
+	for (j = 0; j < 4; j++) {
+		ASSERT_EQ(bits_of(j == 2 ? -1.5f : 0.5f), bits_of(d[j]));
+		ASSERT_EQ(bits_of(j == 0 ? -1.5f : 0.5f), bits_of(d[4 + j]));
+	}
+}
+
+/* Large logits do not overflow: the row's maximum is subtracted first. */
+TEST(run_softmax_xent_large_logits)
+{
+	float x[3] = { 1000.0f, 999.0f, -1000.0f }, loss[1], d[3];
+	__s32 lab[1] = { 1 };
+	struct snpu_kernel_arg a[NARGS] = { 0 };
+	double s = 1.0 + exp(-1.0);
+
+	a[0] = buf_arg(loss, sizeof(loss));
+	a[1] = buf_arg(d, sizeof(d));
+	a[2] = buf_arg(x, sizeof(x));
+	a[3] = buf_arg(lab, sizeof(lab));
+	a[4] = scalar_arg(3);
+	a[5] = scalar_arg(0x3f800000);
+	ASSERT_EQ(0, launch(SNPU_KERNEL_SOFTMAX_XENT_F32, 1, a,
+			    SNPU_KERNEL_CHUNK));
+	ASSERT_LT(fabs(loss[0] - (log(s) + 1.0)), 1e-6);
+	ASSERT_LT(fabs(d[0] - 1.0 / s), 1e-6);
+	ASSERT_LT(fabs(d[1] - (exp(-1.0) / s - 1.0)), 1e-6);
+	ASSERT_EQ(0U, bits_of(d[2]));
+}
+
+/* dlogits may be the logits buffer itself: the same results. */
+TEST(run_softmax_xent_in_place)
+{
+	const __u64 rows = 9;
+	const __u32 ncls = 10;
+	float *x = alloc_f32(rows * ncls), *d = alloc_f32(rows * ncls);
+	float *loss = alloc_f32(rows), *loss2 = alloc_f32(rows);
+	__s32 *lab = alloc_bytes(rows * 4);
+	struct snpu_kernel_arg a[NARGS] = { 0 };
+	__u64 r;
+
+	fill_logits(x, rows * ncls, 10.0f);
+	for (r = 0; r < rows; r++)
+		lab[r] = (__s32)(rnd() % ncls);
+	a[0] = buf_arg(loss, rows * 4);
+	a[1] = buf_arg(d, rows * ncls * 4);
+	a[2] = buf_arg(x, rows * ncls * 4);
+	a[3] = buf_arg(lab, rows * 4);
+	a[4] = scalar_arg(ncls);
+	a[5] = scalar_arg(0x3f800000);
+	ASSERT_EQ(0, launch(SNPU_KERNEL_SOFTMAX_XENT_F32, 3, a, 2));
+	a[0] = buf_arg(loss2, rows * 4);
+	a[1] = buf_arg(x, rows * ncls * 4);
+	ASSERT_EQ(0, launch(SNPU_KERNEL_SOFTMAX_XENT_F32, 3, a, 2));
+	ASSERT_EQ(0, memcmp(loss, loss2, rows * 4));
+	ASSERT_EQ(0, memcmp(d, x, rows * ncls * 4));
+	free(x);
+	free(d);
+	free(loss);
+	free(loss2);
+	free(lab);
+}
+
+/*
+ * A label outside [0, ncls) fails the run with -EDOM at its row: the rows
+ * before it in the chunk are written, it is not.
+ */
+TEST(run_softmax_xent_bad_label)
+{
+	static const __s32 bad[] = { -1, 10, 11, 0x7fffffff, INT32_MIN };
+	const __u64 rows = 6;
+	const __u32 ncls = 10;
+	float *x = alloc_f32(rows * ncls), *d = alloc_f32(rows * ncls);
+	float *loss = alloc_f32(rows);
+	__s32 lab[6] = { 0, 9, 3, 4, 5, 6 };
+	struct snpu_kernel_arg a[NARGS] = { 0 };
+	struct snpu_klaunch l;
+	unsigned int i;
+
+	fill_logits(x, rows * ncls, 4.0f);
+	a[0] = buf_arg(loss, rows * 4);
+	a[1] = buf_arg(d, rows * ncls * 4);
+	a[2] = buf_arg(x, rows * ncls * 4);
+	a[3] = buf_arg(lab, sizeof(lab));
+	a[4] = scalar_arg(ncls);
+	a[5] = scalar_arg(0x3f800000);
+	for (i = 0; i < ARRAY_SIZE(bad); i++) {
+		lab[3] = bad[i];
+		ASSERT_EQ(0, check(SNPU_KERNEL_SOFTMAX_XENT_F32, 1, a));
+		memset(loss, 0xa5, rows * 4);
+		resolve(SNPU_KERNEL_SOFTMAX_XENT_F32, 1, a, &l);
+		ASSERT_EQ(-EDOM, snpu_kernel_run(&l, 0, 0, rows, 0, rows));
+		ASSERT_NE(0xa5a5a5a5U, bits_of(loss[2]));
+		ASSERT_EQ(0xa5a5a5a5U, bits_of(loss[3]));
+		ASSERT_EQ(0xa5a5a5a5U, bits_of(loss[4]));
+		/* The blocks of other rows are not stopped by it. */
+		ASSERT_EQ(-EDOM, launch(SNPU_KERNEL_SOFTMAX_XENT_F32, 6, a, 1));
+		ASSERT_NE(0xa5a5a5a5U, bits_of(loss[4]));
+	}
+	lab[3] = 9;
+	ASSERT_EQ(0, launch(SNPU_KERNEL_SOFTMAX_XENT_F32, 6, a, 1));
+	free(x);
+	free(d);
+	free(loss);
+}
+
+TEST(run_colsum_f32)
+{
+	static const __u64 shapes[][2] = {	/* rows, n */
+		{ 1, 1 }, { 1, 9 }, { 9, 1 }, { 5, 3 }, { 64, 128 },
+		{ 2, 5000 }, { 1000, 10 }, { 4097, 2 },
+	};
+	unsigned int s, i, v;
+
+	for (s = 0; s < ARRAY_SIZE(shapes); s++) {
+		__u64 rows = shapes[s][0], n = shapes[s][1], r, j;
+		float *in = alloc_f32(rows * n), *out = alloc_f32(n + 2);
+		float *want = alloc_f32(n);
+		struct snpu_kernel_arg a[NARGS] = { 0 };
+
+		for (j = 0; j < n; j++) {
+			float acc = 0.0f;
+
+			for (r = 0; r < rows; r++)
+				acc += in[r * n + j];
+			want[j] = acc;
+		}
+		a[0] = buf_arg(out, (n + 2) * 4);
+		a[1] = buf_arg(in, rows * n * 4);
+		a[2] = scalar_arg(n);
+		for (i = 0; i < ARRAY_SIZE(block_dims); i++) {
+			for (v = 0; v < TRAIN_VARIANTS; v++) {
+				memset(out, 0xa5, (n + 2) * 4);
+				ASSERT_EQ(0, launch(SNPU_KERNEL_COLSUM_F32,
+						    block_dims[i], a,
+						    train_chunk(a,
+							SNPU_KERNEL_COLSUM_F32,
+							block_dims[i], v)));
+				ASSERT_EQ(0, memcmp(want, out, n * 4))
+					TH_LOG("%llu x %llu blocks %u",
+					       (unsigned long long)rows,
+					       (unsigned long long)n,
+					       block_dims[i]);
+				/* Past n, out is not touched. */
+				ASSERT_EQ(0xa5a5a5a5U, bits_of(out[n]));
+			}
+		}
+		free(in);
+		free(out);
+		free(want);
+	}
+}
+
+static void run_argmax(struct __test_metadata *_metadata, __u64 rows,
+		       __u32 ncls, bool ties)
+{
+	float *in = alloc_f32(rows * ncls);
+	__s32 *out = alloc_bytes(rows * 4), *want = alloc_bytes(rows * 4);
+	struct snpu_kernel_arg a[NARGS] = { 0 };
+	unsigned int i, v;
+	__u64 r;
+	__u32 j;
+
+	if (ties)
+		for (r = 0; r < rows * ncls; r++)
+			in[r] = (float)(rnd() % 4);
+	for (r = 0; r < rows; r++) {
+		__u32 best = 0;
+
+		for (j = 1; j < ncls; j++)
+			if (in[r * ncls + j] > in[r * ncls + best])
+				best = j;
+		want[r] = (__s32)best;
+	}
+	a[0] = buf_arg(out, rows * 4);
+	a[1] = buf_arg(in, rows * ncls * 4);
+	a[2] = scalar_arg(ncls);
+	for (i = 0; i < ARRAY_SIZE(block_dims); i++) {
+		for (v = 0; v < TRAIN_VARIANTS; v++) {
+			memset(out, 0xa5, rows * 4);
+			ASSERT_EQ(0, launch(SNPU_KERNEL_ARGMAX_F32,
+					    block_dims[i], a,
+					    train_chunk(a,
+							SNPU_KERNEL_ARGMAX_F32,
+							block_dims[i], v)));
+			ASSERT_EQ(0, memcmp(want, out, rows * 4));
+		}
+	}
+	free(in);
+	free(out);
+	free(want);
+}
+
+TEST(run_argmax_f32)
+{
+	run_argmax(_metadata, 1, 1, false);
+	run_argmax(_metadata, 10, 1, false);
+	run_argmax(_metadata, 1, 10, false);
+	run_argmax(_metadata, 100, 10, false);
+	run_argmax(_metadata, 100, 10, true);
+	run_argmax(_metadata, 3, 5000, true);
+	run_argmax(_metadata, 1000, 2, true);
+}
+
+/* Ties go to the first; a NaN never wins; -0.0 and +0.0 are equal. */
+TEST(run_argmax_f32_specials)
+{
+	float in[16] = {
+		1, 5, 5, 2,
+		f32_of(0x7fc00000), -3, -2, -2,
+		-0.0f, 0.0f, -1, -0.0f,
+		-1, f32_of(0x7fc00000), f32_of(0xff800000), -0.5f,
+	};
+	__s32 out[4];
+	const __s32 want[4] = { 1, 0, 0, 3 };
+	struct snpu_kernel_arg a[NARGS] = { 0 };
+
+	a[0] = buf_arg(out, sizeof(out));
+	a[1] = buf_arg(in, sizeof(in));
+	a[2] = scalar_arg(4);
+	ASSERT_EQ(0, launch(SNPU_KERNEL_ARGMAX_F32, 2, a, SNPU_KERNEL_CHUNK));
+	ASSERT_EQ(0, memcmp(want, out, sizeof(out)));
+}
+
+TEST(run_count_eq_i32)
+{
+	unsigned int s, i, v;
+
+	for (s = 0; s < ARRAY_SIZE(sizes); s++) {
+		__u64 n = sizes[s], e;
+		__u32 *x = alloc_bytes(n * 4), *y = alloc_bytes(n * 4 + 8);
+
+		/* About half equal. */
+		for (e = 0; e < n; e++)
+			if (rnd() & 1)
+				y[e] = x[e];
+		for (i = 0; i < ARRAY_SIZE(block_dims); i++) {
+			__u32 nb = block_dims[i], b;
+			__u32 *out = alloc_bytes((__u64)nb * 4);
+			struct snpu_kernel_arg a[NARGS] = { 0 };
+			__u64 total = 0, sum = 0;
+
+			a[0] = buf_arg(out, (__u64)nb * 4);
+			a[1] = buf_arg(x, n * 4);
+			a[2] = buf_arg(y, n * 4 + 8);
+			for (v = 0; v < TRAIN_VARIANTS; v++) {
+				memset(out, 0xa5, (__u64)nb * 4);
+				ASSERT_EQ(0, launch(SNPU_KERNEL_COUNT_EQ_I32,
+						    nb, a,
+						    train_chunk(a,
+							SNPU_KERNEL_COUNT_EQ_I32,
+							nb, v)));
+				sum = 0;
+				for (b = 0; b < nb; b++) {
+					__u64 lo, hi, cnt = 0;
+
+					ref_slice(n, nb, b, &lo, &hi);
+					for (e = lo; e < hi; e++)
+						cnt += x[e] == y[e];
+					ASSERT_EQ(cnt, out[b]);
+					sum += out[b];
+				}
+				if (!total)
+					for (e = 0; e < n; e++)
+						total += x[e] == y[e];
+				ASSERT_EQ(total, sum);
+			}
+			free(out);
+		}
+		free(x);
+		free(y);
+	}
+}
+
+TEST(run_affine_f32)
+{
+	static const __u32 coef[][2] = {
+		{ 0x3f800000, 0x00000000 },	/* 1, 0 */
+		{ 0x3b808081, 0xbf000000 },	/* 1/255, -0.5 */
+		{ 0xc0490fdb, 0x42f60000 },	/* -pi, 123 */
+		{ 0x00000000, 0x80000000 },	/* 0, -0 */
+	};
+	unsigned int s, c, i, v;
+
+	for (s = 0; s < ARRAY_SIZE(sizes); s++) {
+		__u64 n = sizes[s], e;
+		float *x = alloc_f32(n + 1), *y = alloc_f32(n);
+		float *want = alloc_f32(n);
+
+		for (c = 0; c < ARRAY_SIZE(coef); c++) {
+			float av = f32_of(coef[c][0]), bv = f32_of(coef[c][1]);
+			struct snpu_kernel_arg a[NARGS] = { 0 };
+
+			for (e = 0; e < n; e++)
+				want[e] = av * x[e] + bv;
+			a[0] = buf_arg(y, n * 4);
+			a[1] = buf_arg(x, (n + 1) * 4);
+			a[2] = scalar_arg(coef[c][0]);
+			a[3] = scalar_arg(coef[c][1]);
+			for (i = 0; i < ARRAY_SIZE(block_dims); i++) {
+				for (v = 0; v < TRAIN_VARIANTS; v++) {
+					memset(y, 0xa5, n * 4);
+					ASSERT_EQ(0, launch(
+						SNPU_KERNEL_AFFINE_F32,
+						block_dims[i], a,
+						train_chunk(a,
+							SNPU_KERNEL_AFFINE_F32,
+							block_dims[i], v)));
+					ASSERT_EQ(0, memcmp(want, y, n * 4));
+				}
+			}
+		}
+		free(x);
+		free(y);
+		free(want);
+	}
+}
+
+/*
+ * The product is rounded before the sum: with a = x = 1 + 2^-12, a * x =
+ * 1 + 2^-11 + 2^-24, which rounds to 1 + 2^-11 (a tie, to even); adding
+ * -(1 + 2^-11) gives 0. A fused multiply-add would give 2^-24.
+ */
+TEST(run_affine_f32_not_fused)
+{
+	float x[1] = { 1.0f + 0x1p-12f }, y[1];
+	struct snpu_kernel_arg a[NARGS] = { 0 };
+
+	a[0] = buf_arg(y, sizeof(y));
+	a[1] = buf_arg(x, sizeof(x));
+	a[2] = scalar_arg(bits_of(1.0f + 0x1p-12f));
+	a[3] = scalar_arg(bits_of(-(1.0f + 0x1p-11f)));
+	ASSERT_EQ(0, launch(SNPU_KERNEL_AFFINE_F32, 1, a, SNPU_KERNEL_CHUNK));
+	ASSERT_EQ(0U, bits_of(y[0]));
+}
+
+/* ---- exp and log of kmod/core, against libm ---------------------------- */
+
+/* Relative error of a float result against a double reference. */
+static double rel_err(float got, double want)
+{
+	if (want == 0.0)
+		return got == 0.0f ? 0.0 : 1.0;
+	return fabs(((double)got - want) / want);
+}
+
+/*
+ * Every 61st float from -103.9 up to 88.72 (about 37 million inputs, from
+ * the tiniest magnitudes up), against exp() of libm in double. Results in the normal range: relative error at
+ * most 2^-23 (measured: 8.3e-8, 0.70 * 2^-23), as the uapi header says.
+ * Subnormal results: absolute error at most 2^-149 (one subnormal ulp).
+ */
+TEST(exp_accuracy)
+{
+	double worst = 0.0, worst_at = 0.0;
+	__u32 b, start, stop;
+	__u64 n = 0;
+	int side;
+
+	for (side = 0; side < 2; side++) {
+		/* Negative floats count up in bits as they go down. */
+		start = side ? 0x00000000 : 0x80000000;
+		stop = side ? bits_of(88.72283f) : bits_of(-103.9f);
+		for (b = start; b <= stop; b += 61) {
+			float x = f32_of(b);
+			double want = exp((double)x);
+			float got = f32_of(snpu_f32_exp_bits(b));
+
+			n++;
+			if (want < 0x1p-126) {
+				ASSERT_LE(fabs((double)got - want), 0x1p-149)
+					TH_LOG("exp(%a) = %a, libm %a", x, got,
+					       want);
+				continue;
+			}
+			if (rel_err(got, want) > worst) {
+				worst = rel_err(got, want);
+				worst_at = x;
+			}
+		}
+	}
+	TH_LOG("exp: %llu inputs, max relative error %.3g (%.2f ulp of 2^-23) at %a",
+	       (unsigned long long)n, worst, worst / 0x1p-23, worst_at);
+	ASSERT_LE(worst, 0x1p-23);
+}
+
+TEST(exp_specials)
+{
+	ASSERT_EQ(bits_of(1.0f), snpu_f32_exp_bits(0));
+	ASSERT_EQ(bits_of(1.0f), snpu_f32_exp_bits(0x80000000));
+	ASSERT_EQ(0x7f800000U, snpu_f32_exp_bits(0x7f800000));	/* +inf */
+	ASSERT_EQ(0U, snpu_f32_exp_bits(0xff800000));		/* -inf */
+	ASSERT_EQ(0x7f800000U, snpu_f32_exp_bits(bits_of(89.0f)));
+	ASSERT_EQ(0x7f800000U, snpu_f32_exp_bits(bits_of(1e30f)));
+	ASSERT_EQ(0U, snpu_f32_exp_bits(bits_of(-104.5f)));
+	ASSERT_EQ(0U, snpu_f32_exp_bits(bits_of(-1e30f)));
+	ASSERT_TRUE(isnan(f32_of(snpu_f32_exp_bits(0x7fc00000))));
+	ASSERT_TRUE(isnan(f32_of(snpu_f32_exp_bits(0xffc00001))));
+	/* The largest finite result and the smallest subnormal one. */
+	ASSERT_LT(f32_of(snpu_f32_exp_bits(bits_of(88.72283f))), INFINITY);
+	ASSERT_GT(f32_of(snpu_f32_exp_bits(bits_of(88.72283f))), 3.4e38f);
+	ASSERT_EQ(1U, snpu_f32_exp_bits(bits_of(-103.2f)));
+}
+
+/* Monotone over a fine sweep of [-20, 20]: softmax keeps the order. */
+TEST(exp_monotone)
+{
+	float prev = 0.0f, x;
+
+	for (x = -20.0f; x <= 20.0f; x += 0.001f) {
+		float e = f32_of(snpu_f32_exp_bits(bits_of(x)));
+
+		ASSERT_GE(e, prev) TH_LOG("at %a", x);
+		prev = e;
+	}
+}
+
+/*
+ * Every 61st positive float from the smallest subnormal to the largest
+ * finite (about 35 million inputs), against log() of libm in double:
+ * relative error at most 2^-23 (measured: 8.6e-8, 0.72 * 2^-23), as the
+ * uapi header says. Around 1,
+ * where log is near 0, every float of [1 - 2^-8, 1 + 2^-8].
+ */
+TEST(log_accuracy)
+{
+	double worst = 0.0, worst_at = 0.0;
+	__u32 b;
+	__u64 n = 0;
+	int pass;
+
+	for (pass = 0; pass < 2; pass++) {
+		__u32 lo = pass ? bits_of(1.0f - 0x1p-8f) : 1;
+		__u32 hi = pass ? bits_of(1.0f + 0x1p-8f) : 0x7f7fffff;
+		__u32 step = pass ? 1 : 61;
+
+		for (b = lo; b <= hi && b >= lo; b += step) {
+			float x = f32_of(b);
+			double want = log((double)x);
+			float got = f32_of(snpu_f32_log_bits(b));
+
+			n++;
+			if (x == 1.0f) {
+				ASSERT_EQ(0U, bits_of(got));
+				continue;
+			}
+			if (rel_err(got, want) > worst) {
+				worst = rel_err(got, want);
+				worst_at = x;
+			}
+		}
+	}
+	TH_LOG("log: %llu inputs, max relative error %.3g (%.2f ulp of 2^-23) at %a",
+	       (unsigned long long)n, worst, worst / 0x1p-23, worst_at);
+	ASSERT_LE(worst, 0x1p-23);
+}
+
+TEST(log_specials)
+{
+	ASSERT_EQ(0U, snpu_f32_log_bits(bits_of(1.0f)));
+	ASSERT_EQ(0xff800000U, snpu_f32_log_bits(0));		/* -inf */
+	ASSERT_EQ(0xff800000U, snpu_f32_log_bits(0x80000000));
+	ASSERT_EQ(0x7f800000U, snpu_f32_log_bits(0x7f800000));
+	ASSERT_TRUE(isnan(f32_of(snpu_f32_log_bits(bits_of(-1.0f)))));
+	ASSERT_TRUE(isnan(f32_of(snpu_f32_log_bits(0xff800000))));
+	ASSERT_TRUE(isnan(f32_of(snpu_f32_log_bits(0x7fc00000))));
+	ASSERT_LT(fabs(f32_of(snpu_f32_log_bits(1)) - log(0x1p-149)), 1e-4);
+	ASSERT_LT(fabs(f32_of(snpu_f32_log_bits(bits_of(10.0f))) - log(10.0)),
+		  1e-6);
 }
 
 TEST_HARNESS_MAIN
