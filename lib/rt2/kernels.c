@@ -19,19 +19,6 @@
 
 #include "rt2.h"
 
-/* The training kernels of ABI 0.8, for a uapi header without them. */
-#ifndef SNPU_KERNEL_GEMM_TN_F32
-#define SNPU_KERNEL_GEMM_TN_F32		15
-#define SNPU_KERNEL_GEMM_NT_F32		16
-#define SNPU_KERNEL_BIAS_ADD_F32	17
-#define SNPU_KERNEL_RELU_BWD_F32	18
-#define SNPU_KERNEL_SOFTMAX_XENT_F32	19
-#define SNPU_KERNEL_COLSUM_F32		20
-#define SNPU_KERNEL_ARGMAX_F32		21
-#define SNPU_KERNEL_COUNT_EQ_I32	22
-#define SNPU_KERNEL_AFFINE_F32		23
-#endif
-
 /* Work bound of one block of a launch (SNPU_KERNEL_BLOCK_WORK_MAX). */
 #define RT2_BLOCK_WORK		(1ULL << 24)
 #define RT2_MAX_BLOCK_DIM	65535

@@ -28,10 +28,6 @@
 
 #include "mlp.h"
 
-#ifndef SNPU_KERNEL_AFFINE_F32
-#define SNPU_KERNEL_AFFINE_F32	23
-#endif
-
 /* The attached stream of the normalisation operator. */
 #define MLP_NORM_STREAM	"snpu-train-normalize"
 
