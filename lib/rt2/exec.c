@@ -134,26 +134,43 @@ static void rt2_push(struct snpu_rt2_exec *e, uint32_t id)
 {
 	unsigned int w = e->g.nodes[id].worker;
 
-	/* Launches are taken in launch order, not from a queue. */
-	if (w != RT2_W_LAUNCH)
+	/* Launches and memory nodes are taken in order, not from a queue. */
+	if (w == RT2_W_NORMAL)
 		e->q[w].ids[e->q[w].tail++] = id;
 	pthread_cond_signal(&e->wake[w]);
 }
 
-/* The next node of worker @w, or -1. Under the lock. */
-static int rt2_pop(struct snpu_rt2_exec *e, unsigned int w)
+/* The next of @n IDs of @order from @next once it is ready, or -1. */
+static int rt2_pop_ordered(struct snpu_rt2_exec *e, const uint32_t *order,
+			   unsigned int n, unsigned int *next)
 {
 	uint32_t id;
 
-	if (w == RT2_W_LAUNCH) {
-		if (e->launch_next == e->g.nlaunch)
-			return -1;
-		id = e->g.launch_order[e->launch_next];
-		if (e->pending[id])
-			return -1;
-		e->launch_next++;
-		return (int)id;
-	}
+	if (*next == n)
+		return -1;
+	id = order[*next];
+	if (e->pending[id])
+		return -1;
+	++*next;
+	return (int)id;
+}
+
+/*
+ * The next node of worker @w, or -1. Under the lock. The launch worker
+ * takes launches in the strict launch order; the memory worker takes its
+ * nodes in execution-ID order, as one thread would: the allocations and
+ * frees happen in the same order in every run (the same blocks, the same
+ * addresses), frees as early as their IDs (a free without a priority
+ * comes first among ready nodes) and allocations no earlier than there.
+ */
+static int rt2_pop(struct snpu_rt2_exec *e, unsigned int w)
+{
+	if (w == RT2_W_LAUNCH)
+		return rt2_pop_ordered(e, e->g.launch_order, e->g.nlaunch,
+				       &e->launch_next);
+	if (w == RT2_W_MEMORY)
+		return rt2_pop_ordered(e, e->mem_order, e->nmem,
+				       &e->mem_next);
 	if (e->q[w].head == e->q[w].tail)
 		return -1;
 	return (int)e->q[w].ids[e->q[w].head++];
@@ -240,6 +257,7 @@ static void rt2_reset(struct snpu_rt2_exec *e)
 		e->q[w].tail = 0;
 	}
 	e->launch_next = 0;
+	e->mem_next = 0;
 	rt2_sched_begin(&e->sched);
 	e->done_nodes = 0;
 	e->err = 0;
@@ -400,8 +418,14 @@ static int rt2_prepare_sched(struct snpu_rt2_exec *e)
 	e->pending = calloc(n + 1, sizeof(*e->pending));
 	if (!e->indeg || !e->pending)
 		return -ENOMEM;
-	for (i = 0; i < n; i++)
+	e->mem_order = calloc(n + 1, sizeof(*e->mem_order));
+	if (!e->mem_order)
+		return -ENOMEM;
+	for (i = 0; i < n; i++) {
 		e->indeg[i] = e->g.nodes[i].npred;
+		if (e->g.nodes[i].worker == RT2_W_MEMORY)
+			e->mem_order[e->nmem++] = i;
+	}
 	for (w = 0; w < RT2_WORKERS; w++) {
 		e->q[w].ids = calloc(n + 1, sizeof(uint32_t));
 		if (!e->q[w].ids)
@@ -497,6 +521,7 @@ void snpu_rt2_exec_destroy(struct snpu_rt2_exec *e)
 	pthread_mutex_destroy(&e->lock);
 	free(e->indeg);
 	free(e->pending);
+	free(e->mem_order);
 	free(e->vals);
 	free(e->vals0);
 	free(e->hint);

@@ -441,6 +441,8 @@ struct snpu_rt2_exec {
 	uint32_t *pending;		/* per run */
 	struct rt2_queue q[RT2_WORKERS];
 	unsigned int launch_next;	/* position in g.launch_order */
+	uint32_t *mem_order;		/* memory-worker node IDs, ascending */
+	unsigned int nmem, mem_next;
 	unsigned int done_nodes;
 	int err;			/* first error of this run */
 	bool stop, quit;
