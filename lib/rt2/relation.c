@@ -434,7 +434,8 @@ int rt2_pass_remove_launch_free_edge(struct rt2_build *b)
 	if (ret)
 		goto out;
 	memset(stamp, 0, (n + 1) * sizeof(*stamp));
-	ret = rt2_liveness(b, &a, elig, first, stack, stamp);
+	if (!b->no_liveness)
+		ret = rt2_liveness(b, &a, elig, first, stack, stamp);
 	for (i = 0; i < n && !ret; i++) {
 		if (!elig[i])
 			continue;

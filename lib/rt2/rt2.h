@@ -253,6 +253,7 @@ struct rt2_build {
 	struct rt2_rel *rels;
 	unsigned int nrels, cap_rels;
 	unsigned int liveness_edges;	/* ordering edges it added */
+	bool no_liveness;	/* tests only: leave the liveness edges out */
 };
 
 /* The final graph: IDs in execution order, CSR edges both ways. */
