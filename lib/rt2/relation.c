@@ -734,33 +734,45 @@ static int rt2_xdata_protected(const struct rt2_xdata *x,
 int rt2_xdata_validate(const struct rt2_xdata *x, const struct rt2_graph *g)
 {
 	unsigned int i, j, n = g->nnodes, ranks = 0;
+	uint32_t *lown;
 
 	if (x->nnodes != n || !x->off || !x->rank || !x->req ||
 	    (x->nrels && !x->col) || x->off[0] != 0 || x->off[n] != x->nrels)
 		return -EPROTO;
+	/*
+	 * Per node, compactly: 2 * owner + 1 for a launch, else 0; the rows
+	 * then read this instead of the nodes (cache: 4 bytes a node).
+	 */
+	lown = malloc((n + 1) * sizeof(*lown));
+	if (!lown)
+		return -ENOMEM;
+	for (i = 0; i < n; i++)
+		lown[i] = g->nodes[i].type == RT2_NT_LAUNCH &&
+			  g->nodes[i].owner < 0x80000000U ?
+			  2 * g->nodes[i].owner + 1 : 0;
 	for (i = 0; i < n; i++) {
 		const struct rt2_node *f = &g->nodes[i];
 		uint32_t s = x->off[i], e = x->off[i + 1], req = 0;
+		uint32_t want = 2 * f->owner + 1;
 
-		if (e < s || e > x->nrels)
-			return -EPROTO;
-		if ((f->type == RT2_NT_FREE_HOLD) != (e > s))
-			return -EPROTO;
+		if (e < s || e > x->nrels ||
+		    (f->type == RT2_NT_FREE_HOLD) != (e > s))
+			goto bad;
 		for (j = s; j < e; j++) {
 			uint32_t l = x->col[j];
 
-			if (l >= n || g->nodes[l].type != RT2_NT_LAUNCH ||
-			    g->nodes[l].owner != f->owner ||
+			if (l >= n || lown[l] != want ||
 			    (j > s && x->col[j - 1] >= l) ||
 			    x->rank[l] < 0 || (uint32_t)x->rank[l] >= x->nranks ||
-			    rt2_has_pred(g, i, l))
-				return -EPROTO;
+			    (f->npred && rt2_has_pred(g, i, l)))
+				goto bad;
 			if ((uint32_t)x->rank[l] + 1 > req)
 				req = (uint32_t)x->rank[l] + 1;
 		}
 		if (x->req[i] != req)
-			return -EPROTO;
+			goto bad;
 	}
+	free(lown);
 	/* Ranks: exactly the relation launches, in launch order. */
 	for (i = 0; i < g->nlaunch; i++) {
 		int32_t r = x->rank[g->launch_order[i]];
@@ -788,4 +800,7 @@ int rt2_xdata_validate(const struct rt2_xdata *x, const struct rt2_graph *g)
 			return -EPROTO;
 	}
 	return rt2_xdata_protected(x, g);
+bad:
+	free(lown);
+	return -EPROTO;
 }
