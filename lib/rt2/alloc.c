@@ -13,7 +13,8 @@
  * rt2_alloc_get() is the fast path: a free block of the size (the one
  * this value had in the last run first, so that a run with the same
  * shapes as the last one gets the same addresses), a held one whose
- * launches were submitted, or a new device block while under the limit.
+ * launches were submitted, or a new device block while under the limit
+ * (without one: in the first run, or past what the runs so far held).
  * It never calls the scheduler. Past the limit it says the caller must
  * recycle, and which generation to wait for; the caller waits (only for
  * requirements that executed frees activated), synchronises the stream,
@@ -46,6 +47,7 @@ int rt2_alloc_get(struct rt2_pool *p, struct snpu_rt2_dev *d, uint64_t bytes,
 		  uint64_t *addr, uint32_t *gen)
 {
 	uint32_t pub = rt2_published(p->submitted);
+	uint64_t lim = p->limit ? p->limit : p->learned;
 	uint64_t hint = *addr;
 	struct rt2_block *best = NULL, *b;
 	uint32_t low = 0, high = 0;
@@ -70,7 +72,7 @@ int rt2_alloc_get(struct rt2_pool *p, struct snpu_rt2_dev *d, uint64_t bytes,
 		*addr = best->addr;
 		return 0;
 	}
-	if (!p->limit || p->bytes + bytes <= p->limit) {
+	if (!lim || p->bytes + bytes <= lim) {
 		if (p->nblk == p->cap) {
 			unsigned int cap = p->cap ? 2 * p->cap : 16;
 
@@ -163,6 +165,7 @@ unsigned int rt2_alloc_recycle(struct rt2_pool *p, struct snpu_rt2_dev *d,
 	for (i = 0, j = 0; i < p->nblk; i++) {
 		struct rt2_block *b = &p->blk[i];
 
+		/* Only a limit set by the caller gives blocks back. */
 		if (p->limit && p->bytes + need > p->limit &&
 		    b->state == RT2_BLK_FREE) {
 			d->ops->mem_free(d, b->addr);
@@ -177,7 +180,13 @@ unsigned int rt2_alloc_recycle(struct rt2_pool *p, struct snpu_rt2_dev *d,
 	return n;
 }
 
-/* The run is over and the device drained: every block is free. */
+/*
+ * The run is over and the device drained: every block is free. Without a
+ * limit, the pool's size so far becomes what it learned: the next runs
+ * recycle (their allocations, sized by declared shapes and made in the
+ * same order, always find a block of their size, free or held) rather
+ * than grow, so that after the first run no run asks the device again.
+ */
 void rt2_alloc_release(struct rt2_pool *p)
 {
 	unsigned int i;
@@ -185,6 +194,8 @@ void rt2_alloc_release(struct rt2_pool *p)
 	for (i = 0; i < p->nblk; i++)
 		p->blk[i].state = RT2_BLK_FREE;
 	p->nheld = 0;
+	if (p->bytes > p->learned)
+		p->learned = p->bytes;
 }
 
 void rt2_alloc_fini(struct rt2_pool *p, struct snpu_rt2_dev *d)

@@ -39,7 +39,7 @@ static int rt2_wait_gen(struct snpu_rt2_exec *e, uint32_t gen, uint32_t *sub)
 		if (ret != -EAGAIN)
 			break;
 		if (e->stop) {
-			ret = e->err ? e->err : -ECANCELED;
+			ret = -ECANCELED;
 			break;
 		}
 		e->sched.wait_gen = gen;
@@ -49,7 +49,12 @@ static int rt2_wait_gen(struct snpu_rt2_exec *e, uint32_t gen, uint32_t *sub)
 	e->sched.wait_gen = 0;
 	*sub = e->sched.submitted;
 	pthread_mutex_unlock(&e->lock);
-	return ret;
+	/*
+	 * Woken by a failure: give up. The run keeps and returns its
+	 * original status (the first error); this allocation only says it
+	 * was cancelled.
+	 */
+	return ret && ret != -EDEADLK ? -ECANCELED : ret;
 }
 
 /*
@@ -84,6 +89,11 @@ int rt2_pool_get(struct snpu_rt2_exec *e, int32_t t, uint64_t bytes,
 		}
 		rt2_alloc_recycle(p, e->dev, sub, bytes);
 		ret = rt2_alloc_get(p, e->dev, bytes, addr, &gen);
+		if (ret == RT2_ALLOC_RECYCLE && !p->limit) {
+			/* Past what it learned, without a limit: grow. */
+			p->learned = p->bytes + bytes;
+			ret = rt2_alloc_get(p, e->dev, bytes, addr, &gen);
+		}
 		if (ret == RT2_ALLOC_RECYCLE)
 			ret = -ENOMEM;
 	}

@@ -596,7 +596,7 @@ int rt2_xdata_build(struct rt2_xdata *x, const struct rt2_graph *g,
 		x->rank[x->col[i]] = 0;
 	for (i = 0; i < g->nlaunch; i++)
 		if (x->rank[g->launch_order[i]] == 0)
-			x->rank[g->launch_order[i]] = (int32_t)++r;
+			x->rank[g->launch_order[i]] = (int32_t)(++r);
 	/* Launches that are not in the launch order keep 0: invalid. */
 	for (i = 0; i < n; i++)
 		x->rank[i] = x->rank[i] > 0 ? x->rank[i] - 1 :

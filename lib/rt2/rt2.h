@@ -397,6 +397,7 @@ struct rt2_pool {
 	unsigned int nblk, cap;
 	unsigned int nheld;
 	uint64_t limit;			/* 0: none */
+	uint64_t learned;		/* no limit: what the runs so far held */
 	uint64_t bytes, peak;		/* device memory held */
 	unsigned long dev_allocs;	/* device allocations made */
 	unsigned long dev_frees;	/* blocks given back to the device */

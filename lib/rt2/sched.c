@@ -71,7 +71,10 @@ bool rt2_sched_launch_done(struct rt2_sched *s, const struct rt2_xdata *x,
 {
 	int32_t r;
 
-	if (ret || !x->nrels || (r = x->rank[id]) < 0)
+	if (ret || !x->nrels)
+		return false;
+	r = x->rank[id];
+	if (r < 0)
 		return false;
 	__atomic_store_n(&s->submitted, (uint32_t)r + 1, __ATOMIC_RELEASE);
 	if (x->act[r] == s->epoch)
