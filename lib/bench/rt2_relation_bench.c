@@ -16,6 +16,9 @@
  *                 its launches and their submissions, per relation
  *   unrelated     a node event of a node in no relation
  *   wait          an immediate wait: lock, generation reached, unlock
+ *   baseline      in the same run: one read of the relations, and a
+ *                 bare counting sort of them by free into a CSR (the
+ *                 least any prepare has to do), to judge the machine by
  *
  * and the heap allocations made by the measured event loops (counted by
  * interposing malloc, calloc and realloc; not under ASan): 0.
@@ -146,6 +149,28 @@ static int cmp_rel(const void *a, const void *b)
 	return x->launch < y->launch ? -1 : x->launch > y->launch;
 }
 
+/* A bare counting sort by free: count, prefix sums, scatter. */
+static uint64_t baseline_ns(const struct rt2_rel *r, unsigned int nr,
+			    unsigned int n, uint32_t *off, uint32_t *col,
+			    uint64_t *read_ns)
+{
+	uint64_t t0 = now_ns(), t1, sum = 0;
+	unsigned int i;
+
+	for (i = 0; i < nr; i++)
+		sum += r[i].free ^ r[i].launch;
+	t1 = now_ns();
+	*read_ns = t1 - t0 + (sum == 1);
+	memset(off, 0, (n + 2) * sizeof(*off));
+	for (i = 0; i < nr; i++)
+		off[r[i].free + 2]++;
+	for (i = 2; i < n + 2; i++)
+		off[i] += off[i - 1];
+	for (i = 0; i < nr; i++)
+		col[off[r[i].free + 1]++] = r[i].launch;
+	return now_ns() - t1;
+}
+
 static uint64_t prepare_ns(const struct rt2_graph *g, const struct rt2_rel *r,
 			   unsigned int nr, struct rt2_xdata *x,
 			   struct rt2_sched *s)
@@ -168,7 +193,8 @@ int main(int argc, char **argv)
 {
 	unsigned int reps = 21, n = 100000, per = 20, nr, i, k;
 	uint64_t v[MAX_REPS], vs[MAX_REPS], occ[MAX_REPS], unrel[MAX_REPS];
-	uint64_t wait[MAX_REPS], t0;
+	uint64_t wait[MAX_REPS], t0, rd[MAX_REPS], cs[MAX_REPS];
+	uint32_t *boff, *bcol;
 	unsigned long allocs = 0, before;
 	pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 	struct rt2_graph g;
@@ -195,9 +221,14 @@ int main(int argc, char **argv)
 	r = make_rels(n, per, &nr);
 	if (!r)
 		return 1;
+	boff = malloc((n + 2) * sizeof(*boff));
+	bcol = malloc((nr + 1) * sizeof(*bcol));
+	if (!boff || !bcol)
+		return 1;
 	for (i = 0; i < reps; i++) {
 		v[i] = prepare_ns(&g, r, nr, &x, &s);
 		rt2_xdata_fini(&x);
+		cs[i] = baseline_ns(r, nr, n, boff, bcol, &rd[i]);
 	}
 	qsort(r, nr, sizeof(*r), cmp_rel);
 	for (i = 0; i < reps; i++) {
@@ -240,6 +271,10 @@ int main(int argc, char **argv)
 	       median(v, reps) / 1e6);
 	printf("prepare (sorted by free)      %10.3f ms\n",
 	       median(vs, reps) / 1e6);
+	printf("baseline: read the relations  %10.3f ms\n",
+	       median(rd, reps) / 1e6);
+	printf("baseline: bare counting sort  %10.3f ms (shuffled)\n",
+	       median(cs, reps) / 1e6);
 	printf("structural memory             %10zu B\n",
 	       rt2_xdata_bytes(&x) + sizeof(s));
 	printf("one relation occurrence       %10.2f ns\n",
@@ -255,6 +290,8 @@ int main(int argc, char **argv)
 	printf("heap allocations in events    %10lu\n", allocs);
 #endif
 	rt2_xdata_fini(&x);
+	free(boff);
+	free(bcol);
 	free(r);
 	rt2_graph_fini(&g);
 	return sink == -1;
