@@ -657,64 +657,105 @@ static bool rt2_in_row(const struct rt2_xdata *x, uint32_t f, uint32_t l)
 	return false;
 }
 
+/* Compact per-node facts for validation: one read of the node array. */
+#define RT2_XK_LAUNCH	1U
+#define RT2_XK_HOLD	2U
+#define RT2_XK_PRED	4U
+
+struct rt2_xcheck {
+	uint8_t *kind;		/* RT2_XK_* */
+	uint32_t *owner;
+	int32_t *hold;		/* per value: its hold-address free, or -1 */
+	unsigned int nv;
+};
+
+static void rt2_xcheck_fini(struct rt2_xcheck *c)
+{
+	free(c->kind);
+	free(c->owner);
+	free(c->hold);
+}
+
+static int rt2_xcheck_init(struct rt2_xcheck *c, const struct rt2_graph *g)
+{
+	unsigned int i, j, n = g->nnodes;
+
+	memset(c, 0, sizeof(*c));
+	c->kind = malloc(n + 1);
+	c->owner = malloc((n + 1) * sizeof(*c->owner));
+	if (!c->kind || !c->owner)
+		return -ENOMEM;
+	for (i = 0; i < n; i++) {
+		const struct rt2_node *x = &g->nodes[i];
+		uint8_t k = x->npred ? RT2_XK_PRED : 0;
+
+		c->owner[i] = x->owner;
+		if (x->type == RT2_NT_LAUNCH) {
+			k |= RT2_XK_LAUNCH;
+			for (j = 0; j < x->nin && j < RT2_NODE_IO; j++)
+				if (x->in[j] >= (int32_t)c->nv)
+					c->nv = (unsigned int)x->in[j] + 1;
+			for (j = 0; j < x->nout && j < RT2_NODE_IO; j++)
+				if (x->out[j] >= (int32_t)c->nv)
+					c->nv = (unsigned int)x->out[j] + 1;
+		} else if (x->type == RT2_NT_FREE_HOLD) {
+			k |= RT2_XK_HOLD;
+			if (x->nin < 1 || x->in[0] < 0)
+				return -EPROTO;
+			if (x->in[0] >= (int32_t)c->nv)
+				c->nv = (unsigned int)x->in[0] + 1;
+		}
+		c->kind[i] = k;
+	}
+	c->hold = malloc((c->nv + 1) * sizeof(*c->hold));
+	if (!c->hold)
+		return -ENOMEM;
+	for (i = 0; i < c->nv; i++)
+		c->hold[i] = -1;
+	for (i = 0; i < n; i++) {
+		int32_t v;
+
+		if (!(c->kind[i] & RT2_XK_HOLD))
+			continue;
+		v = g->nodes[i].in[0];
+		if (c->hold[v] >= 0)
+			return -EPROTO;	/* one free per value */
+		c->hold[v] = (int32_t)i;
+	}
+	return 0;
+}
+
 /*
  * Every launch that reads or writes a value a hold-address free gives
  * back either still has its edge to the free or is one of its relations:
  * an edge removal without a relation is refused.
  */
 static int rt2_xdata_protected(const struct rt2_xdata *x,
-			       const struct rt2_graph *g)
+			       const struct rt2_graph *g,
+			       const struct rt2_xcheck *c)
 {
-	unsigned int i, j, nv = 0;
-	int32_t *hold;
-	int ret = 0;
+	unsigned int i, j;
 
 	for (i = 0; i < g->nnodes; i++) {
-		const struct rt2_node *n = &g->nodes[i];
-
-		for (j = 0; j < n->nin && j < RT2_NODE_IO; j++)
-			if (n->in[j] >= (int32_t)nv)
-				nv = (unsigned int)n->in[j] + 1;
-		for (j = 0; j < n->nout && j < RT2_NODE_IO; j++)
-			if (n->out[j] >= (int32_t)nv)
-				nv = (unsigned int)n->out[j] + 1;
-	}
-	hold = malloc((nv + 1) * sizeof(*hold));
-	if (!hold)
-		return -ENOMEM;
-	for (i = 0; i < nv; i++)
-		hold[i] = -1;
-	for (i = 0; i < g->nnodes && !ret; i++) {
-		const struct rt2_node *n = &g->nodes[i];
-
-		if (n->type != RT2_NT_FREE_HOLD)
-			continue;
-		if (n->nin < 1 || n->in[0] < 0 || hold[n->in[0]] >= 0)
-			ret = -EPROTO;
-		else
-			hold[n->in[0]] = (int32_t)i;
-	}
-	for (i = 0; i < g->nnodes && !ret; i++) {
 		const struct rt2_node *n = &g->nodes[i];
 		int32_t v[2 * RT2_NODE_IO];
 		unsigned int nvv = 0;
 
-		if (n->type != RT2_NT_LAUNCH)
+		if (!(c->kind[i] & RT2_XK_LAUNCH))
 			continue;
 		for (j = 0; j < n->nin && j < RT2_NODE_IO; j++)
 			v[nvv++] = n->in[j];
 		for (j = 0; j < n->nout && j < RT2_NODE_IO; j++)
 			v[nvv++] = n->out[j];
-		for (j = 0; j < nvv && !ret; j++) {
-			int32_t f = v[j] >= 0 ? hold[v[j]] : -1;
+		for (j = 0; j < nvv; j++) {
+			int32_t f = v[j] >= 0 ? c->hold[v[j]] : -1;
 
 			if (f >= 0 && !rt2_has_pred(g, (uint32_t)f, i) &&
 			    !rt2_in_row(x, (uint32_t)f, i))
-				ret = -EPROTO;
+				return -EPROTO;
 		}
 	}
-	free(hold);
-	return ret;
+	return 0;
 }
 
 /**
@@ -734,73 +775,57 @@ static int rt2_xdata_protected(const struct rt2_xdata *x,
 int rt2_xdata_validate(const struct rt2_xdata *x, const struct rt2_graph *g)
 {
 	unsigned int i, j, n = g->nnodes, ranks = 0;
-	uint32_t *lown;
+	struct rt2_xcheck c;
+	int ret;
 
 	if (x->nnodes != n || !x->off || !x->rank || !x->req ||
 	    (x->nrels && !x->col) || x->off[0] != 0 || x->off[n] != x->nrels)
 		return -EPROTO;
-	/*
-	 * Per node, compactly: 2 * owner + 1 for a launch, else 0; the rows
-	 * then read this instead of the nodes (cache: 4 bytes a node).
-	 */
-	lown = malloc((n + 1) * sizeof(*lown));
-	if (!lown)
-		return -ENOMEM;
-	for (i = 0; i < n; i++)
-		lown[i] = g->nodes[i].type == RT2_NT_LAUNCH &&
-			  g->nodes[i].owner < 0x80000000U ?
-			  2 * g->nodes[i].owner + 1 : 0;
+	ret = rt2_xcheck_init(&c, g);
+	if (ret)
+		goto out;
+	ret = -EPROTO;
 	for (i = 0; i < n; i++) {
-		const struct rt2_node *f = &g->nodes[i];
 		uint32_t s = x->off[i], e = x->off[i + 1], req = 0;
-		uint32_t want = 2 * f->owner + 1;
+		bool hold = c.kind[i] & RT2_XK_HOLD;
 
-		if (e < s || e > x->nrels ||
-		    (f->type == RT2_NT_FREE_HOLD) != (e > s))
-			goto bad;
+		if (e < s || e > x->nrels || hold != (e > s))
+			goto out;
 		for (j = s; j < e; j++) {
 			uint32_t l = x->col[j];
 
-			if (l >= n || lown[l] != want ||
+			if (l >= n || !(c.kind[l] & RT2_XK_LAUNCH) ||
+			    c.owner[l] != c.owner[i] ||
 			    (j > s && x->col[j - 1] >= l) ||
 			    x->rank[l] < 0 || (uint32_t)x->rank[l] >= x->nranks ||
-			    (f->npred && rt2_has_pred(g, i, l)))
-				goto bad;
+			    ((c.kind[i] & RT2_XK_PRED) && rt2_has_pred(g, i, l)))
+				goto out;
 			if ((uint32_t)x->rank[l] + 1 > req)
 				req = (uint32_t)x->rank[l] + 1;
 		}
 		if (x->req[i] != req)
-			goto bad;
+			goto out;
 	}
-	free(lown);
 	/* Ranks: exactly the relation launches, in launch order. */
 	for (i = 0; i < g->nlaunch; i++) {
 		int32_t r = x->rank[g->launch_order[i]];
 
 		if (r >= 0 && (uint32_t)r != ranks++)
-			return -EPROTO;
+			goto out;
 	}
-	for (i = 0, j = 0; i < n; i++)
-		j += x->rank[i] >= 0;
-	if (j != ranks || ranks != x->nranks)
-		return -EPROTO;
-	/* Every ranked launch is some relation's. */
-	{
-		uint8_t *seen = calloc(n + 1, 1);
-
-		if (!seen)
-			return -ENOMEM;
-		for (i = 0; i < x->nrels; i++)
-			seen[x->col[i]] = 1;
-		for (i = 0; i < n; i++)
-			if ((x->rank[i] >= 0) != seen[i])
-				break;
-		free(seen);
-		if (i < n)
-			return -EPROTO;
-	}
-	return rt2_xdata_protected(x, g);
-bad:
-	free(lown);
-	return -EPROTO;
+	if (ranks != x->nranks)
+		goto out;
+	/*
+	 * Every ranked node is some relation's launch (the kind array's
+	 * spare bit marks the columns), and only those.
+	 */
+	for (i = 0; i < x->nrels; i++)
+		c.kind[x->col[i]] |= 0x80;
+	for (i = 0; i < n; i++)
+		if ((x->rank[i] >= 0) != !!(c.kind[i] & 0x80))
+			goto out;
+	ret = rt2_xdata_protected(x, g, &c);
+out:
+	rt2_xcheck_fini(&c);
+	return ret;
 }
