@@ -15,6 +15,10 @@
  * shapes as the last one gets the same addresses), a held one whose
  * launches were submitted, or a new device block while under the limit
  * (without one: in the first run, or past what the runs so far held).
+ * When the value's block of the last run is still held, it recycles for
+ * that block instead: the memory worker allocates and frees in the same
+ * order every run, so from the second run on every value gets the
+ * address it had.
  * It never calls the scheduler. Past the limit it says the caller must
  * recycle, and which generation to wait for; the caller waits (only for
  * requirements that executed frees activated), synchronises the stream,
@@ -58,8 +62,18 @@ int rt2_alloc_get(struct rt2_pool *p, struct snpu_rt2_dev *d, uint64_t bytes,
 		b = &p->blk[i];
 		if (b->bytes != bytes || b->state == RT2_BLK_USED)
 			continue;
-		if (b->state == RT2_BLK_HELD && b->req > pub)
+		if (b->state == RT2_BLK_HELD && b->req > pub) {
+			/*
+			 * The value's own block of the last run, still held:
+			 * recycle for it rather than take another, so that
+			 * the same shapes keep the same addresses.
+			 */
+			if (b->addr == hint) {
+				*gen = b->req;
+				return RT2_ALLOC_RECYCLE;
+			}
 			continue;
+		}
 		if (!best || b->addr == hint)
 			best = b;
 		if (b->addr == hint)
