@@ -73,7 +73,7 @@ static int rt2_k_alloc_output(struct snpu_rt2_exec *e,
 	struct rt2_value *v = rt2_val(e, n->out[0]);
 	int ret;
 
-	ret = rt2_pool_get(e, v->alloc_bytes, &v->addr);
+	ret = rt2_pool_get(e, n->out[0], v->alloc_bytes, &v->addr);
 	if (!ret)
 		v->owned = true;
 	return ret;
@@ -95,9 +95,26 @@ static int rt2_k_free_mem(struct snpu_rt2_exec *e, const struct rt2_node *n)
 	struct rt2_value *v = rt2_val(e, n->in[0]);
 
 	if (v->owned)
-		rt2_pool_put(e, v->addr);
+		rt2_pool_put(e, v->addr, 0);
 	v->owned = false;
 	v->addr = 0;
+	return 0;
+}
+
+/*
+ * The hold-address variant: the block goes back held until the free's
+ * relation launches were submitted, and the value keeps its address and
+ * its allocation for them (they may run after the free: an H2D launch
+ * submits only an independently allocated copy). One free per value, so
+ * the block is given back once.
+ */
+static int rt2_k_free_mem_hold(struct snpu_rt2_exec *e,
+			       const struct rt2_node *n)
+{
+	struct rt2_value *v = rt2_val(e, n->in[0]);
+
+	if (v->owned)
+		rt2_pool_put(e, v->addr, e->xd.nrels ? e->xd.req[n->id] : 0);
 	return 0;
 }
 
@@ -259,7 +276,7 @@ static int rt2_alloc_hbm(struct snpu_rt2_exec *e, int32_t t)
 
 	if (!v->alloc_bytes)
 		return 0;
-	ret = rt2_pool_get(e, v->alloc_bytes, &v->addr);
+	ret = rt2_pool_get(e, t, v->alloc_bytes, &v->addr);
 	if (!ret)
 		v->owned = true;
 	return ret;
@@ -470,7 +487,7 @@ const struct rt2_kernel rt2_kernels[RT2_K_COUNT] = {
 			     rt2_k_free_mem },
 	[RT2_K_FREE_MEM_HOLD] = { "FreeMemoryHoldAddr", M, RT2_CS_POOL,
 				  RT2_KF_FREE | RT2_KF_FREE_HOLD,
-				  rt2_k_free_mem },
+				  rt2_k_free_mem_hold },
 	[RT2_K_H2D_COPY] = { "H2DCopy", M, RT2_CS_POOL, RT2_KF_MIXED,
 			     rt2_k_h2d_copy },
 	[RT2_K_CALC_DEVICE_COPY_SIZES] = { "CalcDeviceCopySizes", N, 0, 0,
@@ -497,6 +514,14 @@ const struct rt2_kernel rt2_kernels[RT2_K_COUNT] = {
 	[RT2_K_EMPTY_MEMORY] = { "EmptyMemory", M, 0, 0, rt2_k_empty },
 	[RT2_K_EMPTY_LAUNCH] = { "EmptyLaunch", L, 0, 0, rt2_k_empty },
 	[RT2_K_FAIL] = { "Fail", N, 0, 0, rt2_k_fail },
+	/* Kernels of the relation pass's eligibility rules. */
+	[RT2_K_FREE_TENSOR_MEM] = { "FreeTensorMemory", M, RT2_CS_POOL,
+				    RT2_KF_FREE, rt2_k_free_mem },
+	[RT2_K_ALLOC_HOST_CPU_OUTPUT] = { "AllocHostCpuOutputMemory", M, 0,
+					  RT2_KF_HOST_MEM, rt2_k_empty },
+	[RT2_K_ACCESS_MEM_CROSS_STREAM] = { "AccessMemCrossStream", M, 0,
+					    RT2_KF_RUNTIME_PLACED,
+					    rt2_k_empty },
 };
 
 /*
