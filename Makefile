@@ -106,7 +106,8 @@ help:
 	@echo '  bench-native   attached-stream cache hits on the host (-O2, no sanitizers);'
 	@echo '                 fails if a hit allocates; the cost per node of graph capture;'
 	@echo '                 the rt2 executor per node on the host-only device, fails if'
-	@echo '                 a run after the first allocates'
+	@echo '                 a run after the first allocates; rt2 relations: prepare'
+	@echo '                 time and memory, ns per relation event, allocations'
 	@echo '  deps           install every Debian package any target needs'
 	@echo '  install        library, headers, libsnpu.pc and the tools under DESTDIR/PREFIX'
 	@echo '  dkms-src       the module sources and dkms.conf in DESTDIR$(DKMS_SRC)'
@@ -357,10 +358,12 @@ $(B)/bench/rt2_bench: lib/tools/snpu-bench-rt2.c $(LIB_SRCS) $(LIB_HDRS) $(LIB_T
 	$(Q)$(CC) -O2 -g $(WARN) -D_GNU_SOURCE -DSNPU_BENCH_HOSTDEV -Iuapi -Ilib/include -Ikmod \
 		$< $(LIB_SRCS) $(LIB_TEST_SRCS) -lpthread -o $@
 
-bench-native: $(B)/bench/attached_bench $(B)/bench/capture_bench $(B)/bench/rt2_bench
+bench-native: $(B)/bench/attached_bench $(B)/bench/capture_bench $(B)/bench/rt2_bench \
+		$(B)/bench/rt2_relation_bench
 	$(Q)$(B)/bench/attached_bench
 	$(Q)$(B)/bench/capture_bench
 	$(Q)$(B)/bench/rt2_bench -H
+	$(Q)$(B)/bench/rt2_relation_bench
 
 # ---- debug tier ------------------------------------------------------------
 

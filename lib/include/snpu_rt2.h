@@ -196,6 +196,38 @@ int snpu_rt2_exec_output(struct snpu_rt2_exec *exec, unsigned int index,
 int snpu_rt2_exec_dump(const struct snpu_rt2_exec *exec, char *buf,
 		       size_t len);
 
+/* ---- the executor's device memory pool (LIBSNPU_0.9) ------------------ */
+
+/**
+ * struct snpu_rt2_pool_stats - an executor's device memory pool
+ * @bytes: device memory the pool holds now
+ * @peak_bytes: the most it held at once since the executor was created
+ * @limit: the limit set with snpu_rt2_exec_set_pool_limit(), 0 for none
+ * @dev_allocs: device allocations the pool made
+ * @dev_frees: blocks it gave back to the device to stay under its limit
+ * @recycles: times it had to recycle (wait, stream sync, recycle, retry)
+ * @waits: of those, the times it waited for relation launches
+ * @relations: exact Free->Launch relations of the execution graph
+ * @hold_frees: frees whose Launch->Free edges they replaced
+ * @reserved: zero
+ */
+struct snpu_rt2_pool_stats {
+	uint64_t bytes;
+	uint64_t peak_bytes;
+	uint64_t limit;
+	uint64_t dev_allocs;
+	uint64_t dev_frees;
+	uint64_t recycles;
+	uint64_t waits;
+	uint64_t relations;
+	uint64_t hold_frees;
+	uint64_t reserved[7];
+};
+
+int snpu_rt2_exec_set_pool_limit(struct snpu_rt2_exec *exec, uint64_t bytes);
+int snpu_rt2_exec_pool_stats(const struct snpu_rt2_exec *exec,
+			     struct snpu_rt2_pool_stats *stats);
+
 /* ---- inside a custom operator ------------------------------------------ */
 
 int snpu_rt2_kctx_attached_stream(struct snpu_rt2_kctx *ctx, const char *key,

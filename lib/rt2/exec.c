@@ -17,64 +17,95 @@
 
 #include "rt2.h"
 
-/* ---- device memory pool ------------------------------------------------- */
+/* ---- device memory: the caching allocator (alloc.c) and its waits ----- */
 
 /*
- * A block of exactly @bytes that no live tensor uses, else a new one from
- * the device. Blocks are only reused in stream order (every user of the
- * memory is on the executor's stream, or joined into it), so a block freed
- * by a Free node may be handed out at once. Memory worker only.
+ * Wait until the submitted generation reaches @gen, the run fails or it
+ * ends. Memory worker, outside the lock. @sub: the generation reached.
  */
-int rt2_pool_get(struct snpu_rt2_exec *e, uint64_t bytes, uint64_t *addr)
+static int rt2_wait_gen(struct snpu_rt2_exec *e, uint32_t gen, uint32_t *sub)
 {
-	struct rt2_pool *p = &e->pool;
-	unsigned int i;
 	int ret;
 
-	for (i = 0; i < p->nblk; i++) {
-		if (!p->blk[i].used && p->blk[i].bytes == bytes) {
-			p->blk[i].used = true;
-			*addr = p->blk[i].addr;
-			return 0;
+	if (!e->nthr) {
+		/* One thread: no relations, nothing to wait for. */
+		ret = rt2_sched_check(&e->sched, gen);
+		*sub = e->sched.submitted;
+		return ret == -EAGAIN ? -EDEADLK : ret;
+	}
+	pthread_mutex_lock(&e->lock);
+	for (;;) {
+		ret = rt2_sched_check(&e->sched, gen);
+		if (ret != -EAGAIN)
+			break;
+		if (e->stop) {
+			ret = -ECANCELED;
+			break;
 		}
+		e->sched.wait_gen = gen;
+		e->sched.waits++;
+		pthread_cond_wait(&e->wake[RT2_W_MEMORY], &e->lock);
 	}
-	if (p->nblk == p->cap) {
-		unsigned int cap = p->cap ? 2 * p->cap : 16;
-		struct rt2_block *b = realloc(p->blk, cap * sizeof(*b));
-
-		if (!b)
-			return -ENOMEM;
-		p->blk = b;
-		p->cap = cap;
-	}
-	ret = e->dev->ops->mem_alloc(e->dev, bytes, addr);
-	if (ret)
-		return ret;
-	p->dev_allocs++;
-	p->blk[p->nblk++] = (struct rt2_block){ *addr, bytes, true };
-	return 0;
+	e->sched.wait_gen = 0;
+	*sub = e->sched.submitted;
+	pthread_mutex_unlock(&e->lock);
+	/*
+	 * Woken by a failure: give up. The run keeps and returns its
+	 * original status (the first error); this allocation only says it
+	 * was cancelled.
+	 */
+	return ret && ret != -EDEADLK ? -ECANCELED : ret;
 }
 
-void rt2_pool_put(struct snpu_rt2_exec *e, uint64_t addr)
+/*
+ * A block of @bytes for value @t. The fast path never calls the
+ * scheduler; past the pool's limit: wait (only for what executed frees
+ * activated), stream sync, recycle, retry. Memory worker only.
+ */
+int rt2_pool_get(struct snpu_rt2_exec *e, int32_t t, uint64_t bytes,
+		 uint64_t *addr)
 {
 	struct rt2_pool *p = &e->pool;
-	unsigned int i;
+	uint32_t gen = 0, sub = 0;
+	int ret;
 
-	for (i = 0; i < p->nblk; i++) {
-		if (p->blk[i].addr == addr) {
-			p->blk[i].used = false;
-			return;
+	*addr = t >= 0 && (unsigned int)t < e->nvals ? e->hint[t] : 0;
+	ret = rt2_alloc_get(p, e->dev, bytes, addr, &gen);
+	if (ret == RT2_ALLOC_RECYCLE) {
+		p->recycles++;
+		if (gen) {
+			p->waits++;
+			ret = rt2_wait_gen(e, gen, &sub);
+			if (ret)
+				return ret;
 		}
+		/* Physical stream synchronisation: a device error it finds
+		 * is this run's; the run's end recovers the streams.
+		 */
+		ret = e->dev->ops->wait(e->dev, &e->dq);
+		if (ret) {
+			p->sync_err = true;
+			return ret;
+		}
+		rt2_alloc_recycle(p, e->dev, sub, bytes);
+		ret = rt2_alloc_get(p, e->dev, bytes, addr, &gen);
+		if (ret == RT2_ALLOC_RECYCLE && !p->limit) {
+			/* Past what it learned, without a limit: grow. */
+			p->learned = p->bytes + bytes;
+			ret = rt2_alloc_get(p, e->dev, bytes, addr, &gen);
+		}
+		if (ret == RT2_ALLOC_RECYCLE)
+			ret = -ENOMEM;
 	}
+	if (!ret && t >= 0 && (unsigned int)t < e->nvals)
+		e->hint[t] = *addr;
+	return ret;
 }
 
-static void rt2_pool_fini(struct snpu_rt2_exec *e)
+/* @req: 0 for a plain free, a hold-address free's required generation. */
+void rt2_pool_put(struct snpu_rt2_exec *e, uint64_t addr, uint32_t req)
 {
-	unsigned int i;
-
-	for (i = 0; i < e->pool.nblk; i++)
-		e->dev->ops->mem_free(e->dev, e->pool.blk[i].addr);
-	free(e->pool.blk);
+	rt2_alloc_put(&e->pool, addr, req);
 }
 
 /* ---- running nodes ----------------------------------------------------- */
@@ -114,26 +145,43 @@ static void rt2_push(struct snpu_rt2_exec *e, uint32_t id)
 {
 	unsigned int w = e->g.nodes[id].worker;
 
-	/* Launches are taken in launch order, not from a queue. */
-	if (w != RT2_W_LAUNCH)
+	/* Launches and memory nodes are taken in order, not from a queue. */
+	if (w == RT2_W_NORMAL)
 		e->q[w].ids[e->q[w].tail++] = id;
 	pthread_cond_signal(&e->wake[w]);
 }
 
-/* The next node of worker @w, or -1. Under the lock. */
-static int rt2_pop(struct snpu_rt2_exec *e, unsigned int w)
+/* The next of @n IDs of @order from @next once it is ready, or -1. */
+static int rt2_pop_ordered(struct snpu_rt2_exec *e, const uint32_t *order,
+			   unsigned int n, unsigned int *next)
 {
 	uint32_t id;
 
-	if (w == RT2_W_LAUNCH) {
-		if (e->launch_next == e->g.nlaunch)
-			return -1;
-		id = e->g.launch_order[e->launch_next];
-		if (e->pending[id])
-			return -1;
-		e->launch_next++;
-		return (int)id;
-	}
+	if (*next == n)
+		return -1;
+	id = order[*next];
+	if (e->pending[id])
+		return -1;
+	++*next;
+	return (int)id;
+}
+
+/*
+ * The next node of worker @w, or -1. Under the lock. The launch worker
+ * takes launches in the strict launch order; the memory worker takes its
+ * nodes in execution-ID order, as one thread would: the allocations and
+ * frees happen in the same order in every run (the same blocks, the same
+ * addresses), frees as early as their IDs (a free without a priority
+ * comes first among ready nodes) and allocations no earlier than there.
+ */
+static int rt2_pop(struct snpu_rt2_exec *e, unsigned int w)
+{
+	if (w == RT2_W_LAUNCH)
+		return rt2_pop_ordered(e, e->g.launch_order, e->g.nlaunch,
+				       &e->launch_next);
+	if (w == RT2_W_MEMORY)
+		return rt2_pop_ordered(e, e->mem_order, e->nmem,
+				       &e->mem_next);
 	if (e->q[w].head == e->q[w].tail)
 		return -1;
 	return (int)e->q[w].ids[e->q[w].head++];
@@ -145,13 +193,21 @@ static void rt2_complete(struct snpu_rt2_exec *e, const struct rt2_node *n)
 	unsigned int j;
 	uint32_t s;
 
+	if (e->xd.nrels) {
+		if (n->type == RT2_NT_FREE_HOLD)
+			rt2_sched_free_done(&e->sched, &e->xd, n->id, 0);
+		else if (rt2_sched_launch_done(&e->sched, &e->xd, n->id, 0))
+			pthread_cond_signal(&e->wake[RT2_W_MEMORY]);
+	}
 	for (j = 0; j < n->nsucc; j++) {
 		s = e->g.succs[n->succ_off + j];
 		if (!--e->pending[s])
 			rt2_push(e, s);
 	}
-	if (++e->done_nodes == e->g.nnodes)
+	if (++e->done_nodes == e->g.nnodes) {
+		rt2_sched_eos(&e->sched);
 		rt2_wake_all(e);
+	}
 }
 
 static void *rt2_worker(void *arg)
@@ -184,6 +240,7 @@ static void *rt2_worker(void *arg)
 				if (!e->err)
 					e->err = ret;
 				e->stop = true;
+				rt2_sched_abort(&e->sched, ret);
 				rt2_wake_all(e);
 				break;
 			}
@@ -211,6 +268,8 @@ static void rt2_reset(struct snpu_rt2_exec *e)
 		e->q[w].tail = 0;
 	}
 	e->launch_next = 0;
+	e->mem_next = 0;
+	rt2_sched_begin(&e->sched);
 	e->done_nodes = 0;
 	e->err = 0;
 	e->stop = false;
@@ -221,11 +280,9 @@ static void rt2_release(struct snpu_rt2_exec *e)
 {
 	unsigned int i;
 
-	for (i = 0; i < e->nvals; i++) {
-		if (e->vals[i].owned)
-			rt2_pool_put(e, e->vals[i].addr);
+	for (i = 0; i < e->nvals; i++)
 		e->vals[i].owned = false;
-	}
+	rt2_alloc_release(&e->pool);
 }
 
 static int rt2_run_single(struct snpu_rt2_exec *e)
@@ -280,8 +337,9 @@ int snpu_rt2_exec_run(struct snpu_rt2_exec *e)
 	/* A device error left streams refusing work: the next run needs
 	 * them. Nothing of this executor is in flight any more.
 	 */
-	if (w)
+	if (w || e->pool.sync_err)
 		e->dev->ops->recover(e->dev, &e->dq);
+	e->pool.sync_err = false;
 	rt2_release(e);
 	e->runs++;
 	return ret;
@@ -299,12 +357,20 @@ static int rt2_prepare_values(struct snpu_rt2_exec *e)
 	e->nvals = m ? m->ntensors : 0;
 	e->vals = calloc(e->nvals + 1, sizeof(*e->vals));
 	e->vals0 = calloc(e->nvals + 1, sizeof(*e->vals0));
+	e->hint = calloc(e->nvals + 1, sizeof(*e->hint));
+	/*
+	 * A run allocates each value at most once, and the pool grows only
+	 * when no block of the size is free: it never has more blocks than
+	 * values, so its array never grows during a run.
+	 */
+	e->pool.blk = calloc(e->nvals + 1, sizeof(*e->pool.blk));
+	e->pool.cap = e->nvals + 1;
 	e->nin = m ? m->ninputs : 0;
 	e->nout = m ? m->noutputs : 0;
 	e->in = calloc(e->nin + 1, sizeof(*e->in));
 	e->out = calloc(e->nout + 1, sizeof(*e->out));
 	e->events = calloc(2 * (m ? m->nops : 0) + 1, sizeof(*e->events));
-	if (!e->vals || !e->vals0 || !e->in || !e->out || !e->events)
+	if (!e->vals || !e->vals0 || !e->hint || !e->pool.blk || !e->in || !e->out || !e->events)
 		return -ENOMEM;
 	for (i = 0; i < e->nvals; i++) {
 		const struct rt2_tensor *t = &m->tensors[i];
@@ -365,14 +431,47 @@ static int rt2_prepare_sched(struct snpu_rt2_exec *e)
 	e->pending = calloc(n + 1, sizeof(*e->pending));
 	if (!e->indeg || !e->pending)
 		return -ENOMEM;
-	for (i = 0; i < n; i++)
+	e->mem_order = calloc(n + 1, sizeof(*e->mem_order));
+	if (!e->mem_order)
+		return -ENOMEM;
+	for (i = 0; i < n; i++) {
 		e->indeg[i] = e->g.nodes[i].npred;
+		if (e->g.nodes[i].worker == RT2_W_MEMORY)
+			e->mem_order[e->nmem++] = i;
+	}
 	for (w = 0; w < RT2_WORKERS; w++) {
 		e->q[w].ids = calloc(n + 1, sizeof(uint32_t));
 		if (!e->q[w].ids)
 			return -ENOMEM;
 	}
 	return 0;
+}
+
+/*
+ * ExecutionData after the final node mapping, validated. Relations exist
+ * only in multi-thread mode: one thread runs frees before the launches
+ * they relate to and could never wait for them.
+ */
+static int rt2_prepare_relations(struct snpu_rt2_exec *e,
+				 const struct rt2_build *b)
+{
+	struct rt2_rel *r = NULL;
+	int ret;
+
+	e->pool.submitted = &e->sched.submitted;
+	if (!b->nrels)
+		return 0;
+	if ((e->opts.flags & (SNPU_RT2_EXEC_THREADS |
+			      SNPU_RT2_EXEC_DYN_MULTI_STREAM)) !=
+	    SNPU_RT2_EXEC_THREADS)
+		return -EINVAL;
+	ret = rt2_rels_to_ids(b, &e->g, &r);
+	if (!ret)
+		ret = rt2_xdata_build(&e->xd, &e->g, r, b->nrels);
+	free(r);
+	if (!ret)
+		ret = rt2_xdata_validate(&e->xd, &e->g);
+	return ret;
 }
 
 static int rt2_start_threads(struct snpu_rt2_exec *e)
@@ -424,7 +523,8 @@ void snpu_rt2_exec_destroy(struct snpu_rt2_exec *e)
 		if (e->events[i])
 			d->ops->event_destroy(d, e->events[i]);
 	rt2_replay_fini(e);
-	rt2_pool_fini(e);
+	rt2_alloc_fini(&e->pool, d);
+	rt2_xdata_fini(&e->xd);
 	if (e->has_dq)
 		d->ops->queue_destroy(d, &e->dq);
 	for (w = 0; w < RT2_WORKERS; w++) {
@@ -435,8 +535,10 @@ void snpu_rt2_exec_destroy(struct snpu_rt2_exec *e)
 	pthread_mutex_destroy(&e->lock);
 	free(e->indeg);
 	free(e->pending);
+	free(e->mem_order);
 	free(e->vals);
 	free(e->vals0);
+	free(e->hint);
 	free(e->in);
 	free(e->out);
 	free(e->events);
@@ -478,6 +580,8 @@ int rt2_exec_create_graph(const struct snpu_rt2_model *m,
 	e->has_dq = !ret;
 	if (!ret)
 		ret = rt2_finalize(b, &e->g);
+	if (!ret)
+		ret = rt2_prepare_relations(e, b);
 	if (!ret)
 		ret = rt2_prepare_values(e);
 	if (!ret)
@@ -563,6 +667,37 @@ int snpu_rt2_exec_dump(const struct snpu_rt2_exec *e, char *buf, size_t len)
 	if (!e || (!buf && len))
 		return -EINVAL;
 	return rt2_graph_dump(&e->g, buf, len);
+}
+
+/* ---- the pool (LIBSNPU_0.9) -------------------------------------------- */
+
+int snpu_rt2_exec_set_pool_limit(struct snpu_rt2_exec *e, uint64_t bytes)
+{
+	if (!e)
+		return -EINVAL;
+	e->pool.limit = bytes;
+	return 0;
+}
+
+int snpu_rt2_exec_pool_stats(const struct snpu_rt2_exec *e,
+			     struct snpu_rt2_pool_stats *st)
+{
+	unsigned int i;
+
+	if (!e || !st)
+		return -EINVAL;
+	memset(st, 0, sizeof(*st));
+	st->bytes = e->pool.bytes;
+	st->peak_bytes = e->pool.peak;
+	st->limit = e->pool.limit;
+	st->dev_allocs = e->pool.dev_allocs;
+	st->dev_frees = e->pool.dev_frees;
+	st->recycles = e->pool.recycles;
+	st->waits = e->pool.waits;
+	st->relations = e->xd.nrels;
+	for (i = 0; i < e->g.nnodes; i++)
+		st->hold_frees += e->g.nodes[i].type == RT2_NT_FREE_HOLD;
+	return 0;
 }
 
 /* ---- custom operators --------------------------------------------------- */

@@ -66,6 +66,7 @@ void rt2_build_fini(struct rt2_build *b)
 {
 	free(b->nodes);
 	free(b->edges);
+	free(b->rels);
 	memset(b, 0, sizeof(*b));
 }
 
@@ -504,20 +505,7 @@ int rt2_pass_split_mixed_launch_memory(struct rt2_build *b)
 	return 0;
 }
 
-/**
- * rt2_pass_remove_launch_free_edge() - RemoveLaunchFreeEdge
- * @b: the graph
- *
- * Part 2 of rt2 (exact Free -> Launch relations) fills this in. Until
- * then it is registered at its place and keeps every Launch -> Free edge
- * and every Free type: it changes nothing.
- *
- * Return: 0.
- */
-int rt2_pass_remove_launch_free_edge(struct rt2_build *b)
-{
-	return 0;
-}
+/* rt2_pass_remove_launch_free_edge(): relation.c */
 
 static const struct rt2_pass rt2_pass_fuse = {
 	"CopyFlowLaunchFuse", rt2_pass_copy_flow_launch_fuse

@@ -77,13 +77,16 @@ static int rt2_k_infer_shape(struct snpu_rt2_exec *e, const struct rt2_node *n)
 static int rt2_k_alloc_output(struct snpu_rt2_exec *e,
 			      const struct rt2_node *n)
 {
-	const struct rt2_op *op = &e->model->ops[n->op];
+	const struct rt2_op *op = NULL;
 	struct rt2_value *v;
 	unsigned int i;
 	int ret;
 
+	/* Graphs built without a model have nodes of no op. */
+	if (e->model && n->op >= 0)
+		op = &e->model->ops[n->op];
 	/* SGD's result is its parameter, updated in place. */
-	if (op->desc.type == SNPU_RT2_OP_SGD) {
+	if (op && op->desc.type == SNPU_RT2_OP_SGD) {
 		v = rt2_val(e, n->out[0]);
 		v->addr = rt2_val(e, op->desc.in[0])->addr;
 		v->owned = false;
@@ -95,7 +98,8 @@ static int rt2_k_alloc_output(struct snpu_rt2_exec *e,
 			ret = rt2_replay_alloc(e, n->out[i], v->alloc_bytes,
 					       &v->addr);
 		else
-			ret = rt2_pool_get(e, v->alloc_bytes, &v->addr);
+			ret = rt2_pool_get(e, n->out[i], v->alloc_bytes,
+					   &v->addr);
 		if (ret)
 			return ret;
 		v->owned = !e->replay;
@@ -123,9 +127,26 @@ static int rt2_k_free_mem(struct snpu_rt2_exec *e, const struct rt2_node *n)
 	struct rt2_value *v = rt2_val(e, n->in[0]);
 
 	if (v->owned)
-		rt2_pool_put(e, v->addr);
+		rt2_pool_put(e, v->addr, 0);
 	v->owned = false;
 	v->addr = 0;
+	return 0;
+}
+
+/*
+ * The hold-address variant: the block goes back held until the free's
+ * relation launches were submitted, and the value keeps its address and
+ * its allocation for them (they may run after the free: an H2D launch
+ * submits only an independently allocated copy). One free per value, so
+ * the block is given back once.
+ */
+static int rt2_k_free_mem_hold(struct snpu_rt2_exec *e,
+			       const struct rt2_node *n)
+{
+	struct rt2_value *v = rt2_val(e, n->in[0]);
+
+	if (v->owned)
+		rt2_pool_put(e, v->addr, e->xd.nrels ? e->xd.req[n->id] : 0);
 	return 0;
 }
 
@@ -453,7 +474,7 @@ static int rt2_alloc_hbm(struct snpu_rt2_exec *e, int32_t t)
 	if (e->replay)
 		ret = rt2_replay_alloc(e, t, v->alloc_bytes, &v->addr);
 	else
-		ret = rt2_pool_get(e, v->alloc_bytes, &v->addr);
+		ret = rt2_pool_get(e, t, v->alloc_bytes, &v->addr);
 	if (!ret)
 		v->owned = true;
 	return ret;
@@ -665,7 +686,7 @@ const struct rt2_kernel rt2_kernels[RT2_K_COUNT] = {
 			     rt2_k_free_mem },
 	[RT2_K_FREE_MEM_HOLD] = { "FreeMemoryHoldAddr", M, RT2_CS_POOL,
 				  RT2_KF_FREE | RT2_KF_FREE_HOLD,
-				  rt2_k_free_mem },
+				  rt2_k_free_mem_hold },
 	[RT2_K_H2D_COPY] = { "H2DCopy", M, RT2_CS_POOL, RT2_KF_MIXED,
 			     rt2_k_h2d_copy },
 	[RT2_K_CALC_DEVICE_COPY_SIZES] = { "CalcDeviceCopySizes", N, 0, 0,
@@ -709,6 +730,14 @@ const struct rt2_kernel rt2_kernels[RT2_K_COUNT] = {
 	[RT2_K_EMPTY_MEMORY] = { "EmptyMemory", M, 0, 0, rt2_k_empty },
 	[RT2_K_EMPTY_LAUNCH] = { "EmptyLaunch", L, 0, 0, rt2_k_empty },
 	[RT2_K_FAIL] = { "Fail", N, 0, 0, rt2_k_fail },
+	/* Kernels of the relation pass's eligibility rules. */
+	[RT2_K_FREE_TENSOR_MEM] = { "FreeTensorMemory", M, RT2_CS_POOL,
+				    RT2_KF_FREE, rt2_k_free_mem },
+	[RT2_K_ALLOC_HOST_CPU_OUTPUT] = { "AllocHostCpuOutputMemory", M, 0,
+					  RT2_KF_HOST_MEM, rt2_k_empty },
+	[RT2_K_ACCESS_MEM_CROSS_STREAM] = { "AccessMemCrossStream", M, 0,
+					    RT2_KF_RUNTIME_PLACED,
+					    rt2_k_empty },
 };
 
 /*

@@ -160,6 +160,8 @@ struct snpu_rt2_dev {
 #define RT2_KF_FREE		(1U << 3)  /* a device free */
 #define RT2_KF_FREE_HOLD	(1U << 4)  /* its hold-address variant */
 #define RT2_KF_BUILD_TENSOR	(1U << 5)  /* tensor building consumer */
+#define RT2_KF_HOST_MEM		(1U << 6)  /* host memory path */
+#define RT2_KF_RUNTIME_PLACED	(1U << 7)  /* placement decided at run time */
 #define RT2_KF_GRAPHABLE	(1U << 8)  /* built-in kernel: a graph node */
 
 /* Node types of the execution graph, from the kernel. */
@@ -202,6 +204,9 @@ enum rt2_kid {
 	RT2_K_EMPTY_MEMORY,		/* one per class */
 	RT2_K_EMPTY_LAUNCH,
 	RT2_K_FAIL,			/* tests: returns node->arg as error */
+	RT2_K_FREE_TENSOR_MEM,		/* a free without hold variant */
+	RT2_K_ALLOC_HOST_CPU_OUTPUT,	/* host memory path */
+	RT2_K_ACCESS_MEM_CROSS_STREAM,	/* placed at run time */
 	RT2_K_COUNT
 };
 
@@ -264,6 +269,11 @@ struct rt2_edge {
 	uint32_t from, to;
 };
 
+/* An exact Free -> Launch relation: the free, and a launch using its memory. */
+struct rt2_rel {
+	uint32_t free, launch;
+};
+
 /* The builder: nodes in creation order, edges as a list; passes edit it. */
 struct rt2_build {
 	struct rt2_node *nodes;
@@ -274,6 +284,11 @@ struct rt2_build {
 	unsigned int flags;	/* SNPU_RT2_EXEC_* */
 	const char *passes[8];	/* names of the passes run, in order */
 	unsigned int npasses;
+	/* RemoveLaunchFreeEdge: relations, builder indices, deduplicated */
+	struct rt2_rel *rels;
+	unsigned int nrels, cap_rels;
+	unsigned int liveness_edges;	/* ordering edges it added */
+	bool no_liveness;	/* tests only: leave the liveness edges out */
 };
 
 /* The final graph: IDs in execution order, CSR edges both ways. */
@@ -305,9 +320,66 @@ int rt2_run_passes(struct rt2_build *b);
 int rt2_pass_copy_flow_launch_fuse(struct rt2_build *b);
 int rt2_pass_split_mixed_launch_memory(struct rt2_build *b);
 int rt2_pass_remove_launch_free_edge(struct rt2_build *b);
+bool rt2_free_eligible(const struct rt2_build *b, unsigned int f);
 int rt2_finalize(struct rt2_build *b, struct rt2_graph *g);
 void rt2_graph_fini(struct rt2_graph *g);
 int rt2_graph_dump(const struct rt2_graph *g, char *buf, size_t len);
+
+/* ---- ExecutionData: the execution-ID CSR of relations (relation.c) ---- */
+
+/*
+ * @off (nnodes + 1) and @col (nrels): the relation launches of the free
+ * with execution ID i are col[off[i]] .. col[off[i + 1] - 1], ascending.
+ * @rank: per node, a relation launch's rank among the relation launches
+ * in the strict launch order, else -1; @nranks of them. @req: per node, a
+ * free's required generation, 1 + the highest rank of its launches, or 0.
+ * @act: per rank, the epoch in which a free activated the launch.
+ */
+struct rt2_xdata {
+	uint32_t nnodes, nrels, nranks;
+	uint32_t *off;
+	uint32_t *col;
+	int32_t *rank;
+	uint32_t *req;
+	uint32_t *act;
+};
+
+int rt2_xdata_build(struct rt2_xdata *x, const struct rt2_graph *g,
+		    const struct rt2_rel *rels, unsigned int nrels);
+int rt2_xdata_validate(const struct rt2_xdata *x, const struct rt2_graph *g);
+void rt2_xdata_fini(struct rt2_xdata *x);
+size_t rt2_xdata_bytes(const struct rt2_xdata *x);
+int rt2_rels_to_ids(const struct rt2_build *b, const struct rt2_graph *g,
+		    struct rt2_rel **out);
+
+/* ---- schedule state (sched.c) ------------------------------------------- */
+
+/*
+ * One run's relation state. @epoch isolates runs. @submitted: relation
+ * launches submitted successfully so far (they go in launch order, so it
+ * is also 1 + the rank of the last one); @freed: successful relation
+ * frees; @required: the highest generation an executed free requires;
+ * @unmet: activated launches not yet submitted (several frees on one
+ * launch count once); @status: the run's original abort status; @eos:
+ * the run ended; @wait_gen: what a waiting allocation needs, 0 none.
+ */
+struct rt2_sched {
+	uint32_t epoch;
+	uint32_t submitted, freed, required, unmet;
+	int status;
+	bool eos;
+	uint32_t wait_gen;
+	unsigned long waits, wakeups;
+};
+
+void rt2_sched_begin(struct rt2_sched *s);
+bool rt2_sched_free_done(struct rt2_sched *s, const struct rt2_xdata *x,
+			 uint32_t id, int ret);
+bool rt2_sched_launch_done(struct rt2_sched *s, const struct rt2_xdata *x,
+			   uint32_t id, int ret);
+bool rt2_sched_abort(struct rt2_sched *s, int err);
+bool rt2_sched_eos(struct rt2_sched *s);
+int rt2_sched_check(const struct rt2_sched *s, uint32_t gen);
 
 /* ---- size rules --------------------------------------------------------- */
 
@@ -338,17 +410,46 @@ struct rt2_host {
 	struct snpu_rt2_shape shape;	/* inputs: this run's shape */
 };
 
+#define RT2_BLK_FREE	0U	/* reusable at once (stream order) */
+#define RT2_BLK_USED	1U
+#define RT2_BLK_HELD	2U	/* freed, waits for relation launches */
+
 struct rt2_block {
 	uint64_t addr, bytes;
-	bool used;
+	uint32_t state;
+	uint32_t req;		/* RT2_BLK_HELD: generation to wait for */
 };
 
-/* The executor's device memory pool: blocks reused by exact size. */
+/*
+ * The executor's caching device allocator (alloc.c): blocks reused by
+ * exact size, a block a hold-address free gave back held until its
+ * relation launches were submitted, and an optional limit on the device
+ * memory it holds, past which it recycles: wait, stream sync, recycle,
+ * retry. Memory worker only (or the one thread): no lock.
+ */
 struct rt2_pool {
 	struct rt2_block *blk;
 	unsigned int nblk, cap;
+	unsigned int nheld;
+	uint64_t limit;			/* 0: none */
+	uint64_t learned;		/* no limit: what the runs so far held */
+	uint64_t bytes, peak;		/* device memory held */
 	unsigned long dev_allocs;	/* device allocations made */
+	unsigned long dev_frees;	/* blocks given back to the device */
+	unsigned long recycles, waits;
+	bool sync_err;			/* a sync saw (and ate) a device error */
+	const uint32_t *submitted;	/* the published generation, or NULL */
 };
+
+#define RT2_ALLOC_RECYCLE	1	/* rt2_alloc_get(): must recycle */
+
+int rt2_alloc_get(struct rt2_pool *p, struct snpu_rt2_dev *d, uint64_t bytes,
+		  uint64_t *addr, uint32_t *gen);
+int rt2_alloc_put(struct rt2_pool *p, uint64_t addr, uint32_t req);
+unsigned int rt2_alloc_recycle(struct rt2_pool *p, struct snpu_rt2_dev *d,
+			       uint32_t submitted, uint64_t need);
+void rt2_alloc_release(struct rt2_pool *p);
+void rt2_alloc_fini(struct rt2_pool *p, struct snpu_rt2_dev *d);
 
 struct rt2_queue {
 	uint32_t *ids;
@@ -365,7 +466,10 @@ struct snpu_rt2_exec {
 	struct rt2_pool pool;
 	struct rt2_value *vals;
 	struct rt2_value *vals0;	/* template: params and static shapes */
+	uint64_t *hint;			/* per value: its address in the last run */
 	unsigned int nvals;
+	struct rt2_xdata xd;		/* relations (three workers) */
+	struct rt2_sched sched;
 	struct rt2_host *in, *out;
 	unsigned int nin, nout;
 	uint32_t *events;		/* per op: fork and join events, or 0 */
@@ -374,6 +478,8 @@ struct snpu_rt2_exec {
 	uint32_t *pending;		/* per run */
 	struct rt2_queue q[RT2_WORKERS];
 	unsigned int launch_next;	/* position in g.launch_order */
+	uint32_t *mem_order;		/* memory-worker node IDs, ascending */
+	unsigned int nmem, mem_next;
 	unsigned int done_nodes;
 	int err;			/* first error of this run */
 	bool stop, quit;
@@ -397,8 +503,9 @@ int rt2_exec_create_graph(const struct snpu_rt2_model *m,
 			  const struct snpu_rt2_exec_opts *opts,
 			  struct rt2_build *b, struct snpu_rt2_exec **ep);
 
-int rt2_pool_get(struct snpu_rt2_exec *e, uint64_t bytes, uint64_t *addr);
-void rt2_pool_put(struct snpu_rt2_exec *e, uint64_t addr);
+int rt2_pool_get(struct snpu_rt2_exec *e, int32_t t, uint64_t bytes,
+		 uint64_t *addr);
+void rt2_pool_put(struct snpu_rt2_exec *e, uint64_t addr, uint32_t req);
 
 /* ---- graph replay (replay.c) -------------------------------------------- */
 

@@ -322,15 +322,15 @@ static const char golden_h2d_threads[] =
 	"passes: CopyFlowLaunchFuse SplitMixedLaunchMemory RemoveLaunchFreeEdge\n"
 	"0 InferShape N p0 -> 1\n"
 	"1 AllocOutputMemory M p0 -> 2\n"
-	"2 BuildTensor M p0 -> 7,9,10\n"
+	"2 BuildTensor M p0 -> 6,7,9,10\n"
 	"3 CalcDeviceCopySizes N p0 -> 4\n"
 	"4 AllocMemHbm M p0 -> 5\n"
-	"5 ShareH2DCopyResult M p0 -> 6,7,8\n"
-	"6 LaunchH2DCopy L p0 -> 7,8\n"
-	"7 LaunchMatMul L p0 -> 8,9,10\n"
-	"8 FreeMemory F\n"
-	"9 LaunchD2HCopy L p0 -> 10\n"
-	"10 FreeMemory F\n";
+	"5 ShareH2DCopyResult M p0 -> 6,7,8,9\n"
+	"6 FreeMemoryHoldAddr H\n"
+	"7 FreeMemoryHoldAddr H\n"
+	"8 LaunchH2DCopy L p0 -> 9\n"
+	"9 LaunchMatMul L p0 -> 10\n"
+	"10 LaunchD2HCopy L p0\n";
 
 TEST(golden_h2d_single_thread)
 {
@@ -444,16 +444,16 @@ TEST(golden_copy_flow_three_workers)
 	ASSERT_STREQ("passes: CopyFlowLaunchFuse SplitMixedLaunchMemory RemoveLaunchFreeEdge\n"
 		     "0 InferShape N p0 -> 1\n"
 		     "1 AllocOutputMemory M p0 -> 2\n"
-		     "2 BuildTensor M p0 -> 7,10,11\n"
+		     "2 BuildTensor M p0 -> 6,7,8,10,11\n"
 		     "3 CalcCopyFlowAllocSizes N p0 c2 -> 4\n"
 		     "4 AllocCopyFlowHbm M p0 c2 -> 5\n"
-		     "5 PrepareCopyFlowResult M p0 c2 -> 6,7,8,9\n"
-		     "6 LaunchCopyFlowH2D L p0 c2 -> 7,8,9\n"
-		     "7 LaunchAdd L p0 -> 8,9,10,11\n"
-		     "8 FreeMemory F\n"
-		     "9 FreeMemory F\n"
-		     "10 LaunchD2HCopy L p0 -> 11\n"
-		     "11 FreeMemory F\n", buf);
+		     "5 PrepareCopyFlowResult M p0 c2 -> 6,7,8,9,10\n"
+		     "6 FreeMemoryHoldAddr H\n"
+		     "7 FreeMemoryHoldAddr H\n"
+		     "8 FreeMemoryHoldAddr H\n"
+		     "9 LaunchCopyFlowH2D L p0 c2 -> 10\n"
+		     "10 LaunchAdd L p0 -> 11\n"
+		     "11 LaunchD2HCopy L p0\n", buf);
 	snpu_rt2_model_destroy(m);
 }
 

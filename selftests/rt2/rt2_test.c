@@ -517,4 +517,101 @@ TEST_F(rt2, kernel_error_three_workers)
 			 -EPERM);
 }
 
+/*
+ * From the dump: the frees of each type, and the edges from a launch to a
+ * hold-address free (none may be left).
+ */
+static void count_frees(struct __test_metadata *_metadata,
+			struct snpu_rt2_exec *e, unsigned int *plain,
+			unsigned int *hold, unsigned int *launch_to_hold)
+{
+	static char buf[16384];
+	char type[256] = { 0 }, *line, *arrow, *save = NULL;
+	unsigned int id, succ;
+	char kernel[64], t;
+
+	*plain = *hold = *launch_to_hold = 0;
+	ASSERT_GT(snpu_rt2_exec_dump(e, buf, sizeof(buf)), 0);
+	ASSERT_LT((size_t)snpu_rt2_exec_dump(e, buf, sizeof(buf)), sizeof(buf));
+	for (line = strtok_r(buf, "\n", &save); line;
+	     line = strtok_r(NULL, "\n", &save)) {
+		if (sscanf(line, "%u %63s %c", &id, kernel, &t) != 3)
+			continue;
+		ASSERT_LT(id, 256U);
+		type[id] = t;
+		*plain += t == 'F';
+		*hold += t == 'H';
+	}
+	/* Again for the edges, now that every type is known. */
+	ASSERT_GT(snpu_rt2_exec_dump(e, buf, sizeof(buf)), 0);
+	for (line = strtok_r(buf, "\n", &save); line;
+	     line = strtok_r(NULL, "\n", &save)) {
+		if (sscanf(line, "%u %63s %c", &id, kernel, &t) != 3 ||
+		    t != 'L')
+			continue;
+		arrow = strstr(line, " -> ");
+		while (arrow && sscanf(arrow + 1 + (arrow[0] == ' ' ? 3 : 0),
+				       "%u", &succ) == 1) {
+			ASSERT_LT(succ, 256U);
+			*launch_to_hold += type[succ] == 'H';
+			arrow = strchr(arrow + 1, ',');
+		}
+	}
+}
+
+/*
+ * A pool too small for every block at once (x, 792 B, and the y they
+ * make, 240 B): three workers recycle (wait for relation launches, sync
+ * the stream, recycle, retry) and give the single thread's results bit
+ * for bit, with no Launch->Free edge left for the eligible frees and in
+ * less device memory than one thread.
+ */
+TEST_F(rt2, small_pool_three_workers_equal_single_thread)
+{
+	struct snpu_rt2_exec *e1 = exec_new(_metadata, self, 0);
+	struct snpu_rt2_exec *e3 = exec_new(_metadata, self,
+					    SNPU_RT2_EXEC_THREADS);
+	const uint64_t limit = 4ULL * (M * K + M * N);
+	unsigned int plain, hold, lh, run;
+	struct snpu_rt2_pool_stats s1, s3;
+	const void *o1, *o3;
+
+	ASSERT_NE(NULL, e1);
+	ASSERT_NE(NULL, e3);
+	count_frees(_metadata, e1, &plain, &hold, &lh);
+	EXPECT_EQ(6U, plain);
+	EXPECT_EQ(0U, hold);
+	count_frees(_metadata, e3, &plain, &hold, &lh);
+	EXPECT_EQ(0U, plain);
+	EXPECT_EQ(6U, hold);
+	EXPECT_EQ(0U, lh);
+	ASSERT_EQ(0, snpu_rt2_exec_set_pool_limit(e3, limit));
+	for (run = 0; run < 10; run++) {
+		fill_inputs(_metadata, e1, run);
+		fill_inputs(_metadata, e3, run);
+		ASSERT_EQ(0, snpu_rt2_exec_run(e1));
+		ASSERT_EQ(0, snpu_rt2_exec_run(e3));
+		check_outputs(_metadata, &self->p, e1, run);
+		check_outputs(_metadata, &self->p, e3, run);
+		ASSERT_EQ(0, snpu_rt2_exec_output(e1, 1, &o1, NULL));
+		ASSERT_EQ(0, snpu_rt2_exec_output(e3, 1, &o3, NULL));
+		ASSERT_EQ(0, memcmp(o1, o3, 4 * M * N));
+	}
+	ASSERT_EQ(0, snpu_rt2_exec_pool_stats(e1, &s1));
+	ASSERT_EQ(0, snpu_rt2_exec_pool_stats(e3, &s3));
+	EXPECT_EQ(6U, s3.hold_frees);
+	EXPECT_GT(s3.relations, 6U);
+	EXPECT_EQ(0U, s1.relations);
+	EXPECT_GT(s3.recycles, 0U);
+	EXPECT_LE(s3.peak_bytes, limit);
+	EXPECT_LT(s3.peak_bytes, s1.peak_bytes);
+	TH_LOG("device memory: one thread %llu B, three workers %llu B (limit %llu); %llu recycles, %llu waits, %llu blocks given back",
+	       (unsigned long long)s1.peak_bytes,
+	       (unsigned long long)s3.peak_bytes, (unsigned long long)limit,
+	       (unsigned long long)s3.recycles, (unsigned long long)s3.waits,
+	       (unsigned long long)s3.dev_frees);
+	snpu_rt2_exec_destroy(e1);
+	snpu_rt2_exec_destroy(e3);
+}
+
 TEST_HARNESS_MAIN
