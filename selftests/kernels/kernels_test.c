@@ -125,6 +125,14 @@ FIXTURE_VARIANT_ADD(k, n65543_b64) { .n = 65543, .nb = 64 };
 FIXTURE_VARIANT_ADD(k, n65543_b40000) { .n = 65543, .nb = 40000 };
 FIXTURE_VARIANT_ADD(k, n65543_b65535) { .n = 65543, .nb = 65535 };
 
+/*
+ * Seconds a test of k may take: the variants of 40000 and 65535 blocks
+ * run tens of thousands of blocks per launch, which on the debug kernel
+ * under TCG, with the host busy, takes more than the harness's default
+ * 30 s. Not a timing check: only a bound against a hang.
+ */
+#define K_TIMEOUT	180
+
 FIXTURE_SETUP(k)
 {
 	self->fd = snpu_open_dev();
@@ -195,7 +203,7 @@ static int run(int fd, uint32_t s, struct snpu_task t)
 	return ret ? ret : err;
 }
 
-TEST_F(k, nop)
+TEST_F_TIMEOUT(k, nop, K_TIMEOUT)
 {
 	struct snpu_stream_query q;
 
@@ -205,7 +213,7 @@ TEST_F(k, nop)
 	EXPECT_EQ(1U, q.completed);
 }
 
-TEST_F(k, copy)
+TEST_F_TIMEOUT(k, copy, K_TIMEOUT)
 {
 	uint64_t n = self->n, src, dst;
 	unsigned char *in = malloc(n), *out = malloc(n);
@@ -227,7 +235,7 @@ TEST_F(k, copy)
 }
 
 /* COPY copies src's bytes into a larger dst and leaves the rest alone. */
-TEST_F(k, copy_into_larger_dst)
+TEST_F_TIMEOUT(k, copy_into_larger_dst, K_TIMEOUT)
 {
 	uint64_t n = self->n, src, dst;
 	unsigned char *in = malloc(n), *out = malloc(n + 100);
@@ -253,7 +261,7 @@ TEST_F(k, copy_into_larger_dst)
 	free(out);
 }
 
-TEST_F(k, fill)
+TEST_F_TIMEOUT(k, fill, K_TIMEOUT)
 {
 	uint64_t n = self->n, dst, i;
 	uint32_t *out = malloc(n * 4);
@@ -329,28 +337,28 @@ static void binop_check(struct __test_metadata *_metadata,
 	free(out);
 }
 
-TEST_F(k, add_i32)
+TEST_F_TIMEOUT(k, add_i32, K_TIMEOUT)
 {
 	binop_check(_metadata, self, SNPU_KERNEL_ADD_I32);
 }
 
-TEST_F(k, mul_i32)
+TEST_F_TIMEOUT(k, mul_i32, K_TIMEOUT)
 {
 	binop_check(_metadata, self, SNPU_KERNEL_MUL_I32);
 }
 
-TEST_F(k, add_f32)
+TEST_F_TIMEOUT(k, add_f32, K_TIMEOUT)
 {
 	binop_check(_metadata, self, SNPU_KERNEL_ADD_F32);
 }
 
-TEST_F(k, mul_f32)
+TEST_F_TIMEOUT(k, mul_f32, K_TIMEOUT)
 {
 	binop_check(_metadata, self, SNPU_KERNEL_MUL_F32);
 }
 
 /* In place: c is a. */
-TEST_F(k, add_i32_in_place)
+TEST_F_TIMEOUT(k, add_i32_in_place, K_TIMEOUT)
 {
 	uint64_t n = self->n, i, a, b;
 	uint32_t *x = malloc(n * 4), *y = malloc(n * 4), *out = malloc(n * 4);
@@ -374,7 +382,7 @@ TEST_F(k, add_i32_in_place)
 	free(out);
 }
 
-TEST_F(k, axpy_f32)
+TEST_F_TIMEOUT(k, axpy_f32, K_TIMEOUT)
 {
 	const float alpha = -1.75f;
 	uint64_t n = self->n, i, xa, ya;
@@ -413,7 +421,7 @@ TEST_F(k, axpy_f32)
 }
 
 /* RELU: negatives, -0.0 and NaN give +0.0; bit-exact. */
-TEST_F(k, relu_f32)
+TEST_F_TIMEOUT(k, relu_f32, K_TIMEOUT)
 {
 	static const uint32_t special[] = {
 		0x80000000, 0x00000000, 0x7fc00000, 0xffc00000, 0x7f800001,
@@ -455,7 +463,7 @@ TEST_F(k, relu_f32)
 }
 
 /* out[b] = sum of block b's slice; out holds more than block_dim. */
-TEST_F(k, reduce_sum_i32)
+TEST_F_TIMEOUT(k, reduce_sum_i32, K_TIMEOUT)
 {
 	uint64_t n = self->n, lo, hi, i, in, outa;
 	uint32_t *x = malloc(n * 4), *out = malloc((self->nb + 4) * 4);
@@ -494,7 +502,7 @@ TEST_F(k, reduce_sum_i32)
 	free(out);
 }
 
-TEST_F(k, reduce_sum_f32)
+TEST_F_TIMEOUT(k, reduce_sum_f32, K_TIMEOUT)
 {
 	uint64_t n = self->n, lo, hi, i, in, outa;
 	float *x = malloc(n * 4);
@@ -535,7 +543,7 @@ TEST_F(k, reduce_sum_f32)
 	free(out);
 }
 
-TEST_F(k, crc32c)
+TEST_F_TIMEOUT(k, crc32c, K_TIMEOUT)
 {
 	uint64_t n = self->n, lo, hi, in, outa;
 	unsigned char *x = malloc(n);
@@ -571,7 +579,7 @@ TEST_F(k, crc32c)
 	free(out);
 }
 
-TEST_F(k, fail_errno_propagated)
+TEST_F_TIMEOUT(k, fail_errno_propagated, K_TIMEOUT)
 {
 	static const uint32_t errs[] = { 1, 5, 4095 };
 	unsigned int i;
