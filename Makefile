@@ -76,7 +76,7 @@ help:
 	@echo '  module         snpu.ko with kbuild against KDIR ($(KDIR))'
 	@echo '  lib            build/lib: libsnpu.a, libsnpu.so (versioned symbols)'
 	@echo '  tools          build/tools: snpu-smi, snpu-bench, snpu-bench-snapshot,'
-	@echo '                 snpu-bench-graph, snpu-bench-rt2'
+	@echo '                 snpu-bench-graph, snpu-bench-rt2, snpu-train'
 	@echo '  selftests      build/selftests: kselftest suites (run in the VM)'
 	@echo '  unit           native unit tests of kmod/core and lib under ASan/UBSan'
 	@echo '  fuzz           libFuzzer targets of kmod/core, FUZZ_SECS=$(FUZZ_SECS) s in all,'
@@ -90,7 +90,9 @@ help:
 	@echo '                 kmemleak, UBSAN), built once and cached, the fuzz suite'
 	@echo '                 for a million operations; same last line. CI runs it'
 	@echo '                 after check'
-	@echo '  run            boot the VM, load the module, show the devices'
+	@echo '  run            train an MLP on Fashion-MNIST in the VM (snpu-train, about'
+	@echo '                 3 min): test accuracy, time split, build/run/*.svg;'
+	@echo '                 EPOCHS=N for N full epochs, RUN_ARGS= snpu-train options'
 	@echo '  vm-image       build/vm/initramfs.cpio.gz for scripts/vm'
 	@echo '  vm-shell       interactive shell in the VM with the module loaded'
 	@echo '  bench          bench-native, then snpu-bench in the VM: task throughput'
@@ -99,7 +101,8 @@ help:
 	@echo '                 snpu-bench-graph: ns per node of a graph launch against'
 	@echo '                 the same tasks through the ring, stitched against'
 	@echo '                 unstitched launches, hazard-list visits; snpu-bench-rt2:'
-	@echo '                 the rt2 executor per node through the ring'
+	@echo '                 the rt2 executor per node through the ring; snpu-train:'
+	@echo '                 steps/s with graph replay, op by op, CPU reference'
 	@echo '  bench-native   attached-stream cache hits on the host (-O2, no sanitizers);'
 	@echo '                 fails if a hit allocates; the cost per node of graph capture;'
 	@echo '                 the rt2 executor per node on the host-only device, fails if'
@@ -170,6 +173,10 @@ $(B)/tools/snpu-smi: TOOL_DEPS := net
 $(B)/tools/snpu-smi: TOOL_CFLAGS := $$(pkg-config --cflags libnl-genl-3.0)
 $(B)/tools/snpu-smi: TOOL_LIBS := $$(pkg-config --libs libnl-genl-3.0)
 $(B)/tools/snpu-smi: uapi/linux/snpu_netlink.h
+# snpu-train reads gzip IDX files with zlib; its CPU reference rounds
+# every product as the device's kernels do.
+$(B)/tools/snpu-train: TOOL_LIBS := -lz -lm
+$(B)/tools/snpu-train: TOOL_CFLAGS := -ffp-contract=off
 $(B)/tools/%: lib/tools/%.c $(wildcard lib/tools/*.h) $(B)/lib/$(LIBFILE) $(LIB_HDRS)
 	@mkdir -p $(@D)
 	$(Q)$(if $(TOOL_DEPS),scripts/deps $(TOOL_DEPS))
@@ -206,12 +213,15 @@ $(CORE_TESTS): $(B)/unit/%: kmod/core/tests/%.c $(CORE_SRCS) $(CORE_HDRS)
 # lib/tests/rt2/: the host-only device interface of rt2's tests, which runs
 # the built-in kernels natively (lib/core.c builds them into the library).
 LIB_TEST_SRCS := $(wildcard lib/tests/rt2/*.c)
+# The training tests read IDX files with zlib (lib/tools/idx.h).
+$(B)/unit/train_test $(B)/unit/rt2_train_test: TEST_LIBS := -lz -lm
 $(LIB_TESTS): $(B)/unit/%: lib/tests/%.c $(LIB_SRCS) $(LIB_HDRS) $(LIB_TEST_SRCS) \
-		$(wildcard lib/*.h lib/rt2/*.h lib/tests/*.h lib/tests/rt2/*.h) $(CORE_SRCS) $(CORE_HDRS)
+		$(wildcard lib/*.h lib/rt2/*.h lib/tests/*.h lib/tests/rt2/*.h lib/tools/*.h) \
+		$(CORE_SRCS) $(CORE_HDRS)
 	@mkdir -p $(@D)
 	@$(if $(Q),echo '  CC      $@')
 	$(Q)$(CC) -O1 -g $(WARN) $(SAN) -ffp-contract=off -D_GNU_SOURCE -I$(KSFT_INC) \
-		-Iuapi -Ilib/include -Ikmod $< $(LIB_SRCS) $(LIB_TEST_SRCS) -lpthread -o $@
+		-Iuapi -Ilib/include -Ikmod $< $(LIB_SRCS) $(LIB_TEST_SRCS) -lpthread $(TEST_LIBS) -o $@
 
 unit-build: ksrc
 	$(Q)$(MAKE) $(UNIT_TESTS)
@@ -278,16 +288,39 @@ define vm-root
 	$(Q)cp $(TOOLS) $(2)/root/opt/snpu/bin/
 	$(Q)cp -a $(B)/selftests $(2)/root/opt/snpu/selftests
 	$(Q)cp selftests/run_vm.sh $(2)/root/opt/snpu/bin/snpu-selftests
+	$(Q)mkdir -p $(2)/root/opt/snpu/data
+	$(Q)cp -a $(MINI_DATA) $(2)/root/opt/snpu/data/
 	@$(if $(Q),echo '  GEN     $(2)/initramfs.cpio.gz')
 	$(Q)scripts/mkinitramfs $(2)/root $(2)/initramfs.cpio.gz
 endef
 
-vm-image: all
+# The train kselftests' data: the first 512 images of each Fashion-MNIST
+# set, cut by scripts/idx-head (about 450 KiB), in every VM image.
+MINI_DATA := $(B)/data/fashion-mnist-mini
+FMNIST := /usr/share/datasets/fashion-mnist
+MINI_FILES := train-images-idx3 train-labels-idx1 t10k-images-idx3 t10k-labels-idx1
+
+$(MINI_DATA)/.stamp: scripts/idx-head
+	$(Q)scripts/deps data
+	@mkdir -p $(@D)
+	@$(if $(Q),echo '  GEN     $(@D)')
+	$(Q)for f in $(MINI_FILES); do \
+		scripts/idx-head $(FMNIST)/$$f-ubyte.gz $(@D)/$$f-ubyte.gz 512 || exit 1; \
+	done
+	$(Q)touch $@
+
+vm-image: all $(MINI_DATA)/.stamp
 	$(Q)scripts/deps vm
 	$(call vm-root,snpu.ko,$(B)/vm)
 
+# make run: train the MLP in the VM (scripts/train-run); RUN_ARGS are
+# snpu-train's options, EPOCHS=N trains N epochs of all 60000 images.
+RUN_ARGS ?= --subset 40000
+RUN_TIMEOUT ?= 900
 run: vm-image
-	$(Q)scripts/vm run -t 120 snpu-smi
+	$(Q)scripts/deps data
+	$(Q)scripts/train-run -t $(if $(EPOCHS),$$(( 900 * $(EPOCHS) + 300 )),$(RUN_TIMEOUT)) \
+		-- $(if $(EPOCHS),--epochs $(EPOCHS),$(RUN_ARGS))
 
 vm-shell: vm-image
 	$(Q)scripts/vm shell
@@ -301,6 +334,13 @@ bench: vm-image
 	$(Q)scripts/vm run -t 600 'snpu-bench && snpu-bench -r 21 attached && snpu-bench-rt2 -r 7 -b 20000'
 	$(Q)scripts/vm run -t 900 -m 2048 -p "mem_mb=1024" snpu-bench-snapshot
 	$(Q)scripts/vm run -t 600 snpu-bench-graph
+	$(Q)scripts/vm run -t 900 '$(TRAIN_BENCH) --bench 40 && \
+		$(TRAIN_BENCH) --hidden 16 -b 8 --bench 400'
+
+# snpu-train's step three ways (graph replay, op by op, CPU reference) on
+# the VM image's small data set; Documentation/perf.rst.
+TRAIN_BENCH := snpu-train -d /opt/snpu/data/fashion-mnist-mini --plain -q \
+	-n 10 --test-subset 512 --svg -
 
 # lib/bench/*.c: host benchmarks with the library compiled in (they use
 # its internal API), optimized, without sanitizers.
@@ -350,7 +390,7 @@ else
 endif
 
 # build/debug/initramfs.cpio.gz: the VM image with that module.
-debug-image: lib tools selftests debug-module
+debug-image: lib tools selftests debug-module $(MINI_DATA)/.stamp
 	$(Q)scripts/deps vm
 	$(call vm-root,$(DEBUG_SRC)/snpu.ko,$(DEBUG))
 

@@ -55,6 +55,15 @@ struct snpu_rt2_shape {
 #define SNPU_RT2_OP_ADD		2	/* out = in0 + in1, same shapes */
 #define SNPU_RT2_OP_RELU	3	/* out = max(in0, 0), f32 */
 #define SNPU_RT2_OP_CUSTOM	4	/* a caller's operator */
+/* LIBSNPU_0.9: what training needs (Documentation/rt2.rst, "Op types"). */
+#define SNPU_RT2_OP_BIAS_ADD	5	/* out[r, j] = in0[r, j] + in1[j] */
+#define SNPU_RT2_OP_RELU_BWD	6	/* out = in1 > 0 ? in0 : 0 (in1: y) */
+#define SNPU_RT2_OP_SOFTMAX_XENT 7	/* dlogits, and loss as result + 1 */
+#define SNPU_RT2_OP_COLSUM	8	/* out[j] = sum over rows of in0 */
+#define SNPU_RT2_OP_ARGMAX	9	/* out[r] = first max of row r, i32 */
+#define SNPU_RT2_OP_COUNT_EQ	10	/* out[0] = count of in0 == in1, i32 */
+#define SNPU_RT2_OP_AFFINE	11	/* out = a in0 + b (two scalars) */
+#define SNPU_RT2_OP_SGD		12	/* param in0 += -lr in1, in place */
 
 /* SNPU_RT2_OP_MATMUL flags: use the transpose of an operand. */
 #define SNPU_RT2_MATMUL_TRANS_A	(1U << 0)
@@ -123,6 +132,11 @@ int snpu_rt2_model_param(struct snpu_rt2_model *model,
 int snpu_rt2_model_op(struct snpu_rt2_model *model,
 		      const struct snpu_rt2_op_desc *op);
 int snpu_rt2_model_output(struct snpu_rt2_model *model, int tensor);
+/* LIBSNPU_0.9: an op with f32 scalar arguments (AFFINE: a, b; SGD: lr). */
+#define SNPU_RT2_MAX_OP_SCALARS	2
+int snpu_rt2_model_op_scalars(struct snpu_rt2_model *model,
+			      const struct snpu_rt2_op_desc *op,
+			      const float *scalars, unsigned int nscalars);
 
 /* ---- device interfaces ------------------------------------------------ */
 
@@ -135,6 +149,7 @@ void snpu_rt2_dev_close(struct snpu_rt2_dev *rdev);
 /* struct snpu_rt2_exec_opts flags. */
 #define SNPU_RT2_EXEC_THREADS	(1U << 0)  /* three workers, else one */
 #define SNPU_RT2_EXEC_DYN_MULTI_STREAM (1U << 1)  /* no split, no relation */
+#define SNPU_RT2_EXEC_GRAPH	(1U << 2)  /* capture once, replay (0.9) */
 
 /**
  * struct snpu_rt2_trace - one kernel run, given to a trace hook
@@ -221,6 +236,43 @@ int snpu_rt2_kctx_submit(struct snpu_rt2_kctx *ctx,
 			 const struct snpu_task *tasks, unsigned int count);
 int snpu_rt2_kctx_fork(struct snpu_rt2_kctx *ctx, uint32_t stream);
 int snpu_rt2_kctx_join(struct snpu_rt2_kctx *ctx, uint32_t stream);
+
+/* ---- parameters and statistics (LIBSNPU_0.9) --------------------------- */
+
+int snpu_rt2_exec_param_read(struct snpu_rt2_exec *exec, int tensor,
+			     void *host, size_t bytes);
+
+/**
+ * struct snpu_rt2_exec_stats - what an executor gave the device
+ * @runs: runs made
+ * @entries: queue entries (tasks) it submitted, each graph launch one
+ * @graph_captures: SNPU_RT2_EXEC_GRAPH: captures that made a graph
+ * @graph_launches: launches of a captured graph (one per run after it)
+ * @graph_fallbacks: captures the device could not express as a graph
+ *                   (their tasks went one by one)
+ * @h2d_ns: device time of its host-to-device copies
+ * @compute_ns: device time of its kernel launches and graph launches
+ * @d2h_ns: device time of its device-to-host copies
+ * @reserved: zero
+ *
+ * The device times come from the completions' timestamps: a task's time
+ * runs from the completion of the task before it on the executor's
+ * stream (or from its submission, when that is later) to its own.
+ */
+struct snpu_rt2_exec_stats {
+	uint64_t runs;
+	uint64_t entries;
+	uint64_t graph_captures;
+	uint64_t graph_launches;
+	uint64_t graph_fallbacks;
+	uint64_t h2d_ns;
+	uint64_t compute_ns;
+	uint64_t d2h_ns;
+	uint64_t reserved[4];
+};
+
+int snpu_rt2_exec_stats(const struct snpu_rt2_exec *exec,
+			struct snpu_rt2_exec_stats *stats);
 
 #ifdef __cplusplus
 }

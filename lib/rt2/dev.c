@@ -12,12 +12,20 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "rt2.h"
 
 /* Most streams one queue's failed tasks are remembered for, per wait. */
 #define RT2_SLOT_FAILED	8
+
+/* Task classes of the statistics, in user_data bits 16..23. */
+#define RT2_TC_OTHER	0
+#define RT2_TC_H2D	1
+#define RT2_TC_D2H	2
+#define RT2_TC_COMPUTE	3	/* a launch or a graph launch */
+#define RT2_TC_COUNT	4
 
 /*
  * The accounting of one queue: written under @cq_lock but @submitted.
@@ -32,6 +40,12 @@ struct rt2_sslot {
 	int err;
 	unsigned int nfailed;
 	uint32_t failed[RT2_SLOT_FAILED];
+	/* statistics (LIBSNPU_0.9): @entries, @seq, @sub_ns under sq_lock */
+	uint64_t entries;
+	uint8_t seq;
+	uint64_t sub_ns[256];	/* submission time by @seq */
+	uint64_t last_done;	/* under cq_lock, as the times */
+	uint64_t ns[RT2_TC_COUNT];
 };
 
 /*
@@ -46,6 +60,12 @@ struct rt2_sdev {
 	struct snpu_ring ring;
 	pthread_mutex_t sq_lock, cq_lock;
 	struct rt2_sslot slot[RT2_DEV_QUEUES];
+	/* A capture in progress (under sq_lock): its slot, stream, tasks. */
+	bool capturing;
+	unsigned int cap_slot;
+	uint32_t cap_stream;
+	uint64_t cap_tasks;
+	uint64_t cap_user_data;
 };
 
 static struct rt2_sdev *rt2_sdev(struct snpu_rt2_dev *d)
@@ -100,6 +120,45 @@ static uint64_t rt2_s_user_data(unsigned int slot, uint32_t stream)
 	return (uint64_t)stream << 32 | slot;
 }
 
+static uint64_t rt2_s_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+static unsigned int rt2_s_class(const struct snpu_task *t)
+{
+	switch (t->op) {
+	case SNPU_OP_LAUNCH:
+	case SNPU_OP_GRAPH:
+		return RT2_TC_COMPUTE;
+	case SNPU_OP_COPY:
+		if (t->copy.dir == SNPU_COPY_H2D)
+			return RT2_TC_H2D;
+		if (t->copy.dir == SNPU_COPY_D2H)
+			return RT2_TC_D2H;
+		return RT2_TC_OTHER;
+	}
+	return RT2_TC_OTHER;
+}
+
+/*
+ * The user_data of a task of slot @sl: its stream, its sequence number in
+ * the slot (bits 24..31), its class (16..23) and its slot (0..15), and its
+ * submission time noted. Under sq_lock.
+ */
+static uint64_t rt2_s_tag(struct rt2_sslot *sl, unsigned int slot,
+			  uint32_t stream, unsigned int cls)
+{
+	uint8_t seq = sl->seq++;
+
+	sl->sub_ns[seq] = rt2_s_now();
+	return rt2_s_user_data(slot, stream) | (uint64_t)seq << 24 |
+	       (uint64_t)cls << 16;
+}
+
 /* Remember the stream a failed task left in its error state. */
 static void rt2_s_failed(struct rt2_sslot *sl, uint32_t stream)
 {
@@ -122,7 +181,21 @@ static void rt2_s_reap(struct rt2_sdev *s)
 	struct snpu_cqe *cqe;
 
 	while (!snpu_ring_peek_cqe(&s->ring, &cqe)) {
-		sl = &s->slot[(uint32_t)cqe->user_data % RT2_DEV_QUEUES];
+		uint32_t ud = (uint32_t)cqe->user_data;
+		uint64_t start;
+
+		sl = &s->slot[ud % RT2_DEV_QUEUES];
+		/* Device time: from the slot's last completion, or from
+		 * this task's submission when that came later.
+		 */
+		start = sl->sub_ns[ud >> 24];
+		if (sl->last_done > start)
+			start = sl->last_done;
+		if (cqe->time_ns > start)
+			sl->ns[((ud >> 16) & 0xff) % RT2_TC_COUNT] +=
+				cqe->time_ns - start;
+		if (cqe->time_ns > sl->last_done)
+			sl->last_done = cqe->time_ns;
 		if (cqe->result) {
 			if (!sl->err)
 				sl->err = cqe->result;
@@ -168,7 +241,15 @@ static int rt2_s_submit(struct snpu_rt2_dev *d, const struct rt2_dev_queue *q,
 				goto out;
 		}
 		*sqe = tasks[i];
-		sqe->user_data = rt2_s_user_data(q->slot, tasks[i].stream);
+		sqe->user_data = rt2_s_tag(sl, q->slot, tasks[i].stream,
+					   rt2_s_class(&tasks[i]));
+		/* Recorded by a capture: no CQE unless it falls back. */
+		if (s->capturing && q->slot == s->cap_slot &&
+		    tasks[i].stream == s->cap_stream) {
+			s->cap_tasks++;
+			continue;
+		}
+		sl->entries++;
 		__atomic_store_n(&sl->submitted, sl->submitted + 1,
 				 __ATOMIC_RELEASE);
 	}
@@ -292,6 +373,95 @@ static int rt2_s_h2d(struct snpu_rt2_dev *d, uint64_t dst, const void *src,
 	return snpu_memcpy_h2d(rt2_sdev(d)->dev, dst, src, n);
 }
 
+static int rt2_s_d2h(struct snpu_rt2_dev *d, void *dst, uint64_t src,
+		     size_t n)
+{
+	return snpu_memcpy_d2h(rt2_sdev(d)->dev, dst, src, n);
+}
+
+/* One more task of the slot goes to the ring (a graph launch). */
+static void rt2_s_count(struct rt2_sslot *sl, uint64_t tasks)
+{
+	sl->entries += tasks;
+	__atomic_store_n(&sl->submitted, sl->submitted + tasks,
+			 __ATOMIC_RELEASE);
+}
+
+/*
+ * Graph capture of the queue's stream through the ring: 0 when it
+ * records, SNPU_GRAPH_CACHED when @key's graph was launched (one entry).
+ */
+static int rt2_s_capture_begin(struct snpu_rt2_dev *d,
+			       const struct rt2_dev_queue *q, uint64_t key)
+{
+	struct rt2_sdev *s = rt2_sdev(d);
+	struct rt2_sslot *sl = &s->slot[q->slot];
+	uint64_t ud;
+	int ret;
+
+	pthread_mutex_lock(&s->sq_lock);
+	if (s->capturing) {
+		pthread_mutex_unlock(&s->sq_lock);
+		return -EBUSY;
+	}
+	ud = rt2_s_tag(sl, q->slot, q->stream, RT2_TC_COMPUTE);
+	ret = snpu_graph_begin_ring(s->dev, &s->ring, q->stream, key, ud);
+	if (ret == SNPU_GRAPH_CACHED) {
+		rt2_s_count(sl, 1);
+	} else if (!ret) {
+		s->capturing = true;
+		s->cap_slot = q->slot;
+		s->cap_stream = q->stream;
+		s->cap_tasks = 0;
+		s->cap_user_data = ud;
+	}
+	pthread_mutex_unlock(&s->sq_lock);
+	return ret;
+}
+
+/* 0: the recording went as one graph launch; else its tasks one by one. */
+static int rt2_s_capture_end(struct snpu_rt2_dev *d,
+			     const struct rt2_dev_queue *q)
+{
+	struct rt2_sdev *s = rt2_sdev(d);
+	struct rt2_sslot *sl = &s->slot[q->slot];
+	int ret;
+
+	pthread_mutex_lock(&s->sq_lock);
+	if (!s->capturing || s->cap_slot != q->slot) {
+		pthread_mutex_unlock(&s->sq_lock);
+		return -EINVAL;
+	}
+	sl->sub_ns[(uint8_t)(s->cap_user_data >> 24)] = rt2_s_now();
+	ret = snpu_graph_end(s->dev);
+	s->capturing = false;
+	rt2_s_count(sl, ret == 0 ? 1 : s->cap_tasks);
+	pthread_mutex_unlock(&s->sq_lock);
+	return ret;
+}
+
+static void rt2_s_capture_forget(struct snpu_rt2_dev *d, uint64_t key)
+{
+	snpu_graph_forget(rt2_sdev(d)->dev, key);
+}
+
+static void rt2_s_queue_stats(struct snpu_rt2_dev *d,
+			      const struct rt2_dev_queue *q,
+			      struct snpu_rt2_exec_stats *st)
+{
+	struct rt2_sdev *s = rt2_sdev(d);
+	struct rt2_sslot *sl = &s->slot[q->slot];
+
+	pthread_mutex_lock(&s->sq_lock);
+	st->entries = sl->entries;
+	pthread_mutex_unlock(&s->sq_lock);
+	pthread_mutex_lock(&s->cq_lock);
+	st->h2d_ns = sl->ns[RT2_TC_H2D];
+	st->d2h_ns = sl->ns[RT2_TC_D2H];
+	st->compute_ns = sl->ns[RT2_TC_COMPUTE];
+	pthread_mutex_unlock(&s->cq_lock);
+}
+
 static int rt2_s_attached_stream(struct snpu_rt2_dev *d, const char *key,
 				 uint32_t *stream)
 {
@@ -335,6 +505,11 @@ static const struct rt2_dev_ops rt2_snpu_ops = {
 	.event_create = rt2_s_event_create,
 	.event_destroy = rt2_s_event_destroy,
 	.close = rt2_s_close,
+	.d2h = rt2_s_d2h,
+	.capture_begin = rt2_s_capture_begin,
+	.capture_end = rt2_s_capture_end,
+	.capture_forget = rt2_s_capture_forget,
+	.queue_stats = rt2_s_queue_stats,
 };
 
 int snpu_rt2_dev_open(struct snpu_device *dev, unsigned int ring_entries,

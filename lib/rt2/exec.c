@@ -113,7 +113,8 @@ void rt2_pool_put(struct snpu_rt2_exec *e, uint64_t addr, uint32_t req)
 static int rt2_run_node(struct snpu_rt2_exec *e, const struct rt2_node *n,
 			unsigned int worker)
 {
-	int ret = rt2_kernel(n->kernel)->run(e, n);
+	int ret = e->replay ? rt2_replay_node(e, n) :
+		  rt2_kernel(n->kernel)->run(e, n);
 
 	if (e->opts.trace) {
 		struct snpu_rt2_trace t = {
@@ -325,6 +326,8 @@ int snpu_rt2_exec_run(struct snpu_rt2_exec *e)
 		return -EINVAL;
 	rt2_reset(e);
 	ret = e->nthr ? rt2_run_threads(e) : rt2_run_single(e);
+	if (e->replay)
+		rt2_replay_run_end(e, ret);
 	/* Drain the device, also after an error: nothing may still use
 	 * the pool's memory or the pinned buffers.
 	 */
@@ -519,6 +522,7 @@ void snpu_rt2_exec_destroy(struct snpu_rt2_exec *e)
 	for (i = 0; e->events && e->model && i < 2 * e->model->nops; i++)
 		if (e->events[i])
 			d->ops->event_destroy(d, e->events[i]);
+	rt2_replay_fini(e);
 	rt2_alloc_fini(&e->pool, d);
 	rt2_xdata_fini(&e->xd);
 	if (e->has_dq)
@@ -582,6 +586,8 @@ int rt2_exec_create_graph(const struct snpu_rt2_model *m,
 		ret = rt2_prepare_values(e);
 	if (!ret)
 		ret = rt2_prepare_sched(e);
+	if (!ret && (e->opts.flags & SNPU_RT2_EXEC_GRAPH))
+		ret = rt2_replay_init(e);
 	if (!ret && (e->opts.flags & SNPU_RT2_EXEC_THREADS))
 		ret = rt2_start_threads(e);
 	if (ret) {
@@ -603,7 +609,8 @@ int snpu_rt2_exec_create(const struct snpu_rt2_model *m,
 	if (!m || !dev || !ep)
 		return -EINVAL;
 	if (opts && opts->flags & ~(SNPU_RT2_EXEC_THREADS |
-				    SNPU_RT2_EXEC_DYN_MULTI_STREAM))
+				    SNPU_RT2_EXEC_DYN_MULTI_STREAM |
+				    SNPU_RT2_EXEC_GRAPH))
 		return -EINVAL;
 	memset(&b, 0, sizeof(b));
 	b.flags = opts ? opts->flags : 0;

@@ -94,6 +94,14 @@ static const unsigned int rt2_op_kernel[] = {
 	[SNPU_RT2_OP_ADD] = RT2_K_LAUNCH_ADD,
 	[SNPU_RT2_OP_RELU] = RT2_K_LAUNCH_RELU,
 	[SNPU_RT2_OP_CUSTOM] = RT2_K_LAUNCH_CUSTOM,
+	[SNPU_RT2_OP_BIAS_ADD] = RT2_K_LAUNCH_BIAS_ADD,
+	[SNPU_RT2_OP_RELU_BWD] = RT2_K_LAUNCH_RELU_BWD,
+	[SNPU_RT2_OP_SOFTMAX_XENT] = RT2_K_LAUNCH_SOFTMAX_XENT,
+	[SNPU_RT2_OP_COLSUM] = RT2_K_LAUNCH_COLSUM,
+	[SNPU_RT2_OP_ARGMAX] = RT2_K_LAUNCH_ARGMAX,
+	[SNPU_RT2_OP_COUNT_EQ] = RT2_K_LAUNCH_COUNT_EQ,
+	[SNPU_RT2_OP_AFFINE] = RT2_K_LAUNCH_AFFINE,
+	[SNPU_RT2_OP_SGD] = RT2_K_LAUNCH_SGD,
 };
 
 /* How many ops read tensor @t (an op reading it twice counts once). */
@@ -164,6 +172,9 @@ static int rt2_lower_inputs(struct rt2_build *b,
 		if (!rt2_uses(m, (int)t, &first) && !mt->output)
 			continue;
 		flow = rt2_in_copy_flow(m, (int)t);
+		/* Graph replay: every host copy before the captured ops. */
+		if (first >= 0 && (b->flags & SNPU_RT2_EXEC_GRAPH))
+			first = 0;
 		id = rt2_build_node(b, flow ? RT2_K_COPY_FLOW_LAUNCH :
 				    RT2_K_H2D_COPY, -1,
 				    first >= 0 ? first : (int)m->nops);
@@ -188,8 +199,11 @@ static int rt2_lower_op(struct rt2_build *b, const struct snpu_rt2_model *m,
 	unsigned int j;
 	int32_t t;
 
-	if (op->desc.type == SNPU_RT2_OP_MATMUL && op->desc.flags)
-		return -EOPNOTSUPP;	/* no transposing GEMM on the device */
+	/* GEMM_TN and GEMM_NT; no kernel transposes both operands. */
+	if (op->desc.type == SNPU_RT2_OP_MATMUL &&
+	    op->desc.flags == (SNPU_RT2_MATMUL_TRANS_A |
+			       SNPU_RT2_MATMUL_TRANS_B))
+		return -EOPNOTSUPP;
 	inf = rt2_build_node(b, RT2_K_INFER_SHAPE, (int)i, (int)i);
 	al = rt2_build_node(b, RT2_K_ALLOC_OUTPUT, (int)i, (int)i);
 	bt = rt2_build_node(b, RT2_K_BUILD_TENSOR, (int)i, (int)i);
@@ -200,6 +214,15 @@ static int rt2_lower_op(struct rt2_build *b, const struct snpu_rt2_model *m,
 	rt2_node_io(b, al, -1, op->out);
 	rt2_node_io(b, bt, -1, op->out);
 	rt2_node_io(b, la, -1, op->out);
+	if (op->out2 >= 0) {
+		rt2_node_io(b, inf, -1, op->out2);
+		rt2_node_io(b, al, -1, op->out2);
+		rt2_node_io(b, bt, -1, op->out2);
+		rt2_node_io(b, la, -1, op->out2);
+		l->tshape[op->out2] = inf;
+		l->tprod[op->out2] = bt;
+		l->tlaunch[op->out2] = la;
+	}
 	ret |= rt2_build_edge(b, inf, al);
 	ret |= rt2_build_edge(b, al, bt);
 	ret |= rt2_build_edge(b, bt, la);
@@ -232,6 +255,9 @@ static int rt2_lower_outputs(struct rt2_build *b,
 		prio = m->tensors[t].producer;
 		if (prio < 0)
 			prio = b->nodes[l->tprod[t]].prio;
+		/* Graph replay: every host copy after the captured ops. */
+		if (b->flags & SNPU_RT2_EXEC_GRAPH)
+			prio = (int32_t)m->nops;
 		/* Inherits its source's index; not a compute launch. */
 		id = rt2_build_node(b, RT2_K_LAUNCH_D2H, -1, prio);
 		if (id < 0)

@@ -62,6 +62,13 @@ static int rt2_k_infer_shape(struct snpu_rt2_exec *e, const struct rt2_node *n)
 	if (rt2_shape_bytes(&s) > out->alloc_bytes)
 		return -EOVERFLOW;
 	out->shape = s;
+	if (n->nout > 1) {	/* a second result */
+		out = rt2_val(e, n->out[1]);
+		rt2_op_infer2(op, in, &s);
+		if (rt2_shape_bytes(&s) > out->alloc_bytes)
+			return -EOVERFLOW;
+		out->shape = s;
+	}
 	return 0;
 }
 
@@ -70,23 +77,48 @@ static int rt2_k_infer_shape(struct snpu_rt2_exec *e, const struct rt2_node *n)
 static int rt2_k_alloc_output(struct snpu_rt2_exec *e,
 			      const struct rt2_node *n)
 {
-	struct rt2_value *v = rt2_val(e, n->out[0]);
+	const struct rt2_op *op = NULL;
+	struct rt2_value *v;
+	unsigned int i;
 	int ret;
 
-	ret = rt2_pool_get(e, n->out[0], v->alloc_bytes, &v->addr);
-	if (!ret)
-		v->owned = true;
-	return ret;
+	/* Graphs built without a model have nodes of no op. */
+	if (e->model && n->op >= 0)
+		op = &e->model->ops[n->op];
+	/* SGD's result is its parameter, updated in place. */
+	if (op && op->desc.type == SNPU_RT2_OP_SGD) {
+		v = rt2_val(e, n->out[0]);
+		v->addr = rt2_val(e, op->desc.in[0])->addr;
+		v->owned = false;
+		return 0;
+	}
+	for (i = 0; i < n->nout; i++) {
+		v = rt2_val(e, n->out[i]);
+		if (e->replay)
+			ret = rt2_replay_alloc(e, n->out[i], v->alloc_bytes,
+					       &v->addr);
+		else
+			ret = rt2_pool_get(e, n->out[i], v->alloc_bytes,
+					   &v->addr);
+		if (ret)
+			return ret;
+		v->owned = !e->replay;
+	}
+	return 0;
 }
 
 static int rt2_k_build_tensor(struct snpu_rt2_exec *e,
 			      const struct rt2_node *n)
 {
-	struct rt2_value *v = rt2_val(e, n->out[0]);
+	unsigned int i;
 
-	if (!v->addr)
-		return -EFAULT;
-	v->ready = true;
+	for (i = 0; i < n->nout; i++) {
+		struct rt2_value *v = rt2_val(e, n->out[i]);
+
+		if (!v->addr)
+			return -EFAULT;
+		v->ready = true;
+	}
 	return 0;
 }
 
@@ -133,11 +165,18 @@ static int rt2_k_launch_matmul(struct snpu_rt2_exec *e,
 	const struct rt2_value *c = rt2_val(e, n->out[0]);
 	uint32_t m = c->shape.dims[0], nn = c->shape.dims[1];
 	uint32_t k = a->shape.dims[1];
+	uint32_t flags = e->model->ops[n->op].desc.flags;
+	uint32_t kernel = SNPU_KERNEL_GEMM_F32;
 	struct snpu_kernel_arg args[6];
 	struct snpu_task t;
 
-	if (e->model->ops[n->op].desc.flags)
-		return -EOPNOTSUPP;
+	/* a^T b: a is [k x m]; a b^T: b is [n x k]. */
+	if (flags & SNPU_RT2_MATMUL_TRANS_A) {
+		kernel = SNPU_KERNEL_GEMM_TN_F32;
+		k = a->shape.dims[0];
+	} else if (flags & SNPU_RT2_MATMUL_TRANS_B) {
+		kernel = SNPU_KERNEL_GEMM_NT_F32;
+	}
 	if (!m || !nn)
 		return 0;
 	if (!k)
@@ -148,7 +187,7 @@ static int rt2_k_launch_matmul(struct snpu_rt2_exec *e,
 	args[3] = snpu_arg_u64(m);
 	args[4] = snpu_arg_u64(nn);
 	args[5] = snpu_arg_u64(k);
-	snpu_prep_launch(&t, e->dq.stream, SNPU_KERNEL_GEMM_F32,
+	snpu_prep_launch(&t, e->dq.stream, kernel,
 			 rt2_blocks((uint64_t)m * nn, k), args, 6);
 	return rt2_submit(e, &t, 1);
 }
@@ -186,6 +225,162 @@ static int rt2_k_launch_relu(struct snpu_rt2_exec *e,
 	snpu_prep_launch(&t, e->dq.stream, SNPU_KERNEL_RELU_F32,
 			 rt2_blocks(elems, 1), args, 2);
 	return rt2_submit(e, &t, 1);
+}
+
+/* ---- the training ops (LIBSNPU_0.9) --------------------------------------- */
+
+static int rt2_launch(struct snpu_rt2_exec *e, uint32_t kernel,
+		      uint32_t blocks, const struct snpu_kernel_arg *args,
+		      unsigned int nargs)
+{
+	struct snpu_task t;
+
+	snpu_prep_launch(&t, e->dq.stream, kernel, blocks, args, nargs);
+	return rt2_submit(e, &t, 1);
+}
+
+/* The last dimension of a shape (a row's length). */
+static uint32_t rt2_inner(const struct snpu_rt2_shape *s)
+{
+	return s->dims[s->ndim - 1];
+}
+
+static int rt2_k_launch_bias_add(struct snpu_rt2_exec *e,
+				 const struct rt2_node *n)
+{
+	const struct rt2_value *y = rt2_val(e, n->out[0]);
+	uint64_t elems = rt2_shape_elems(&y->shape);
+	struct snpu_kernel_arg args[4];
+
+	if (!elems)
+		return 0;
+	args[0] = rt2_buf(y);
+	args[1] = rt2_buf(rt2_val(e, n->in[0]));
+	args[2] = rt2_buf(rt2_val(e, n->in[1]));
+	args[3] = snpu_arg_u64(rt2_inner(&y->shape));
+	return rt2_launch(e, SNPU_KERNEL_BIAS_ADD_F32, rt2_blocks(elems, 1),
+			  args, 4);
+}
+
+static int rt2_k_launch_relu_bwd(struct snpu_rt2_exec *e,
+				 const struct rt2_node *n)
+{
+	const struct rt2_value *dx = rt2_val(e, n->out[0]);
+	uint64_t elems = rt2_shape_elems(&dx->shape);
+	struct snpu_kernel_arg args[3];
+
+	if (!elems)
+		return 0;
+	args[0] = rt2_buf(dx);
+	args[1] = rt2_buf(rt2_val(e, n->in[0]));
+	args[2] = rt2_buf(rt2_val(e, n->in[1]));
+	return rt2_launch(e, SNPU_KERNEL_RELU_BWD_F32, rt2_blocks(elems, 1),
+			  args, 3);
+}
+
+/* dlogits (result 0) and the loss (result 1); the mean's scale 1 / rows. */
+static int rt2_k_launch_softmax_xent(struct snpu_rt2_exec *e,
+				     const struct rt2_node *n)
+{
+	const struct rt2_value *d = rt2_val(e, n->out[0]);
+	uint32_t rows = d->shape.dims[0], ncls = d->shape.dims[1];
+	struct snpu_kernel_arg args[6];
+
+	if (!rows || !ncls)
+		return 0;
+	args[0] = rt2_buf(rt2_val(e, n->out[1]));
+	args[1] = rt2_buf(d);
+	args[2] = rt2_buf(rt2_val(e, n->in[0]));
+	args[3] = rt2_buf(rt2_val(e, n->in[1]));
+	args[4] = snpu_arg_u64(ncls);
+	args[5] = snpu_arg_f32(1.0f / (float)rows);
+	return rt2_launch(e, SNPU_KERNEL_SOFTMAX_XENT_F32,
+			  rt2_blocks(rows, ncls), args, 6);
+}
+
+static int rt2_k_launch_colsum(struct snpu_rt2_exec *e,
+			       const struct rt2_node *n)
+{
+	const struct rt2_value *in = rt2_val(e, n->in[0]);
+	uint32_t rows = in->shape.dims[0], cols = in->shape.dims[1];
+	struct snpu_kernel_arg args[3];
+
+	if (!rows || !cols)
+		return 0;
+	args[0] = rt2_buf(rt2_val(e, n->out[0]));
+	args[1] = rt2_buf(in);
+	args[2] = snpu_arg_u64(cols);
+	return rt2_launch(e, SNPU_KERNEL_COLSUM_F32, rt2_blocks(cols, rows),
+			  args, 3);
+}
+
+static int rt2_k_launch_argmax(struct snpu_rt2_exec *e,
+			       const struct rt2_node *n)
+{
+	const struct rt2_value *in = rt2_val(e, n->in[0]);
+	uint32_t rows = in->shape.dims[0], cols = in->shape.dims[1];
+	struct snpu_kernel_arg args[3];
+
+	if (!rows || !cols)
+		return 0;
+	args[0] = rt2_buf(rt2_val(e, n->out[0]));
+	args[1] = rt2_buf(in);
+	args[2] = snpu_arg_u64(cols);
+	return rt2_launch(e, SNPU_KERNEL_ARGMAX_F32, rt2_blocks(rows, cols),
+			  args, 3);
+}
+
+/* One block, so that its one count is the whole count. */
+static int rt2_k_launch_count_eq(struct snpu_rt2_exec *e,
+				 const struct rt2_node *n)
+{
+	const struct rt2_value *a = rt2_val(e, n->in[0]);
+	uint64_t elems = rt2_shape_elems(&a->shape);
+	struct snpu_kernel_arg args[3];
+
+	if (!elems)
+		return 0;
+	if (rt2_blocks(elems, 1) > 1)
+		return -EOVERFLOW;
+	args[0] = rt2_buf(rt2_val(e, n->out[0]));
+	args[1] = rt2_buf(a);
+	args[2] = rt2_buf(rt2_val(e, n->in[1]));
+	return rt2_launch(e, SNPU_KERNEL_COUNT_EQ_I32, 1, args, 3);
+}
+
+static int rt2_k_launch_affine(struct snpu_rt2_exec *e,
+			       const struct rt2_node *n)
+{
+	const struct rt2_op *op = &e->model->ops[n->op];
+	const struct rt2_value *y = rt2_val(e, n->out[0]);
+	uint64_t elems = rt2_shape_elems(&y->shape);
+	struct snpu_kernel_arg args[4];
+
+	if (!elems)
+		return 0;
+	args[0] = rt2_buf(y);
+	args[1] = rt2_buf(rt2_val(e, n->in[0]));
+	args[2] = snpu_arg_f32(op->scalars[0]);
+	args[3] = snpu_arg_f32(op->scalars[1]);
+	return rt2_launch(e, SNPU_KERNEL_AFFINE_F32, rt2_blocks(elems, 1),
+			  args, 4);
+}
+
+/* param += (-lr) grad, in place: AXPY on the parameter's memory. */
+static int rt2_k_launch_sgd(struct snpu_rt2_exec *e, const struct rt2_node *n)
+{
+	const struct rt2_op *op = &e->model->ops[n->op];
+	const struct rt2_value *w = rt2_val(e, n->out[0]);
+	uint64_t elems = rt2_shape_elems(&w->shape);
+	struct snpu_kernel_arg args[3];
+
+	if (!elems)
+		return 0;
+	args[0] = rt2_buf(w);
+	args[1] = rt2_buf(rt2_val(e, n->in[1]));
+	args[2] = snpu_arg_f32(-op->scalars[0]);
+	return rt2_launch(e, SNPU_KERNEL_AXPY_F32, rt2_blocks(elems, 1),
+			  args, 3);
 }
 
 static int rt2_k_launch_custom(struct snpu_rt2_exec *e,
@@ -276,7 +471,10 @@ static int rt2_alloc_hbm(struct snpu_rt2_exec *e, int32_t t)
 
 	if (!v->alloc_bytes)
 		return 0;
-	ret = rt2_pool_get(e, t, v->alloc_bytes, &v->addr);
+	if (e->replay)
+		ret = rt2_replay_alloc(e, t, v->alloc_bytes, &v->addr);
+	else
+		ret = rt2_pool_get(e, t, v->alloc_bytes, &v->addr);
 	if (!ret)
 		v->owned = true;
 	return ret;
@@ -463,6 +661,7 @@ static int rt2_k_fail(struct snpu_rt2_exec *e, const struct rt2_node *n)
 	return (int)n->arg;
 }
 
+#define RT2_KF_TRAIN	(RT2_KF_COMPUTE_LAUNCH | RT2_KF_GRAPHABLE)
 #define M	RT2_CLASS_MEMORY
 #define L	RT2_CLASS_LAUNCH
 #define N	RT2_CLASS_NORMAL
@@ -474,12 +673,12 @@ const struct rt2_kernel rt2_kernels[RT2_K_COUNT] = {
 	[RT2_K_BUILD_TENSOR] = { "BuildTensor", M, 0,
 				 RT2_KF_NORMAL_WORKER | RT2_KF_BUILD_TENSOR,
 				 rt2_k_build_tensor },
-	[RT2_K_LAUNCH_MATMUL] = { "LaunchMatMul", L, 0, RT2_KF_COMPUTE_LAUNCH,
-				  rt2_k_launch_matmul },
-	[RT2_K_LAUNCH_ADD] = { "LaunchAdd", L, 0, RT2_KF_COMPUTE_LAUNCH,
-			       rt2_k_launch_add },
-	[RT2_K_LAUNCH_RELU] = { "LaunchRelu", L, 0, RT2_KF_COMPUTE_LAUNCH,
-				rt2_k_launch_relu },
+	[RT2_K_LAUNCH_MATMUL] = { "LaunchMatMul", L, 0, RT2_KF_COMPUTE_LAUNCH |
+				  RT2_KF_GRAPHABLE, rt2_k_launch_matmul },
+	[RT2_K_LAUNCH_ADD] = { "LaunchAdd", L, 0, RT2_KF_COMPUTE_LAUNCH |
+			       RT2_KF_GRAPHABLE, rt2_k_launch_add },
+	[RT2_K_LAUNCH_RELU] = { "LaunchRelu", L, 0, RT2_KF_COMPUTE_LAUNCH |
+				RT2_KF_GRAPHABLE, rt2_k_launch_relu },
 	[RT2_K_LAUNCH_CUSTOM] = { "LaunchCustomOp", L, 0,
 				  RT2_KF_COMPUTE_LAUNCH, rt2_k_launch_custom },
 	[RT2_K_LAUNCH_D2H] = { "LaunchD2HCopy", L, 0, 0, rt2_k_launch_d2h },
@@ -510,6 +709,23 @@ const struct rt2_kernel rt2_kernels[RT2_K_COUNT] = {
 		rt2_k_prepare_copy_flow_result },
 	[RT2_K_LAUNCH_COPY_FLOW_H2D] = { "LaunchCopyFlowH2D", L, 0, 0,
 					 rt2_k_launch_copy_flow_h2d },
+	[RT2_K_LAUNCH_BIAS_ADD] = { "LaunchBiasAdd", L, 0, RT2_KF_TRAIN,
+				    rt2_k_launch_bias_add },
+	[RT2_K_LAUNCH_RELU_BWD] = { "LaunchReluBwd", L, 0, RT2_KF_TRAIN,
+				    rt2_k_launch_relu_bwd },
+	[RT2_K_LAUNCH_SOFTMAX_XENT] = { "LaunchSoftmaxXent", L, 0,
+					RT2_KF_TRAIN,
+					rt2_k_launch_softmax_xent },
+	[RT2_K_LAUNCH_COLSUM] = { "LaunchColSum", L, 0, RT2_KF_TRAIN,
+				  rt2_k_launch_colsum },
+	[RT2_K_LAUNCH_ARGMAX] = { "LaunchArgMax", L, 0, RT2_KF_TRAIN,
+				  rt2_k_launch_argmax },
+	[RT2_K_LAUNCH_COUNT_EQ] = { "LaunchCountEq", L, 0, RT2_KF_TRAIN,
+				    rt2_k_launch_count_eq },
+	[RT2_K_LAUNCH_AFFINE] = { "LaunchAffine", L, 0, RT2_KF_TRAIN,
+				  rt2_k_launch_affine },
+	[RT2_K_LAUNCH_SGD] = { "LaunchSgd", L, 0, RT2_KF_TRAIN,
+			       rt2_k_launch_sgd },
 	[RT2_K_EMPTY] = { "Empty", N, 0, 0, rt2_k_empty },
 	[RT2_K_EMPTY_MEMORY] = { "EmptyMemory", M, 0, 0, rt2_k_empty },
 	[RT2_K_EMPTY_LAUNCH] = { "EmptyLaunch", L, 0, 0, rt2_k_empty },

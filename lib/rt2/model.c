@@ -136,6 +136,84 @@ int snpu_rt2_model_param(struct snpu_rt2_model *m,
 	return ret;
 }
 
+static bool rt2_is_f32(const struct snpu_rt2_shape *s)
+{
+	return s->dtype == SNPU_RT2_F32;
+}
+
+/* The training ops (LIBSNPU_0.9); see rt2_op_infer(). */
+static int rt2_op_infer_train(const struct snpu_rt2_op_desc *op,
+			      const struct snpu_rt2_shape *const *in,
+			      struct snpu_rt2_shape *out)
+{
+	const struct snpu_rt2_shape *a = in[0], *b = in[1];
+
+	if (op->flags)
+		return -EINVAL;
+	switch (op->type) {
+	case SNPU_RT2_OP_BIAS_ADD:	/* x [..., n], bias [n] */
+		if (op->nin != 2 || !rt2_is_f32(a) || !rt2_is_f32(b) ||
+		    b->ndim != 1 || b->dims[0] != a->dims[a->ndim - 1])
+			return -EINVAL;
+		*out = *a;
+		return 0;
+	case SNPU_RT2_OP_RELU_BWD:	/* dy, y: the same shapes */
+	case SNPU_RT2_OP_SGD:		/* param, gradient */
+		if (op->nin != 2 || !rt2_is_f32(a) || memcmp(a, b, sizeof(*a)))
+			return -EINVAL;
+		*out = *a;
+		return 0;
+	case SNPU_RT2_OP_SOFTMAX_XENT:	/* logits [r, c], labels i32 [r] */
+		if (op->nin != 2 || !rt2_is_f32(a) || a->ndim != 2 ||
+		    b->dtype != SNPU_RT2_I32 || b->ndim != 1 ||
+		    b->dims[0] != a->dims[0])
+			return -EINVAL;
+		*out = *a;
+		return 0;
+	case SNPU_RT2_OP_COLSUM:	/* [r, c] -> [c] */
+	case SNPU_RT2_OP_ARGMAX:	/* [r, c] -> i32 [r] */
+		if (op->nin != 1 || !rt2_is_f32(a) || a->ndim != 2)
+			return -EINVAL;
+		memset(out, 0, sizeof(*out));
+		out->ndim = 1;
+		if (op->type == SNPU_RT2_OP_COLSUM) {
+			out->dtype = SNPU_RT2_F32;
+			out->dims[0] = a->dims[1];
+		} else {
+			out->dtype = SNPU_RT2_I32;
+			out->dims[0] = a->dims[0];
+		}
+		return 0;
+	case SNPU_RT2_OP_COUNT_EQ:	/* i32, i32 -> i32 [1] */
+		if (op->nin != 2 || a->dtype != SNPU_RT2_I32 ||
+		    memcmp(a, b, sizeof(*a)))
+			return -EINVAL;
+		memset(out, 0, sizeof(*out));
+		out->dtype = SNPU_RT2_I32;
+		out->ndim = 1;
+		out->dims[0] = 1;
+		return 0;
+	case SNPU_RT2_OP_AFFINE:
+		if (op->nin != 1 || !rt2_is_f32(a))
+			return -EINVAL;
+		*out = *a;
+		return 0;
+	}
+	return -EINVAL;
+}
+
+/* How many f32 scalars an op type takes. */
+static unsigned int rt2_op_nscalars(uint32_t type)
+{
+	switch (type) {
+	case SNPU_RT2_OP_AFFINE:
+		return 2;
+	case SNPU_RT2_OP_SGD:
+		return 1;
+	}
+	return 0;
+}
+
 /*
  * The output shape of an op from its inputs' shapes, or -EINVAL when they
  * do not fit. Used when an op is added (declared shapes) and by the
@@ -183,14 +261,29 @@ int rt2_op_infer(const struct snpu_rt2_op_desc *op,
 		*out = op->out_shape;
 		return 0;
 	}
-	return -EINVAL;
+	return rt2_op_infer_train(op, in, out);
 }
 
-int snpu_rt2_model_op(struct snpu_rt2_model *m,
-		      const struct snpu_rt2_op_desc *desc)
+/* The second result of an op: SOFTMAX_XENT's loss, one f32 per row. */
+int rt2_op_infer2(const struct snpu_rt2_op_desc *op,
+		  const struct snpu_rt2_shape *const *in,
+		  struct snpu_rt2_shape *out2)
+{
+	memset(out2, 0, sizeof(*out2));
+	if (op->type != SNPU_RT2_OP_SOFTMAX_XENT)
+		return -EINVAL;
+	out2->dtype = SNPU_RT2_F32;
+	out2->ndim = 1;
+	out2->dims[0] = in[0]->dims[0];
+	return 0;
+}
+
+static int rt2_model_op(struct snpu_rt2_model *m,
+			const struct snpu_rt2_op_desc *desc,
+			const float *scalars, unsigned int nscalars)
 {
 	const struct snpu_rt2_shape *in[SNPU_RT2_MAX_OP_INPUTS] = { NULL };
-	struct snpu_rt2_shape shape;
+	struct snpu_rt2_shape shape, shape2;
 	struct rt2_op *op;
 	unsigned int i;
 	int ret, t;
@@ -205,6 +298,14 @@ int snpu_rt2_model_op(struct snpu_rt2_model *m,
 	ret = rt2_op_infer(desc, in, &shape);
 	if (ret)
 		return ret;
+	/* Before a new tensor moves the ones @in points into. */
+	rt2_op_infer2(desc, in, &shape2);
+	if (nscalars != rt2_op_nscalars(desc->type) || (nscalars && !scalars))
+		return -EINVAL;
+	/* SGD updates a parameter in place. */
+	if (desc->type == SNPU_RT2_OP_SGD &&
+	    m->tensors[desc->in[0]].kind != RT2_T_PARAM)
+		return -EINVAL;
 	ret = rt2_grow((void **)&m->ops, &m->cap_ops, m->nops,
 		       sizeof(*m->ops));
 	if (ret)
@@ -214,6 +315,20 @@ int snpu_rt2_model_op(struct snpu_rt2_model *m,
 		return t;
 	op = &m->ops[m->nops];
 	memset(op, 0, sizeof(*op));
+	op->out2 = -1;
+	if (desc->type == SNPU_RT2_OP_SOFTMAX_XENT) {
+		int t2 = rt2_model_tensor(m, &shape2, RT2_T_VALUE,
+					  (int)m->nops);
+
+		if (t2 < 0) {
+			m->ntensors--;
+			return t2;
+		}
+		op->out2 = t2;
+	}
+	op->nscalars = nscalars;
+	for (i = 0; i < nscalars; i++)
+		op->scalars[i] = scalars[i];
 	op->desc = *desc;
 	for (i = desc->nin; i < SNPU_RT2_MAX_OP_INPUTS; i++)
 		op->desc.in[i] = -1;
@@ -223,6 +338,21 @@ int snpu_rt2_model_op(struct snpu_rt2_model *m,
 	op->out = t;
 	m->nops++;
 	return t;
+}
+
+int snpu_rt2_model_op(struct snpu_rt2_model *m,
+		      const struct snpu_rt2_op_desc *desc)
+{
+	return rt2_model_op(m, desc, NULL, 0);
+}
+
+int snpu_rt2_model_op_scalars(struct snpu_rt2_model *m,
+			      const struct snpu_rt2_op_desc *desc,
+			      const float *scalars, unsigned int nscalars)
+{
+	if (nscalars > SNPU_RT2_MAX_OP_SCALARS)
+		return -EINVAL;
+	return rt2_model_op(m, desc, scalars, nscalars);
 }
 
 int snpu_rt2_model_output(struct snpu_rt2_model *m, int tensor)

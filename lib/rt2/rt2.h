@@ -32,6 +32,9 @@ struct rt2_op {
 	struct snpu_rt2_op_desc desc;	/* desc.name points to @name */
 	int out;
 	char name[32];
+	int out2;			/* a second result (SOFTMAX_XENT), or -1 */
+	unsigned int nscalars;
+	float scalars[SNPU_RT2_MAX_OP_SCALARS];
 };
 
 struct snpu_rt2_model {
@@ -50,6 +53,9 @@ int rt2_shape_check(const struct snpu_rt2_shape *s);
 int rt2_op_infer(const struct snpu_rt2_op_desc *op,
 		 const struct snpu_rt2_shape *const *in,
 		 struct snpu_rt2_shape *out);
+int rt2_op_infer2(const struct snpu_rt2_op_desc *op,
+		  const struct snpu_rt2_shape *const *in,
+		  struct snpu_rt2_shape *out2);
 
 /* ---- device interface --------------------------------------------------- */
 
@@ -102,7 +108,27 @@ struct rt2_dev_ops {
 	int (*event_create)(struct snpu_rt2_dev *d, uint32_t *event);
 	void (*event_destroy)(struct snpu_rt2_dev *d, uint32_t event);
 	void (*close)(struct snpu_rt2_dev *d);
+	/* LIBSNPU_0.9 (replay.c): graph capture and replay, read-back, stats */
+	int (*d2h)(struct snpu_rt2_dev *d, void *dst, uint64_t src, size_t n);
+	int (*capture_begin)(struct snpu_rt2_dev *d,
+			     const struct rt2_dev_queue *q, uint64_t key);
+	int (*capture_end)(struct snpu_rt2_dev *d,
+			   const struct rt2_dev_queue *q);
+	void (*capture_forget)(struct snpu_rt2_dev *d, uint64_t key);
+	void (*queue_stats)(struct snpu_rt2_dev *d,
+			    const struct rt2_dev_queue *q,
+			    struct snpu_rt2_exec_stats *st);
 };
+
+/*
+ * @capture_begin: record the queue's stream's tasks from now on as a graph
+ * cached under @key (0), or, when @key is cached, launch that graph as one
+ * task of the queue and return SNPU_GRAPH_CACHED. @capture_end: end the
+ * recording and launch it as one task (0), or SNPU_GRAPH_NOT_RECORDED when
+ * the tasks went one by one. @queue_stats fills @entries and the device
+ * times. All optional but @d2h: a device interface without them cannot
+ * run SNPU_RT2_EXEC_GRAPH executors (-EOPNOTSUPP).
+ */
 
 /* The common head of every device interface: its table. */
 struct snpu_rt2_dev {
@@ -136,6 +162,7 @@ struct snpu_rt2_dev {
 #define RT2_KF_BUILD_TENSOR	(1U << 5)  /* tensor building consumer */
 #define RT2_KF_HOST_MEM		(1U << 6)  /* host memory path */
 #define RT2_KF_RUNTIME_PLACED	(1U << 7)  /* placement decided at run time */
+#define RT2_KF_GRAPHABLE	(1U << 8)  /* built-in kernel: a graph node */
 
 /* Node types of the execution graph, from the kernel. */
 #define RT2_NT_NORMAL	0U
@@ -165,6 +192,14 @@ enum rt2_kid {
 	RT2_K_ALLOC_COPY_FLOW_HBM,
 	RT2_K_PREPARE_COPY_FLOW_RESULT,
 	RT2_K_LAUNCH_COPY_FLOW_H2D,
+	RT2_K_LAUNCH_BIAS_ADD,		/* LIBSNPU_0.9: the training ops */
+	RT2_K_LAUNCH_RELU_BWD,
+	RT2_K_LAUNCH_SOFTMAX_XENT,
+	RT2_K_LAUNCH_COLSUM,
+	RT2_K_LAUNCH_ARGMAX,
+	RT2_K_LAUNCH_COUNT_EQ,
+	RT2_K_LAUNCH_AFFINE,
+	RT2_K_LAUNCH_SGD,
 	RT2_K_EMPTY,			/* tests and benchmarks: do nothing, */
 	RT2_K_EMPTY_MEMORY,		/* one per class */
 	RT2_K_EMPTY_LAUNCH,
@@ -460,6 +495,7 @@ struct snpu_rt2_exec {
 	} wk[RT2_WORKERS];
 	unsigned int nthr;
 	unsigned long runs;
+	struct rt2_replay *replay;	/* SNPU_RT2_EXEC_GRAPH (replay.c) */
 };
 
 int rt2_exec_create_graph(const struct snpu_rt2_model *m,
@@ -470,6 +506,15 @@ int rt2_exec_create_graph(const struct snpu_rt2_model *m,
 int rt2_pool_get(struct snpu_rt2_exec *e, int32_t t, uint64_t bytes,
 		 uint64_t *addr);
 void rt2_pool_put(struct snpu_rt2_exec *e, uint64_t addr, uint32_t req);
+
+/* ---- graph replay (replay.c) -------------------------------------------- */
+
+int rt2_replay_init(struct snpu_rt2_exec *e);
+void rt2_replay_fini(struct snpu_rt2_exec *e);
+int rt2_replay_node(struct snpu_rt2_exec *e, const struct rt2_node *n);
+int rt2_replay_alloc(struct snpu_rt2_exec *e, int32_t t, uint64_t bytes,
+		     uint64_t *addr);
+void rt2_replay_run_end(struct snpu_rt2_exec *e, int err);
 
 /* The context of a custom operator. */
 struct snpu_rt2_kctx {

@@ -142,38 +142,195 @@ static void h_queue_destroy(struct snpu_rt2_dev *d, struct rt2_dev_queue *q)
 	pthread_mutex_unlock(&h->lock);
 }
 
+/* Run one task of queue @q at once. Under the lock. */
+static void h_run(struct hostdev *h, const struct rt2_dev_queue *q,
+		  const struct snpu_task *t)
+{
+	int ret;
+
+	h->tasks++;
+	if (h->nlog < HDEV_LOG)
+		h->log[h->nlog++] = (struct hdev_log){
+			t->op, t->op == SNPU_OP_LAUNCH ?
+			t->launch.kernel : t->copy.dir, t->stream };
+	if (t->stream >= HDEV_STREAMS)
+		ret = -ENOENT;
+	else if (h->serr[t->stream])
+		ret = -EIO;	/* in its error state */
+	else
+		ret = h->fail_at == h->tasks ? h->fail_err : h_task(t);
+	if (ret && t->stream < HDEV_STREAMS && !h->serr[t->stream]) {
+		h->serr[t->stream] = ret;
+		h->sslot[t->stream] = q->slot;
+	}
+	/* Reported by wait. */
+	if (ret && !h->err[q->slot])
+		h->err[q->slot] = ret;
+}
+
+/* What a graph node may be: a launch, a device copy, a memset. */
+static bool h_graphable(const struct snpu_task *t)
+{
+	return t->op == SNPU_OP_LAUNCH || t->op == SNPU_OP_MEMSET ||
+	       (t->op == SNPU_OP_COPY && t->copy.dir == SNPU_COPY_D2D);
+}
+
+/* The kept tasks go one by one. Under the lock. */
+static void h_cap_break(struct hostdev *h, const struct rt2_dev_queue *q)
+{
+	unsigned int i;
+
+	for (i = 0; i < h->ncap; i++) {
+		h_run(h, q, &h->cap[i]);
+		h->entries[q->slot]++;
+	}
+	h->ncap = 0;
+	h->cap_broken = true;
+}
+
 static int h_submit(struct snpu_rt2_dev *d, const struct rt2_dev_queue *q,
 		    const struct snpu_task *tasks, unsigned int count)
 {
 	struct hostdev *h = hdev(d);
 	unsigned int i;
-	int ret;
 
 	pthread_mutex_lock(&h->lock);
 	for (i = 0; i < count; i++) {
 		const struct snpu_task *t = &tasks[i];
 
-		h->tasks++;
-		if (h->nlog < HDEV_LOG)
-			h->log[h->nlog++] = (struct hdev_log){
-				t->op, t->op == SNPU_OP_LAUNCH ?
-				t->launch.kernel : t->copy.dir, t->stream };
-		if (t->stream >= HDEV_STREAMS)
-			ret = -ENOENT;
-		else if (h->serr[t->stream])
-			ret = -EIO;	/* in its error state */
-		else
-			ret = h->fail_at == h->tasks ? h->fail_err : h_task(t);
-		if (ret && t->stream < HDEV_STREAMS && !h->serr[t->stream]) {
-			h->serr[t->stream] = ret;
-			h->sslot[t->stream] = q->slot;
+		if (h->capturing && !h->cap_broken &&
+		    t->stream == h->cap_stream && q->slot == h->cap_slot) {
+			if (h_graphable(t) && h->ncap < h->cap_cap) {
+				h->cap[h->ncap++] = *t;
+				continue;
+			}
+			h_cap_break(h, q);
 		}
-		/* Reported by wait. */
-		if (ret && !h->err[q->slot])
-			h->err[q->slot] = ret;
+		h_run(h, q, t);
+		h->entries[q->slot]++;
 	}
 	pthread_mutex_unlock(&h->lock);
 	return 0;
+}
+
+static struct hdev_graph *h_graph(struct hostdev *h, uint64_t key)
+{
+	unsigned int i;
+
+	for (i = 0; i < HDEV_GRAPHS; i++)
+		if (h->graphs[i].tasks && h->graphs[i].key == key)
+			return &h->graphs[i];
+	return NULL;
+}
+
+/* A graph launch: its tasks in order, one queue entry. Under the lock. */
+static void h_launch_graph(struct hostdev *h, const struct rt2_dev_queue *q,
+			   const struct hdev_graph *g)
+{
+	unsigned int i;
+
+	for (i = 0; i < g->n; i++)
+		h_run(h, q, &g->tasks[i]);
+	h->entries[q->slot]++;
+	h->graph_launches++;
+}
+
+static int h_capture_begin(struct snpu_rt2_dev *d,
+			   const struct rt2_dev_queue *q, uint64_t key)
+{
+	struct hostdev *h = hdev(d);
+	struct hdev_graph *g;
+	int ret = 0;
+
+	pthread_mutex_lock(&h->lock);
+	g = h_graph(h, key);
+	if (g) {
+		h_launch_graph(h, q, g);
+		ret = SNPU_GRAPH_CACHED;
+	} else if (h->capturing) {
+		ret = -EBUSY;
+	} else {
+		if (!h->cap) {
+			h->cap = calloc(4096, sizeof(*h->cap));
+			h->cap_cap = h->cap ? 4096 : 0;
+		}
+		h->capturing = true;
+		h->cap_broken = false;
+		h->cap_stream = q->stream;
+		h->cap_slot = q->slot;
+		h->cap_key = key;
+		h->ncap = 0;
+	}
+	pthread_mutex_unlock(&h->lock);
+	return ret;
+}
+
+static int h_capture_end(struct snpu_rt2_dev *d,
+			 const struct rt2_dev_queue *q)
+{
+	struct hostdev *h = hdev(d);
+	struct hdev_graph *g = NULL;
+	unsigned int i;
+	int ret = SNPU_GRAPH_NOT_RECORDED;
+
+	pthread_mutex_lock(&h->lock);
+	if (!h->capturing) {
+		pthread_mutex_unlock(&h->lock);
+		return -EINVAL;
+	}
+	h->capturing = false;
+	for (i = 0; i < HDEV_GRAPHS && !g; i++)
+		if (!h->graphs[i].tasks)
+			g = &h->graphs[i];
+	if (!h->cap_broken && h->ncap && g) {
+		g->tasks = malloc(h->ncap * sizeof(*g->tasks));
+		if (g->tasks) {
+			memcpy(g->tasks, h->cap, h->ncap * sizeof(*g->tasks));
+			g->n = h->ncap;
+			g->key = h->cap_key;
+			h->ncap = 0;
+			h->captures++;
+			h_launch_graph(h, q, g);
+			ret = 0;
+		}
+	}
+	if (ret) {
+		h_cap_break(h, q);
+		h->fallbacks++;
+	}
+	pthread_mutex_unlock(&h->lock);
+	return ret;
+}
+
+static void h_capture_forget(struct snpu_rt2_dev *d, uint64_t key)
+{
+	struct hostdev *h = hdev(d);
+	struct hdev_graph *g;
+
+	pthread_mutex_lock(&h->lock);
+	g = h_graph(h, key);
+	if (g) {
+		free(g->tasks);
+		memset(g, 0, sizeof(*g));
+	}
+	pthread_mutex_unlock(&h->lock);
+}
+
+static int h_d2h(struct snpu_rt2_dev *d, void *dst, uint64_t src, size_t n)
+{
+	memcpy(dst, (const void *)(uintptr_t)src, n);
+	return 0;
+}
+
+static void h_queue_stats(struct snpu_rt2_dev *d,
+			  const struct rt2_dev_queue *q,
+			  struct snpu_rt2_exec_stats *st)
+{
+	struct hostdev *h = hdev(d);
+
+	pthread_mutex_lock(&h->lock);
+	st->entries = h->entries[q->slot];
+	pthread_mutex_unlock(&h->lock);
 }
 
 static int h_wait(struct snpu_rt2_dev *d, const struct rt2_dev_queue *q)
@@ -258,6 +415,11 @@ static const struct rt2_dev_ops hostdev_ops = {
 	.event_create = h_event_create,
 	.event_destroy = h_event_destroy,
 	.close = h_close,
+	.d2h = h_d2h,
+	.capture_begin = h_capture_begin,
+	.capture_end = h_capture_end,
+	.capture_forget = h_capture_forget,
+	.queue_stats = h_queue_stats,
 };
 
 int hostdev_open(struct hostdev **hp)
@@ -274,8 +436,13 @@ int hostdev_open(struct hostdev **hp)
 
 void hostdev_close(struct hostdev *h)
 {
+	unsigned int i;
+
 	if (!h)
 		return;
+	for (i = 0; i < HDEV_GRAPHS; i++)
+		free(h->graphs[i].tasks);
+	free(h->cap);
 	pthread_mutex_destroy(&h->lock);
 	free(h);
 }

@@ -15,6 +15,7 @@
 
 #define HDEV_LOG	4096
 #define HDEV_STREAMS	128
+#define HDEV_GRAPHS	8
 
 struct hdev_log {
 	uint32_t op;
@@ -45,6 +46,25 @@ struct hostdev {
 	unsigned int nattached;
 	char attached[8][32];
 	uint32_t next_event;
+	/*
+	 * Graph capture, emulated: the tasks of the captured stream are
+	 * kept instead of run, and a launch of a graph runs them all, as
+	 * one queue entry. A task a graph cannot hold (a host copy, an
+	 * event) breaks the capture: what was kept runs, then the rest.
+	 */
+	bool capturing, cap_broken;
+	uint32_t cap_stream;
+	unsigned int cap_slot;
+	uint64_t cap_key;
+	struct snpu_task *cap;
+	unsigned int ncap, cap_cap;
+	struct hdev_graph {
+		uint64_t key;
+		struct snpu_task *tasks;
+		unsigned int n;
+	} graphs[HDEV_GRAPHS];
+	unsigned long entries[RT2_DEV_QUEUES];
+	unsigned long graph_launches, captures, fallbacks;
 };
 
 int hostdev_open(struct hostdev **hp);

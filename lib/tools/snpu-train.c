@@ -1,0 +1,799 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
+/*
+ * snpu-train: train an MLP on Fashion-MNIST on the soft NPU, through rt2
+ * (three workers, graph replay), the rings and the kernels; then test it.
+ *
+ *   snpu-train [options]
+ *
+ * The data are the IDX files of Debian's dataset-fashion-mnist package
+ * (-d DIR). The model, its order of operations and its initialisation are
+ * those of lib/tools/mlp.h (the CPU reference); the rt2 models are
+ * lib/tools/mlp_rt2.h. Each step writes its batch into the executor's
+ * pinned input buffers and runs the executor: the H2D copies, the
+ * normalisation operator on an attached stream, one launch of the
+ * captured graph (after the first step), the D2H copies of the loss and
+ * the count of right answers.
+ *
+ * At the end: test accuracy, the time split (data, H2D, device compute,
+ * D2H, runtime overhead) and a loss curve as SVG. See --help, and
+ * Documentation/train.rst.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "snpu.h"
+#include "snpu_rt2.h"
+#include "idx.h"
+#include "mlp.h"
+#include "mlp_rt2.h"
+
+#define DEFAULT_DATA	"/usr/share/datasets/fashion-mnist"
+#define DEBUGFS		"/sys/kernel/debug"
+#define CLASSES		10
+
+struct opts {
+	const char *data, *svg;
+	unsigned int dev;
+	struct mlp_cfg c;
+	uint32_t epochs, steps, subset, test_subset, eval_batch;
+	long checkpoint_at;
+	bool graph, threads, cpu_only, compare_cpu, bench, quiet, plain;
+	uint32_t bench_steps;
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+"usage: snpu-train [options]\n"
+"  -d, --data DIR        IDX files (default " DEFAULT_DATA ")\n"
+"      --hidden N        hidden layer size (default 128)\n"
+"  -b, --batch N         minibatch size (default 64)\n"
+"      --lr F            learning rate (default 0.1)\n"
+"  -e, --epochs N        passes over the training subset (default 1)\n"
+"  -n, --steps N         steps instead of epochs\n"
+"  -s, --seed N          initialisation and shuffle seed (default 1)\n"
+"      --subset N        first N training images (default all)\n"
+"      --test-subset N   first N test images (default all)\n"
+"      --eval-batch N    test batch size (default 500)\n"
+"      --svg FILE        loss curve (default snpu-train-loss.svg; - none)\n"
+"      --checkpoint-at S after step S: lock, backup, device reset (fault\n"
+"                        knob), restore, unlock; then check that the weights\n"
+"                        end bit-identical to an uninterrupted run\n"
+"      --compare-cpu     train the CPU reference on the same batches and\n"
+"                        compare the weights (tolerance %g)\n"
+"      --bench N         steps/s over N steps: graph replay, op by op\n"
+"                        through the ring, CPU reference\n"
+"      --no-graph        submit the step op by op through the ring\n"
+"      --single-thread   rt2's single-thread mode (default three workers)\n"
+"      --cpu             train with the CPU reference only (no device)\n"
+"  -D, --device N        /dev/snpuN (default 0)\n"
+"  -q, --quiet           no progress output\n"
+"      --plain           progress as lines, also on a terminal\n",
+		(double)MLP_TOLERANCE);
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void die(const char *what, int err)
+{
+	fprintf(stderr, "snpu-train: %s: %s\n", what, strerror(err < 0 ? -err : err));
+	exit(1);
+}
+
+/* ---- the training data, in epochs of shuffled batches ------------------- */
+
+struct data {
+	struct idx_set train, test;
+	uint32_t ntrain, ntest, in;
+	uint32_t *order;
+	uint32_t epoch_loaded;
+	double load_s;
+};
+
+/* The items of step @step into @x and @y (its epoch's order, batch @b). */
+static void batch_of(struct data *d, const struct opts *o, uint32_t step,
+		     float *x, int32_t *y)
+{
+	uint32_t per = d->ntrain / o->c.batch;
+	uint32_t epoch = step / per, first = (step % per) * o->c.batch;
+
+	if (d->epoch_loaded != epoch) {
+		mlp_epoch_order(o->c.seed, epoch, d->order, d->ntrain);
+		d->epoch_loaded = epoch;
+	}
+	mlp_gather(x, y, d->train.images, d->train.labels, d->order, first,
+		   o->c.batch, d->in);
+}
+
+/* ---- progress ---------------------------------------------------------------- */
+
+struct progress {
+	bool tty, quiet;
+	double start, last;
+	uint32_t steps, every;
+};
+
+static void progress(struct progress *p, uint32_t step, double loss,
+		     double acc, uint32_t batch)
+{
+	double t = now_s(), rate = step * (double)batch / (t - p->start);
+	char bar[41];
+	unsigned int i, fill;
+
+	if (p->quiet)
+		return;
+	if (p->tty) {
+		if (step != p->steps && t - p->last < 0.1)
+			return;
+		p->last = t;
+		fill = (unsigned int)(40.0 * step / p->steps);
+		for (i = 0; i < 40; i++)
+			bar[i] = i < fill ? '#' : '.';
+		bar[40] = 0;
+		printf("\r[%s] step %u/%u  loss %.4f  acc %5.1f%%  %.0f samples/s ",
+		       bar, step, p->steps, loss, 100 * acc, rate);
+		if (step == p->steps)
+			printf("\n");
+		fflush(stdout);
+		return;
+	}
+	if (step % p->every && step != p->steps)
+		return;
+	printf("step %5u/%u  loss %.4f  acc %5.1f%%  %.0f samples/s\n", step,
+	       p->steps, loss, 100 * acc, rate);
+	fflush(stdout);
+}
+
+/* ---- the loss curve ---------------------------------------------------------- */
+
+static void write_svg(const char *path, const float *loss, uint32_t n,
+		      const struct opts *o, double test_acc)
+{
+	const double W = 640, H = 400, L = 60, R = 20, T = 40, B = 50;
+	double maxl = 0, x, y, avg = 0;
+	uint32_t i, win = n / 50 + 1;
+	FILE *f;
+
+	if (!path || !strcmp(path, "-") || !n)
+		return;
+	f = fopen(path, "w");
+	if (!f) {
+		fprintf(stderr, "snpu-train: %s: %s\n", path, strerror(errno));
+		return;
+	}
+	for (i = 0; i < n; i++)
+		if (loss[i] > maxl)
+			maxl = loss[i];
+	maxl = ceil(maxl * 2) / 2;
+	if (maxl <= 0)
+		maxl = 1;
+	fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" "
+		"height=\"%.0f\" font-family=\"sans-serif\" font-size=\"12\">\n"
+		"<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n", W, H);
+	fprintf(f, "<text x=\"%.0f\" y=\"24\" text-anchor=\"middle\" "
+		"font-size=\"14\">snpu-train: MLP %u-%u-%u on Fashion-MNIST, "
+		"batch %u, lr %g; test accuracy %.2f%%</text>\n", W / 2,
+		o->c.in, o->c.hid, o->c.out, o->c.batch, (double)o->c.lr,
+		100 * test_acc);
+	fprintf(f, "<line x1=\"%.0f\" y1=\"%.0f\" x2=\"%.0f\" y2=\"%.0f\" "
+		"stroke=\"black\"/>\n", L, H - B, W - R, H - B);
+	fprintf(f, "<line x1=\"%.0f\" y1=\"%.0f\" x2=\"%.0f\" y2=\"%.0f\" "
+		"stroke=\"black\"/>\n", L, T, L, H - B);
+	for (i = 0; i <= 4; i++) {
+		y = H - B - i * (H - B - T) / 4;
+		fprintf(f, "<text x=\"%.0f\" y=\"%.1f\" text-anchor=\"end\">"
+			"%.2f</text>\n", L - 6, y + 4, maxl * i / 4);
+		x = L + i * (W - L - R) / 4;
+		fprintf(f, "<text x=\"%.1f\" y=\"%.0f\" text-anchor=\"middle\">"
+			"%u</text>\n", x, H - B + 16, (uint32_t)((uint64_t)n * i / 4));
+	}
+	fprintf(f, "<text x=\"%.0f\" y=\"%.0f\" text-anchor=\"middle\">step"
+		"</text>\n", (L + W - R) / 2, H - 12);
+	fprintf(f, "<text x=\"16\" y=\"%.0f\" transform=\"rotate(-90 16 %.0f)\" "
+		"text-anchor=\"middle\">training loss</text>\n", (T + H - B) / 2,
+		(T + H - B) / 2);
+	/* Every step, light; a moving average over @win steps, dark. */
+	fprintf(f, "<polyline fill=\"none\" stroke=\"#9ecae1\" points=\"");
+	for (i = 0; i < n; i++)
+		fprintf(f, "%.1f,%.1f ", L + (W - L - R) * i / (n > 1 ? n - 1 : 1),
+			H - B - (H - B - T) * loss[i] / maxl);
+	fprintf(f, "\"/>\n<polyline fill=\"none\" stroke=\"#08519c\" "
+		"stroke-width=\"2\" points=\"");
+	for (i = 0; i < n; i++) {
+		avg += loss[i];
+		if (i >= win)
+			avg -= loss[i - win];
+		fprintf(f, "%.1f,%.1f ", L + (W - L - R) * i / (n > 1 ? n - 1 : 1),
+			H - B - (H - B - T) * (avg / (i < win ? i + 1 : win)) / maxl);
+	}
+	fprintf(f, "\"/>\n</svg>\n");
+	fclose(f);
+}
+
+/* ---- the device ---------------------------------------------------------------- */
+
+struct dev {
+	struct snpu_device *dev;
+	struct snpu_rt2_dev *rd;
+};
+
+struct trainer {
+	struct mlp_rt2 net;
+	struct snpu_rt2_exec *e;
+	float *x;
+	int32_t *y;
+};
+
+static int trainer_init(struct trainer *t, struct dev *d, const struct opts *o,
+			const struct mlp_params *p, bool graph)
+{
+	struct snpu_rt2_exec_opts eo = {
+		.flags = (o->threads ? SNPU_RT2_EXEC_THREADS : 0) |
+			 (graph ? SNPU_RT2_EXEC_GRAPH : 0),
+	};
+	int ret;
+
+	ret = mlp_rt2_build(&t->net, &o->c, p, o->c.batch, true);
+	if (ret)
+		return ret;
+	ret = snpu_rt2_exec_create(t->net.m, d->rd, &eo, &t->e);
+	if (!ret)
+		ret = snpu_rt2_exec_input(t->e, 0, NULL, (void **)&t->x);
+	if (!ret)
+		ret = snpu_rt2_exec_input(t->e, 1, NULL, (void **)&t->y);
+	return ret;
+}
+
+static void trainer_fini(struct trainer *t)
+{
+	snpu_rt2_exec_destroy(t->e);
+	mlp_rt2_free(&t->net);
+	t->e = NULL;
+}
+
+/* Run a step on the batch in t->x, t->y; its mean loss and right count. */
+static int trainer_step(struct trainer *t, uint32_t batch, double *loss,
+			uint32_t *right)
+{
+	const float *l;
+	const int32_t *ok;
+	uint32_t i;
+	int ret;
+
+	ret = snpu_rt2_exec_run(t->e);
+	if (!ret)
+		ret = snpu_rt2_exec_output(t->e, 0, (const void **)&l, NULL);
+	if (!ret)
+		ret = snpu_rt2_exec_output(t->e, 1, (const void **)&ok, NULL);
+	if (ret)
+		return ret;
+	*loss = 0;
+	for (i = 0; i < batch; i++)
+		*loss += l[i];
+	*loss /= batch;
+	*right = (uint32_t)ok[0];
+	return 0;
+}
+
+/* The fault knob: what a device reset does (Documentation/snapshot.rst). */
+static int device_reset(unsigned int dev)
+{
+	char path[128];
+	int fd, ret = 0;
+
+	snprintf(path, sizeof(path), DEBUGFS "/snpu/snpu%u/reset", dev);
+	if (access(path, W_OK) &&
+	    mount("debugfs", DEBUGFS, "debugfs", 0, NULL) && errno != EBUSY)
+		return -errno;
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (write(fd, "1\n", 2) != 2)
+		ret = -errno;
+	close(fd);
+	return ret;
+}
+
+/* Lock, back up, reset the device, restore, unlock. */
+static int checkpoint(struct dev *d, const struct opts *o, double *secs)
+{
+	struct snpu_device *devs[1] = { d->dev };
+	double t0 = now_s();
+	uint64_t image = 0;
+	int ret, ret2;
+
+	ret = snpu_snapshot_lock(devs, 1, 1000000000LL);
+	if (ret)
+		return ret;
+	ret = snpu_snapshot_backup(devs, 1, &image);
+	if (!ret)
+		ret = device_reset(o->dev);
+	if (!ret)
+		ret = snpu_snapshot_restore(devs, 1);
+	ret2 = snpu_snapshot_unlock(devs, 1);
+	*secs = now_s() - t0;
+	if (!ret && !o->quiet)
+		printf("checkpoint after step %ld: locked, backed up %.1f MiB, "
+		       "device reset, restored, unlocked in %.3f s\n",
+		       o->checkpoint_at, image / 1048576.0, *secs);
+	return ret ? ret : ret2;
+}
+
+/* ---- evaluation -------------------------------------------------------------- */
+
+static int evaluate(struct dev *d, struct data *da, const struct opts *o,
+		    const struct mlp_params *p, double *acc)
+{
+	struct snpu_rt2_exec_opts eo = {
+		.flags = (o->threads ? SNPU_RT2_EXEC_THREADS : 0) |
+			 (o->graph ? SNPU_RT2_EXEC_GRAPH : 0),
+	};
+	uint32_t b = o->eval_batch < da->ntest ? o->eval_batch : da->ntest;
+	struct snpu_rt2_exec *e;
+	struct mlp_rt2 net;
+	uint32_t first, rows, r, j, right = 0;
+	const int32_t *ok;
+	int32_t *y;
+	float *x;
+	int ret;
+
+	ret = mlp_rt2_build(&net, &o->c, p, b, false);
+	if (ret)
+		return ret;
+	ret = snpu_rt2_exec_create(net.m, d->rd, &eo, &e);
+	if (ret) {
+		mlp_rt2_free(&net);
+		return ret;
+	}
+	/*
+	 * Every run has the full batch (the normalisation declares its
+	 * shape): a last, partial batch is padded with blank images labelled
+	 * -1, which no argmax equals.
+	 */
+	for (first = 0; !ret && first < da->ntest; first += rows) {
+		rows = da->ntest - first < b ? da->ntest - first : b;
+		ret = snpu_rt2_exec_input(e, 0, NULL, (void **)&x);
+		if (!ret)
+			ret = snpu_rt2_exec_input(e, 1, NULL, (void **)&y);
+		if (ret)
+			break;
+		for (r = 0; r < b; r++) {
+			const uint8_t *img = da->test.images +
+					     (size_t)(first + r) * o->c.in;
+
+			for (j = 0; j < o->c.in; j++)
+				x[(size_t)r * o->c.in + j] = r < rows ? img[j] : 0;
+			y[r] = r < rows ? da->test.labels[first + r] : -1;
+		}
+		ret = snpu_rt2_exec_run(e);
+		if (!ret)
+			ret = snpu_rt2_exec_output(e, 0, (const void **)&ok, NULL);
+		if (!ret)
+			right += (uint32_t)ok[0];
+	}
+	snpu_rt2_exec_destroy(e);
+	mlp_rt2_free(&net);
+	*acc = (double)right / da->ntest;
+	return ret;
+}
+
+static double evaluate_cpu(struct mlp_cpu *m, struct data *da)
+{
+	uint32_t first, r, j, right = 0, rows;
+	float *x = malloc((size_t)m->c.batch * m->c.in * 4);
+
+	if (!x)
+		die("evaluate", -ENOMEM);
+	for (first = 0; first < da->ntest; first += rows) {
+		rows = da->ntest - first < m->c.batch ? da->ntest - first :
+							m->c.batch;
+		for (r = 0; r < rows; r++)
+			for (j = 0; j < m->c.in; j++)
+				x[(size_t)r * m->c.in + j] =
+					da->test.images[(size_t)(first + r) *
+							m->c.in + j];
+		mlp_cpu_forward(m, x, rows);
+		for (r = 0; r < rows; r++)
+			right += mlp_argmax(m->z2 + (size_t)r * m->c.out,
+					    m->c.out) == da->test.labels[first + r];
+	}
+	free(x);
+	return (double)right / da->ntest;
+}
+
+/* ---- main ------------------------------------------------------------------- */
+
+static uint32_t num(const char *s, const char *what)
+{
+	char *end;
+	unsigned long v = strtoul(s, &end, 0);
+
+	if (!*s || *end || v > UINT32_MAX) {
+		fprintf(stderr, "snpu-train: bad %s '%s'\n", what, s);
+		exit(2);
+	}
+	return (uint32_t)v;
+}
+
+static void parse(int argc, char **argv, struct opts *o)
+{
+	static const struct option lo[] = {
+		{ "data", 1, NULL, 'd' }, { "hidden", 1, NULL, 'H' },
+		{ "batch", 1, NULL, 'b' }, { "lr", 1, NULL, 'l' },
+		{ "epochs", 1, NULL, 'e' }, { "steps", 1, NULL, 'n' },
+		{ "seed", 1, NULL, 's' }, { "subset", 1, NULL, 'S' },
+		{ "test-subset", 1, NULL, 'T' }, { "eval-batch", 1, NULL, 'E' },
+		{ "svg", 1, NULL, 'g' }, { "checkpoint-at", 1, NULL, 'c' },
+		{ "compare-cpu", 0, NULL, 'C' }, { "bench", 1, NULL, 'B' },
+		{ "no-graph", 0, NULL, 'N' }, { "single-thread", 0, NULL, '1' },
+		{ "cpu", 0, NULL, 'P' }, { "device", 1, NULL, 'D' },
+		{ "quiet", 0, NULL, 'q' }, { "help", 0, NULL, 'h' },
+		{ "plain", 0, NULL, 'p' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int c;
+
+	memset(o, 0, sizeof(*o));
+	o->data = DEFAULT_DATA;
+	o->svg = "snpu-train-loss.svg";
+	o->c = (struct mlp_cfg){ 784, 128, CLASSES, 64, 0.1f, 1 };
+	o->epochs = 1;
+	o->eval_batch = 500;
+	o->checkpoint_at = -1;
+	o->graph = true;
+	o->threads = true;
+	while ((c = getopt_long(argc, argv, "d:b:e:n:s:D:qh", lo, NULL)) != -1) {
+		switch (c) {
+		case 'd': o->data = optarg; break;
+		case 'H': o->c.hid = num(optarg, "size"); break;
+		case 'b': o->c.batch = num(optarg, "batch"); break;
+		case 'l': o->c.lr = strtof(optarg, NULL); break;
+		case 'e': o->epochs = num(optarg, "epochs"); break;
+		case 'n': o->steps = num(optarg, "steps"); break;
+		case 's': o->c.seed = num(optarg, "seed"); break;
+		case 'S': o->subset = num(optarg, "subset"); break;
+		case 'T': o->test_subset = num(optarg, "subset"); break;
+		case 'E': o->eval_batch = num(optarg, "batch"); break;
+		case 'g': o->svg = optarg; break;
+		case 'c': o->checkpoint_at = num(optarg, "step"); break;
+		case 'C': o->compare_cpu = true; break;
+		case 'B': o->bench = true; o->bench_steps = num(optarg, "steps"); break;
+		case 'N': o->graph = false; break;
+		case '1': o->threads = false; break;
+		case 'P': o->cpu_only = true; break;
+		case 'D': o->dev = num(optarg, "device"); break;
+		case 'q': o->quiet = true; break;
+		case 'p': o->plain = true; break;
+		case 'h': usage(stdout); exit(0);
+		default: usage(stderr); exit(2);
+		}
+	}
+	if (optind != argc || !o->c.batch || !o->c.hid || o->c.hid > 65536 ||
+	    !o->eval_batch || !(o->c.lr > 0) || o->c.batch > 65536 ||
+	    o->eval_batch > 65536) {
+		usage(stderr);
+		exit(2);
+	}
+}
+
+static void load(struct data *d, struct opts *o)
+{
+	char err[512];
+	double t0 = now_s();
+	int ret;
+
+	ret = idx_set_load(o->data, "train", CLASSES, &d->train, err, sizeof(err));
+	if (!ret)
+		ret = idx_set_load(o->data, "t10k", CLASSES, &d->test, err,
+				   sizeof(err));
+	if (ret) {
+		fprintf(stderr, "snpu-train: %s\n", err);
+		exit(1);
+	}
+	if (d->train.rows * d->train.cols != d->test.rows * d->test.cols) {
+		fprintf(stderr, "snpu-train: train and test images differ\n");
+		exit(1);
+	}
+	d->in = o->c.in = d->train.rows * d->train.cols;
+	d->ntrain = o->subset && o->subset < d->train.n ? o->subset : d->train.n;
+	d->ntest = o->test_subset && o->test_subset < d->test.n ?
+		   o->test_subset : d->test.n;
+	if (d->ntrain < o->c.batch) {
+		fprintf(stderr, "snpu-train: %u training items, fewer than a batch\n",
+			d->ntrain);
+		exit(2);
+	}
+	d->order = malloc(d->ntrain * sizeof(*d->order));
+	if (!d->order)
+		die("load", -ENOMEM);
+	d->epoch_loaded = UINT32_MAX;
+	if (!o->steps)
+		o->steps = o->epochs * (d->ntrain / o->c.batch);
+	d->load_s = now_s() - t0;
+}
+
+/* The CPU reference over the same batches: its weights, its time. */
+static double cpu_train(struct mlp_cpu *m, struct data *d, const struct opts *o,
+			uint32_t steps)
+{
+	float *x = malloc((size_t)o->c.batch * o->c.in * 4);
+	int32_t *y = malloc(o->c.batch * 4);
+	double t0;
+	uint32_t s;
+
+	if (!x || !y || mlp_cpu_init(m, &o->c))
+		die("cpu", -ENOMEM);
+	t0 = now_s();
+	for (s = 0; s < steps; s++) {
+		batch_of(d, o, s, x, y);
+		mlp_cpu_step(m, x, y);
+	}
+	t0 = now_s() - t0;
+	free(x);
+	free(y);
+	return t0;
+}
+
+static uint64_t params_bytes(const struct mlp_cfg *c)
+{
+	return 4ULL * ((uint64_t)c->in * c->hid + c->hid +
+		       (uint64_t)c->hid * c->out + c->out);
+}
+
+static bool params_equal(const struct mlp_cfg *c, const struct mlp_params *a,
+			 const struct mlp_params *b)
+{
+	return !memcmp(a->w1, b->w1, 4ULL * c->in * c->hid) &&
+	       !memcmp(a->b1, b->b1, 4ULL * c->hid) &&
+	       !memcmp(a->w2, b->w2, 4ULL * c->hid * c->out) &&
+	       !memcmp(a->b2, b->b2, 4ULL * c->out);
+}
+
+static float params_diff(const struct mlp_cfg *c, const struct mlp_params *a,
+			 const struct mlp_params *b)
+{
+	float d = mlp_max_rel_diff(a->w1, b->w1, (uint64_t)c->in * c->hid);
+
+	d = fmaxf(d, mlp_max_rel_diff(a->b1, b->b1, c->hid));
+	d = fmaxf(d, mlp_max_rel_diff(a->w2, b->w2, (uint64_t)c->hid * c->out));
+	return fmaxf(d, mlp_max_rel_diff(a->b2, b->b2, c->out));
+}
+
+/* An uninterrupted device run of @steps steps, for the checks. */
+static void device_train_plain(struct dev *d, struct data *da,
+			       const struct opts *o, uint32_t steps,
+			       bool graph, struct mlp_params *out, double *secs,
+			       double *overhead)
+{
+	struct snpu_rt2_exec_stats st;
+	struct mlp_params p;
+	struct trainer t;
+	double loss, t0;
+	uint32_t s, right;
+	int ret;
+
+	if (mlp_params_init(&o->c, &p))
+		die("params", -ENOMEM);
+	ret = trainer_init(&t, d, o, &p, graph);
+	if (ret)
+		die("executor", ret);
+	t0 = now_s();
+	for (s = 0; s < steps; s++) {
+		batch_of(da, o, s, t.x, t.y);
+		ret = trainer_step(&t, o->c.batch, &loss, &right);
+		if (ret)
+			die("step", ret);
+	}
+	*secs = now_s() - t0;
+	if (out && mlp_rt2_read(t.e, &t.net, &o->c, out))
+		die("read back", -EIO);
+	if (overhead && !snpu_rt2_exec_stats(t.e, &st))
+		*overhead = 1 - (st.h2d_ns + st.compute_ns + st.d2h_ns) * 1e-9 /
+			    *secs;
+	trainer_fini(&t);
+	mlp_params_free(&p);
+}
+
+int main(int argc, char **argv)
+{
+	struct snpu_rt2_exec_stats st;
+	struct progress pr = { 0 };
+	struct mlp_params p, w;
+	struct trainer t;
+	struct data da = { 0 };
+	struct dev d = { 0 };
+	struct opts o;
+	double t0, t_data = 0, t_run = 0, t_total, loss, acc = 0, ck = 0;
+	double run_loss = 0, eval_s;
+	uint32_t s, right, run_right = 0, run_n = 0;
+	float *curve;
+	int ret, status = 0;
+
+	parse(argc, argv, &o);
+	load(&da, &o);
+	if (!o.quiet)
+		printf("snpu-train: MLP %u-%u-%u, batch %u, lr %g, seed %llu; "
+		       "%u training images (%u steps), %u test images; "
+		       "data loaded in %.2f s\n", o.c.in, o.c.hid, o.c.out,
+		       o.c.batch, (double)o.c.lr, (unsigned long long)o.c.seed,
+		       da.ntrain, o.steps, da.ntest, da.load_s);
+	curve = calloc(o.steps + 1, sizeof(*curve));
+	if (!curve || mlp_params_init(&o.c, &p) || mlp_params_init(&o.c, &w))
+		die("memory", -ENOMEM);
+	pr.tty = isatty(1) && !o.plain;
+	pr.quiet = o.quiet;
+	pr.steps = o.steps;
+	pr.every = o.steps / 20 ? o.steps / 20 : 1;
+
+	if (o.cpu_only) {
+		struct mlp_cpu m;
+		float *x = malloc((size_t)o.c.batch * o.c.in * 4);
+		int32_t *y = malloc(o.c.batch * 4);
+
+		if (!x || !y || mlp_cpu_init(&m, &o.c))
+			die("cpu", -ENOMEM);
+		pr.start = now_s();
+		for (s = 0; s < o.steps; s++) {
+			batch_of(&da, &o, s, x, y);
+			curve[s] = (float)mlp_cpu_step(&m, x, y);
+			progress(&pr, s + 1, curve[s], 0, o.c.batch);
+		}
+		t_total = now_s() - pr.start;
+		acc = evaluate_cpu(&m, &da);
+		printf("CPU reference: %u steps in %.2f s (%.2f steps/s), "
+		       "test accuracy %.2f%%\n", o.steps, t_total,
+		       o.steps / t_total, 100 * acc);
+		write_svg(o.svg, curve, o.steps, &o, acc);
+		return 0;
+	}
+
+	ret = snpu_open(o.dev, 0, &d.dev);
+	if (ret)
+		die("open", ret);
+	ret = snpu_rt2_dev_open(d.dev, 0, &d.rd);
+	if (ret)
+		die("rt2 device", ret);
+	ret = trainer_init(&t, &d, &o, &p, o.graph);
+	if (ret)
+		die("executor", ret);
+
+	pr.start = pr.last = now_s();
+	for (s = 0; s < o.steps; s++) {
+		t0 = now_s();
+		batch_of(&da, &o, s, t.x, t.y);
+		t_data += now_s() - t0;
+		t0 = now_s();
+		ret = trainer_step(&t, o.c.batch, &loss, &right);
+		t_run += now_s() - t0;
+		if (ret)
+			die("step", ret);
+		curve[s] = (float)loss;
+		run_loss += loss;
+		run_right += right;
+		run_n++;
+		progress(&pr, s + 1, run_loss / run_n,
+			 (double)run_right / (run_n * o.c.batch), o.c.batch);
+		if (pr.tty || (s + 1) % pr.every == 0)
+			run_loss = 0, run_right = 0, run_n = 0;
+		if (o.checkpoint_at >= 0 && s + 1 == (uint32_t)o.checkpoint_at) {
+			ret = checkpoint(&d, &o, &ck);
+			if (ret)
+				die("checkpoint", ret);
+		}
+	}
+	t_total = now_s() - pr.start;
+	ret = snpu_rt2_exec_stats(t.e, &st);
+	if (!ret)
+		ret = mlp_rt2_read(t.e, &t.net, &o.c, &w);
+	if (ret)
+		die("read back", ret);
+	trainer_fini(&t);
+
+	t0 = now_s();
+	ret = evaluate(&d, &da, &o, &w, &acc);
+	if (ret)
+		die("evaluate", ret);
+	eval_s = now_s() - t0;
+
+	{
+		double h2d = st.h2d_ns * 1e-9, comp = st.compute_ns * 1e-9;
+		double d2h = st.d2h_ns * 1e-9;
+		double over = t_run - h2d - comp - d2h;
+
+		if (over < 0)
+			over = 0;
+		printf("trained %u steps (%u samples) in %.2f s: %.2f steps/s, "
+		       "%.0f samples/s\n", o.steps, o.steps * o.c.batch,
+		       t_total, o.steps / t_run, o.steps * o.c.batch / t_run);
+		printf("test accuracy: %.2f%% (%u images, evaluated in %.2f s)\n",
+		       100 * acc, da.ntest, eval_s);
+		printf("time split of training: data %.2f s (+ %.2f s loading), "
+		       "H2D %.2f s, device compute %.2f s, D2H %.2f s, "
+		       "runtime overhead %.2f s (%.1f%%)\n", t_data, da.load_s,
+		       h2d, comp, d2h, over, 100 * over / t_run);
+		printf("queue entries: %llu for %llu runs (%llu graph captures, "
+		       "%llu graph launches, %llu fallbacks)\n",
+		       (unsigned long long)st.entries,
+		       (unsigned long long)st.runs,
+		       (unsigned long long)st.graph_captures,
+		       (unsigned long long)st.graph_launches,
+		       (unsigned long long)st.graph_fallbacks);
+	}
+	write_svg(o.svg, curve, o.steps, &o, acc);
+	if (o.svg && strcmp(o.svg, "-") && !o.quiet)
+		printf("loss curve: %s\n", o.svg);
+
+	if (o.checkpoint_at >= 0) {
+		struct mlp_params u;
+		double secs;
+
+		if (mlp_params_init(&o.c, &u))
+			die("memory", -ENOMEM);
+		device_train_plain(&d, &da, &o, o.steps, o.graph, &u, &secs,
+				   NULL);
+		if (params_equal(&o.c, &w, &u)) {
+			printf("checkpoint: weights bit-identical to an "
+			       "uninterrupted run (%llu bytes compared)\n",
+			       (unsigned long long)params_bytes(&o.c));
+		} else {
+			printf("checkpoint: weights DIFFER from an uninterrupted "
+			       "run (max relative difference %g)\n",
+			       (double)params_diff(&o.c, &w, &u));
+			status = 1;
+		}
+		mlp_params_free(&u);
+	}
+	if (o.compare_cpu) {
+		struct mlp_cpu m;
+		float diff;
+
+		cpu_train(&m, &da, &o, o.steps);
+		diff = params_diff(&o.c, &w, &m.p);
+		printf("CPU reference: max relative weight difference %.3g "
+		       "(tolerance %g): %s\n", (double)diff,
+		       (double)MLP_TOLERANCE,
+		       diff <= MLP_TOLERANCE ? "match" : "MISMATCH");
+		if (!(diff <= MLP_TOLERANCE))
+			status = 1;
+		mlp_cpu_free(&m);
+	}
+	if (o.bench) {
+		struct mlp_cpu m;
+		double g, r, c, og = 0, or = 0;
+		uint32_t n = o.bench_steps;
+
+		device_train_plain(&d, &da, &o, n, true, NULL, &g, &og);
+		device_train_plain(&d, &da, &o, n, false, NULL, &r, &or);
+		c = cpu_train(&m, &da, &o, n);
+		mlp_cpu_free(&m);
+		printf("bench: MLP %u-%u-%u, batch %u, %u steps: rt2 graph replay "
+		       "%.2f steps/s (runtime overhead %.1f%%); op by op through "
+		       "the ring %.2f steps/s (%.2fx, overhead %.1f%%); CPU "
+		       "reference %.2f steps/s (%.2fx)\n", o.c.in, o.c.hid,
+		       o.c.out, o.c.batch, n, n / g, 100 * og, n / r, g / r,
+		       100 * or, n / c, g / c);
+	}
+	(void)ck;
+	mlp_params_free(&p);
+	mlp_params_free(&w);
+	free(curve);
+	snpu_rt2_dev_close(d.rd);
+	snpu_close(d.dev);
+	return status;
+}
