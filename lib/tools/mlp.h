@@ -136,9 +136,14 @@ static inline void mlp_epoch_order(uint64_t seed, uint32_t epoch,
 
 /* ---- the kernels, as the device computes them -------------------------- */
 
-/* c[m x n] = a[m x k] b[k x n] */
-static inline void mlp_gemm(float *c, const float *a, const float *b,
-			    uint32_t m, uint32_t n, uint32_t k)
+/*
+ * c[m x n] = sum over l of a(i, l) b(l, j), where a(i, l) is
+ * a[i * ai + l * al] and b(l, j) is b[l * bl + j * bj]: the three GEMMs
+ * below, each summing over l in order from +0.0f as the kernels do.
+ */
+static inline void mlp_gemm_strided(float *c, const float *a, const float *b,
+				    uint32_t m, uint32_t n, uint32_t k,
+				    size_t ai, size_t al, size_t bl, size_t bj)
 {
 	uint32_t i, j, l;
 
@@ -147,41 +152,30 @@ static inline void mlp_gemm(float *c, const float *a, const float *b,
 			float s = 0.0f;
 
 			for (l = 0; l < k; l++)
-				s += a[(size_t)i * k + l] * b[(size_t)l * n + j];
+				s += a[i * ai + l * al] * b[l * bl + j * bj];
 			c[(size_t)i * n + j] = s;
 		}
+}
+
+/* c[m x n] = a[m x k] b[k x n] */
+static inline void mlp_gemm(float *c, const float *a, const float *b,
+			    uint32_t m, uint32_t n, uint32_t k)
+{
+	mlp_gemm_strided(c, a, b, m, n, k, k, 1, n, 1);
 }
 
 /* c[m x n] = a^T b, a [k x m], b [k x n] */
 static inline void mlp_gemm_tn(float *c, const float *a, const float *b,
 			       uint32_t m, uint32_t n, uint32_t k)
 {
-	uint32_t i, j, l;
-
-	for (i = 0; i < m; i++)
-		for (j = 0; j < n; j++) {
-			float s = 0.0f;
-
-			for (l = 0; l < k; l++)
-				s += a[(size_t)l * m + i] * b[(size_t)l * n + j];
-			c[(size_t)i * n + j] = s;
-		}
+	mlp_gemm_strided(c, a, b, m, n, k, 1, m, n, 1);
 }
 
 /* c[m x n] = a b^T, a [m x k], b [n x k] */
 static inline void mlp_gemm_nt(float *c, const float *a, const float *b,
 			       uint32_t m, uint32_t n, uint32_t k)
 {
-	uint32_t i, j, l;
-
-	for (i = 0; i < m; i++)
-		for (j = 0; j < n; j++) {
-			float s = 0.0f;
-
-			for (l = 0; l < k; l++)
-				s += a[(size_t)i * k + l] * b[(size_t)j * k + l];
-			c[(size_t)i * n + j] = s;
-		}
+	mlp_gemm_strided(c, a, b, m, n, k, k, 1, 1, k);
 }
 
 static inline void mlp_bias_relu(float *y, const float *bias, uint32_t rows,
