@@ -298,8 +298,12 @@ static int rt2_k_launch_softmax_xent(struct snpu_rt2_exec *e,
 			  rt2_blocks(rows, ncls), args, 6);
 }
 
-static int rt2_k_launch_colsum(struct snpu_rt2_exec *e,
-			       const struct rt2_node *n)
+/*
+ * (out, in [rows x cols], cols): COLSUM_F32 sliced by column, each of
+ * rows units; ARGMAX_F32 sliced by row, each of cols units.
+ */
+static int rt2_launch_rowwise(struct snpu_rt2_exec *e, const struct rt2_node *n,
+			      uint32_t kernel, bool by_col)
 {
 	const struct rt2_value *in = rt2_val(e, n->in[0]);
 	uint32_t rows = in->shape.dims[0], cols = in->shape.dims[1];
@@ -310,24 +314,20 @@ static int rt2_k_launch_colsum(struct snpu_rt2_exec *e,
 	args[0] = rt2_buf(rt2_val(e, n->out[0]));
 	args[1] = rt2_buf(in);
 	args[2] = snpu_arg_u64(cols);
-	return rt2_launch(e, SNPU_KERNEL_COLSUM_F32, rt2_blocks(cols, rows),
-			  args, 3);
+	return rt2_launch(e, kernel, by_col ? rt2_blocks(cols, rows) :
+			  rt2_blocks(rows, cols), args, 3);
+}
+
+static int rt2_k_launch_colsum(struct snpu_rt2_exec *e,
+			       const struct rt2_node *n)
+{
+	return rt2_launch_rowwise(e, n, SNPU_KERNEL_COLSUM_F32, true);
 }
 
 static int rt2_k_launch_argmax(struct snpu_rt2_exec *e,
 			       const struct rt2_node *n)
 {
-	const struct rt2_value *in = rt2_val(e, n->in[0]);
-	uint32_t rows = in->shape.dims[0], cols = in->shape.dims[1];
-	struct snpu_kernel_arg args[3];
-
-	if (!rows || !cols)
-		return 0;
-	args[0] = rt2_buf(rt2_val(e, n->out[0]));
-	args[1] = rt2_buf(in);
-	args[2] = snpu_arg_u64(cols);
-	return rt2_launch(e, SNPU_KERNEL_ARGMAX_F32, rt2_blocks(rows, cols),
-			  args, 3);
+	return rt2_launch_rowwise(e, n, SNPU_KERNEL_ARGMAX_F32, false);
 }
 
 /* One block, so that its one count is the whole count. */
