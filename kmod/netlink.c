@@ -295,8 +295,14 @@ static struct snpu_device *snpu_nl_device(u32 index)
 	return index < SNPU_MAX_DEVICES ? snpu_device_get(index) : NULL;
 }
 
-/* SNPU_CMD_GET without NLM_F_DUMP: the device SNPU_ATTR_DEV_INDEX names. */
-static int snpu_nl_get_doit(struct sk_buff *skb, struct genl_info *info)
+/*
+ * The reply to a request without NLM_F_DUMP: one message of at most
+ * @size bytes, filled by @fill for the device SNPU_ATTR_DEV_INDEX names.
+ */
+static int snpu_nl_reply_device(struct genl_info *info, size_t size,
+				int (*fill)(struct sk_buff *skb,
+					    struct snpu_device *sdev,
+					    u32 portid, u32 seq, int flags))
 {
 	struct snpu_device *sdev;
 	struct sk_buff *msg;
@@ -312,15 +318,22 @@ static int snpu_nl_get_doit(struct sk_buff *skb, struct genl_info *info)
 		return -ENODEV;
 	}
 
-	msg = genlmsg_new(SNPU_NL_DEVICE_SIZE, GFP_KERNEL);
+	msg = genlmsg_new(size, GFP_KERNEL);
 	if (!msg)
 		return -ENOMEM;
-	ret = snpu_nl_fill_device(msg, sdev, info->snd_portid, info->snd_seq, 0);
+	ret = fill(msg, sdev, info->snd_portid, info->snd_seq, 0);
 	if (ret) {
 		nlmsg_free(msg);
 		return ret;
 	}
 	return genlmsg_reply(msg, info);
+}
+
+/* SNPU_CMD_GET without NLM_F_DUMP: the device SNPU_ATTR_DEV_INDEX names. */
+static int snpu_nl_get_doit(struct sk_buff *skb, struct genl_info *info)
+{
+	return snpu_nl_reply_device(info, SNPU_NL_DEVICE_SIZE,
+				    snpu_nl_fill_device);
 }
 
 /*
@@ -429,30 +442,8 @@ full:
 /* SNPU_CMD_STATS without NLM_F_DUMP: the counters of one device. */
 static int snpu_nl_stats_doit(struct sk_buff *skb, struct genl_info *info)
 {
-	struct snpu_device *sdev;
-	struct sk_buff *msg;
-	int ret;
-
-	if (GENL_REQ_ATTR_CHECK(info, SNPU_ATTR_DEV_INDEX))
-		return -EINVAL;
-	sdev = snpu_nl_device(nla_get_u32(info->attrs[SNPU_ATTR_DEV_INDEX]));
-	if (!sdev) {
-		NL_SET_ERR_MSG_ATTR(info->extack,
-				    info->attrs[SNPU_ATTR_DEV_INDEX],
-				    "no such snpu device");
-		return -ENODEV;
-	}
-
-	msg = genlmsg_new(SNPU_NL_DEV_STATS_SIZE, GFP_KERNEL);
-	if (!msg)
-		return -ENOMEM;
-	ret = snpu_nl_fill_dev_stats(msg, sdev, info->snd_portid,
-				     info->snd_seq, 0);
-	if (ret) {
-		nlmsg_free(msg);
-		return ret;
-	}
-	return genlmsg_reply(msg, info);
+	return snpu_nl_reply_device(info, SNPU_NL_DEV_STATS_SIZE,
+				    snpu_nl_fill_dev_stats);
 }
 
 /*
