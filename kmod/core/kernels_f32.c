@@ -263,6 +263,43 @@ void snpu_f32_relu(void *y, const void *x, __u64 begin, __u64 end)
 		yf[i] = xf[i] > 0.0f ? xf[i] : 0.0f;
 }
 
+/*
+ * Elements [row][col] onwards (@count of them, row-major) of c[. x n] =
+ * sum over kk of a(row, kk) * b[kk][.], where a(i, kk) is
+ * a[i * ai + kk * ak]: the loops of snpu_f32_gemm() and
+ * snpu_f32_gemm_tn(), which differ only in how @a is laid out.
+ */
+static void snpu_f32_gemm_strided(float *cf, const float *af,
+				  const float *bf, __u32 n, __u32 k, __u64 row,
+				  __u32 col, __u64 count, __u64 ai, __u64 ak)
+{
+	if (!n || col >= n)
+		return;
+	while (count) {
+		float *crow = cf + row * n + col;
+		const float *arow = af + row * ai;
+		const float *brow = bf + col;
+		__u64 len = n - col;
+		__u64 j;
+		__u32 kk;
+
+		if (len > count)
+			len = count;
+		for (j = 0; j < len; j++)
+			crow[j] = 0.0f;
+		for (kk = 0; kk < k; kk++) {
+			float av = arow[kk * ak];
+
+			for (j = 0; j < len; j++)
+				crow[j] += av * brow[j];
+			brow += n;
+		}
+		count -= len;
+		row++;
+		col = 0;
+	}
+}
+
 /**
  * snpu_f32_gemm() - compute elements of row-major c[m x n] = a[m x k] * b[k x n]
  * @c: output matrix, m x n floats
@@ -283,35 +320,7 @@ void snpu_f32_relu(void *y, const void *x, __u64 begin, __u64 end)
 void snpu_f32_gemm(void *c, const void *a, const void *b, __u32 n, __u32 k,
 		   __u64 row, __u32 col, __u64 count)
 {
-	float *cf = c;
-	const float *af = a;
-	const float *bf = b;
-
-	if (!n || col >= n)
-		return;
-	while (count) {
-		float *crow = cf + row * n + col;
-		const float *arow = af + row * k;
-		const float *brow = bf + col;
-		__u64 len = n - col;
-		__u64 j;
-		__u32 kk;
-
-		if (len > count)
-			len = count;
-		for (j = 0; j < len; j++)
-			crow[j] = 0.0f;
-		for (kk = 0; kk < k; kk++) {
-			float av = arow[kk];
-
-			for (j = 0; j < len; j++)
-				crow[j] += av * brow[j];
-			brow += n;
-		}
-		count -= len;
-		row++;
-		col = 0;
-	}
+	snpu_f32_gemm_strided(c, a, b, n, k, row, col, count, k, 1);
 }
 
 /**
@@ -355,36 +364,7 @@ void snpu_f32_sum(void *acc, const void *in, __u64 begin, __u64 end)
 void snpu_f32_gemm_tn(void *c, const void *a, const void *b, __u32 m,
 		      __u32 n, __u32 k, __u64 row, __u32 col, __u64 count)
 {
-	float *cf = c;
-	const float *af = a;
-	const float *bf = b;
-
-	if (!n || col >= n)
-		return;
-	while (count) {
-		float *crow = cf + row * n + col;
-		const float *acol = af + row;
-		const float *brow = bf + col;
-		__u64 len = n - col;
-		__u64 j;
-		__u32 kk;
-
-		if (len > count)
-			len = count;
-		for (j = 0; j < len; j++)
-			crow[j] = 0.0f;
-		for (kk = 0; kk < k; kk++) {
-			float av = *acol;
-
-			for (j = 0; j < len; j++)
-				crow[j] += av * brow[j];
-			acol += m;
-			brow += n;
-		}
-		count -= len;
-		row++;
-		col = 0;
-	}
+	snpu_f32_gemm_strided(c, a, b, n, k, row, col, count, 1, m);
 }
 
 /**
