@@ -8,6 +8,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -353,6 +354,46 @@ TEST_F(stats, smi_json_stats_matches_contexts)
 	snpu_close(dev2);
 	free(d);
 	free(out);
+}
+
+/*
+ * Without CAP_SYS_ADMIN the statistics list the caller's own contexts
+ * only: nobody, with a context of its own, sees that one and not the
+ * test's (root's), which is open meanwhile.
+ */
+TEST_F(stats, smi_json_stats_unprivileged_own_only)
+{
+	pid_t kid = fork();
+	int status;
+
+	ASSERT_LE(0, kid);
+	if (!kid) {
+		struct jdoc *d = calloc(1, sizeof(*d));
+		char *out = malloc(1 << 16);
+		struct snpu_device *dev;
+		unsigned int i, own = 0, other = 0;
+
+		/* Become nobody (65534), no group, no capability. */
+		if (!d || !out || setgroups(0, NULL) || setgid(65534) ||
+		    setuid(65534) || snpu_open(0, 0, &dev))
+			_exit(10);
+		if (smi_json("-j stats", d, out, 1 << 16))
+			_exit(11);
+		for (i = 0; jnum(d, "contexts", i, "id") >= 0; i++) {
+			if (jnum(d, "contexts", i, "pid") == getpid())
+				own++;
+			else
+				other++;
+		}
+		if (jnum(d, "devices", 0, "index") != 0)
+			_exit(12);
+		_exit(own == 1 && other == 0 ? 0 : 13);
+	}
+	ASSERT_EQ(kid, waitpid(kid, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status))
+		TH_LOG("nobody's side failed at step %d (13: it saw another's context)",
+		       WEXITSTATUS(status));
 }
 
 /* "snpu-smi -j" and "-j status": the device, and this process, parse. */
