@@ -80,6 +80,12 @@ static uint64_t submit_round(struct snpu_device *dev, uint32_t stream,
 
 	for (done = 0; done < n; done += batch) {
 		ret = snpu_submit(dev, tasks, batch, NULL);
+		/* The context's task quota is full: wait for the stream. */
+		if (ret == -ENOSPC) {
+			ret = snpu_stream_synchronize(dev, stream, -1);
+			if (!ret)
+				ret = snpu_submit(dev, tasks, batch, NULL);
+		}
 		if (ret < 0)
 			die("submit", ret);
 	}
@@ -91,7 +97,7 @@ static uint64_t submit_round(struct snpu_device *dev, uint32_t stream,
 
 /* ns from submitting one batch to its completion being seen. */
 static uint64_t latency_round(struct snpu_device *dev, uint32_t stream,
-			      struct snpu_task *tasks, unsigned int batch)
+			      const struct snpu_task *tasks, unsigned int batch)
 {
 	uint64_t t0 = now_ns();
 	int ret;
@@ -107,8 +113,8 @@ static uint64_t latency_round(struct snpu_device *dev, uint32_t stream,
 
 #define RING_ENTRIES	256
 
-/* ns per task: @n NOP launches through the SQ in batches, all reaped. */
-static uint64_t ring_round(struct snpu_ring *ring, uint32_t stream,
+/* ns per task: @n copies of @tmpl through the SQ in batches, all reaped. */
+static uint64_t ring_round(struct snpu_ring *ring, const struct snpu_task *tmpl,
 			   unsigned int batch, unsigned int n)
 {
 	unsigned int sent = 0, done = 0, i;
@@ -124,8 +130,7 @@ static uint64_t ring_round(struct snpu_ring *ring, uint32_t stream,
 				/* The kernel still copies earlier entries. */
 				if (!sqe)
 					break;
-				snpu_prep_launch(sqe, stream, SNPU_KERNEL_NOP, 1,
-						 NULL, 0);
+				*sqe = *tmpl;
 				sqe->user_data = sent + i;
 			}
 			sent += i;
@@ -192,6 +197,7 @@ static void ring_bench(unsigned int index, unsigned int flags,
 	static const unsigned int batches[] = { 1, 8, 32, 128 };
 	struct snpu_device *dev;
 	struct snpu_ring ring;
+	struct snpu_task nop;
 	uint32_t stream;
 	unsigned int b, r;
 	int ret;
@@ -205,11 +211,12 @@ static void ring_bench(unsigned int index, unsigned int flags,
 	ret = snpu_ring_init(dev, RING_ENTRIES, flags, &ring);
 	if (ret)
 		die("ring init", ret);
+	snpu_prep_launch(&nop, stream, SNPU_KERNEL_NOP, 1, NULL, 0);
 	for (b = 0; b < 4; b++) {
 		uint64_t per_task;
 
 		for (r = 0; r < rounds; r++)
-			v[r] = ring_round(&ring, stream, batches[b], n);
+			v[r] = ring_round(&ring, &nop, batches[b], n);
 		per_task = median(v, rounds);
 		printf("%-7s batch %3u  %9.0f tasks/s %8llu ns/task  tasks/s %6.2fx ioctl b1 %6.2fx ioctl b%-3u  ns %5.2fx io_uring\n",
 		       name, batches[b], 1e9 / (double)per_task,
@@ -219,6 +226,145 @@ static void ring_bench(unsigned int index, unsigned int flags,
 		       (double)per_task / (double)uring_ns[b]);
 	}
 	snpu_ring_exit(&ring);
+	snpu_close(dev);
+}
+
+/* ---- real work --------------------------------------------------------- */
+
+/* Bytes of the fill that one launch splits among block_dim blocks. */
+#define WORK_BIG	(16u << 20)
+
+static void prep_fill(struct snpu_task *t, uint32_t stream, uint64_t addr,
+		      uint64_t bytes, uint32_t block_dim)
+{
+	const struct snpu_kernel_arg args[2] = {
+		{ .value = addr, .bytes = bytes },
+		{ .value = 0x5a5a5a5a },
+	};
+
+	snpu_prep_launch(t, stream, SNPU_KERNEL_FILL, block_dim, args, 2);
+}
+
+/* ns per fill of @bytes by a loop in this process: the same work at home. */
+static uint64_t user_fill_round(uint32_t *buf, uint64_t bytes, unsigned int n)
+{
+	uint64_t t0 = now_ns();
+	unsigned int i;
+	uint64_t j;
+
+	for (i = 0; i < n; i++) {
+		for (j = 0; j < bytes / 4; j++)
+			buf[j] = 0x5a5a5a5a;
+		/* The stores are observable: the loop is not elided. */
+		__asm__ volatile("" : : "r"(buf) : "memory");
+	}
+	return (now_ns() - t0) / n;
+}
+
+/* ns for one launch of @t, submitted and synchronized. */
+static uint64_t launch_round(struct snpu_device *dev, uint32_t stream,
+			     const struct snpu_task *t)
+{
+	return latency_round(dev, stream, t, 1);
+}
+
+/*
+ * Tasks that go through a core: FILL launches of 4 bytes and 4 KiB, one
+ * block each, on one stream, through one SUBMIT per task, SUBMIT batched
+ * 32 at a time and the ring at batch 32, beside io_uring's NOP at batch 32
+ * and the same 4 KiB fill as a loop in this process; then one fill of
+ * WORK_BIG bytes with block_dim 1, 2 and the device's cores.
+ */
+static void work_bench(unsigned int index, unsigned int rounds, unsigned int n,
+		       uint64_t *v)
+{
+	static const uint64_t sizes[] = { 4, 4096 };
+	struct snpu_task tasks[MAX_BATCH], big;
+	uint64_t uring_ns, b1, b32, ring_ns, ns1 = 0, ns;
+	uint32_t stream, bds[3];
+	struct snpu_device *dev;
+	struct snpu_info info;
+	struct io_uring uring;
+	struct snpu_ring ring;
+	unsigned int s, r, i;
+	uint32_t *buf;
+	uint64_t addr;
+	int ret;
+
+	ret = io_uring_queue_init(RING_ENTRIES, &uring, 0);
+	if (ret)
+		die("io_uring init", ret);
+	for (r = 0; r < rounds; r++)
+		v[r] = uring_round(&uring, 32, n);
+	uring_ns = median(v, rounds);
+	io_uring_queue_exit(&uring);
+	printf("work    io_uring NOP batch  32          %8llu ns/op\n",
+	       (unsigned long long)uring_ns);
+
+	ret = snpu_open(index, 0, &dev);
+	if (ret)
+		die("open", ret);
+	ret = snpu_get_info(dev, &info);
+	if (ret)
+		die("info", ret);
+	ret = snpu_stream_create(dev, SNPU_PRIO_NORMAL, 0, &stream);
+	if (ret)
+		die("stream create", ret);
+	ret = snpu_mem_alloc(dev, WORK_BIG, 0, 0, &addr);
+	if (ret)
+		die("mem alloc", ret);
+	ret = snpu_ring_init(dev, RING_ENTRIES, 0, &ring);
+	if (ret)
+		die("ring init", ret);
+
+	for (s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
+		for (i = 0; i < MAX_BATCH; i++)
+			prep_fill(&tasks[i], stream, addr, sizes[s], 1);
+		for (r = 0; r < rounds; r++)
+			v[r] = submit_round(dev, stream, tasks, 1, n);
+		b1 = median(v, rounds);
+		for (r = 0; r < rounds; r++)
+			v[r] = submit_round(dev, stream, tasks, 32, n);
+		b32 = median(v, rounds);
+		for (r = 0; r < rounds; r++)
+			v[r] = ring_round(&ring, &tasks[0], 32, n);
+		ring_ns = median(v, rounds);
+		printf("work    fill %4llu B  submit b1 %8llu  b32 %8llu  ring b32 %8llu ns/task  ring %5.2fx io_uring  tasks/s %5.2fx submit b1 %5.2fx b32\n",
+		       (unsigned long long)sizes[s], (unsigned long long)b1,
+		       (unsigned long long)b32, (unsigned long long)ring_ns,
+		       (double)ring_ns / (double)uring_ns,
+		       (double)b1 / (double)ring_ns,
+		       (double)b32 / (double)ring_ns);
+	}
+	snpu_ring_exit(&ring);
+
+	buf = calloc(1, 4096);
+	if (!buf)
+		die("calloc", -ENOMEM);
+	for (r = 0; r < rounds; r++)
+		v[r] = user_fill_round(buf, 4096, n);
+	printf("work    fill 4096 B  as a loop in this process %8llu ns/fill\n",
+	       (unsigned long long)median(v, rounds));
+	free(buf);
+
+	bds[0] = 1;
+	bds[1] = 2;
+	bds[2] = info.cores;
+	for (s = 0; s < 3; s++) {
+		if (s && bds[s] <= bds[s - 1])
+			continue;
+		prep_fill(&big, stream, addr, WORK_BIG, bds[s]);
+		for (r = 0; r < rounds; r++)
+			v[r] = launch_round(dev, stream, &big);
+		ns = median(v, rounds);
+		if (!s)
+			ns1 = ns;
+		printf("work    fill %2u MiB  block_dim %2u  %8llu us  %5.2fx block_dim 1  (%u cores)\n",
+		       WORK_BIG >> 20, bds[s], (unsigned long long)ns / 1000,
+		       (double)ns1 / (double)ns, info.cores);
+	}
+	snpu_mem_free(dev, addr);
+	snpu_stream_destroy(dev, stream, 0);
 	snpu_close(dev);
 }
 
@@ -456,12 +602,13 @@ int main(int argc, char **argv)
 			n = strtoul(optarg, NULL, 10);
 			break;
 		default:
-			fprintf(stderr, "usage: %s [-d N] [-r ROUNDS] [-n TASKS] [attached]\n",
+			fprintf(stderr, "usage: %s [-d N] [-r ROUNDS] [-n TASKS] [attached|work]\n",
 				argv[0]);
 			return opt == 'h' ? 0 : 2;
 		}
 	}
-	if (optind < argc && strcmp(argv[optind], "attached")) {
+	if (optind < argc && strcmp(argv[optind], "attached") &&
+	    strcmp(argv[optind], "work")) {
 		fprintf(stderr, "snpu-bench: unknown mode '%s'\n", argv[optind]);
 		return 2;
 	}
@@ -474,7 +621,10 @@ int main(int argc, char **argv)
 	if (!v)
 		return 1;
 	if (optind < argc) {
-		attached_bench(index, rounds, n, v);
+		if (!strcmp(argv[optind], "work"))
+			work_bench(index, rounds, n, v);
+		else
+			attached_bench(index, rounds, n, v);
 		free(v);
 		return 0;
 	}
@@ -527,6 +677,7 @@ int main(int argc, char **argv)
 	ring_bench(index, 0, "ring", v, rounds, n, ioctl_ns, uring_ns);
 	ring_bench(index, SNPU_RING_SQPOLL, "sqpoll", v, rounds, n, ioctl_ns,
 		   uring_ns);
+	work_bench(index, rounds, n, v);
 
 	snpu_stream_destroy(dev, stream, 0);
 	snpu_close(dev);
