@@ -386,12 +386,18 @@ void snpu_ring_kick(struct snpu_context *ctx)
 /*
  * Task slots ran out with SQEs left: sleep until a slot frees (@gen was
  * read before the consumption that found none), ENTER kicks, or stop.
+ *
+ * Completions parked in a full CQ hold task slots, and a process may reap
+ * the CQ without a system call: the poller moves in what there is room
+ * for itself, and while some stay parked it looks at the CQ again every
+ * jiffy instead of sleeping until an ENTER.
  */
 static void snpu_poller_wait_slot(struct snpu_context *ctx,
 				  struct snpu_ring *ring, u32 gen)
 {
-	bool freed;
+	bool freed, parked;
 
+	parked = !snpu_ring_flush(ctx, ring);
 	spin_lock(&ctx->sched_lock);
 	freed = ring->slot_gen != gen;
 	if (!freed)
@@ -399,10 +405,11 @@ static void snpu_poller_wait_slot(struct snpu_context *ctx,
 	spin_unlock(&ctx->sched_lock);
 	if (freed)
 		return;
-	wait_event_interruptible(ring->poll_wq,
-				 READ_ONCE(ring->slot_gen) != gen ||
-				 READ_ONCE(ring->kicked) ||
-				 kthread_should_stop());
+	wait_event_interruptible_timeout(ring->poll_wq,
+					 READ_ONCE(ring->slot_gen) != gen ||
+					 READ_ONCE(ring->kicked) ||
+					 kthread_should_stop(),
+					 parked ? 1 : MAX_SCHEDULE_TIMEOUT);
 	WRITE_ONCE(ring->kicked, false);
 }
 
@@ -419,6 +426,8 @@ static int snpu_ring_poller(void *data)
 	while (!kthread_should_stop()) {
 		bool pending = snpu_poller_work(ctx);
 
+		/* Parked completions go in as the process reaps (no lock if none). */
+		snpu_ring_flush(ctx, ring);
 		n = 0;
 		entered = false;
 		/* A snapshot lock waits for a consumption in progress. */

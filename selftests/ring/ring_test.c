@@ -2660,6 +2660,50 @@ TEST_F_TIMEOUT(ring, poller_overflow_recovery, 60)
 	EXPECT_EQ(0U, snpu_ring_cq_ready(&self->ring));
 }
 
+/*
+ * The same with a process that never enters on its own: it reaps the CQ
+ * from memory and submits with snpu_ring_submit(), which enters only when
+ * the poller asks to be woken. Completions parked while the CQ was full
+ * hold task slots; the poller, waiting for a slot, moves them in itself
+ * once the process has made room, so every task completes exactly once,
+ * in order.
+ */
+TEST_F_TIMEOUT(ring, poller_overflow_recovery_without_enter, 60)
+{
+	const struct timespec pause = { .tv_nsec = 100000 };
+	struct snpu_cqe c[64];
+	unsigned int sent = 0, reaped = 0, i, n;
+	struct order o;
+	int ret;
+
+	ASSERT_EQ(0, snpu_ring_init_params(self->dev,
+		&(struct snpu_ring_setup){ .flags = SNPU_RING_SQPOLL,
+					   .sq_entries = 64,
+					   .cq_entries = 64 }, &self->ring));
+	order_init(&o, 1);
+	while (reaped < POLL_OV_TASKS) {
+		while (sent < POLL_OV_TASKS &&
+		       !sqe_nop(&self->ring, self->stream, UD(0, sent)))
+			sent++;
+		ret = snpu_ring_submit(&self->ring);
+		ASSERT_GE(ret, 0) TH_LOG("submit: %s", strerror(-ret));
+		/* Reaps only once the CQ is full or overflowed: completions park. */
+		if (sent < POLL_OV_TASKS &&
+		    snpu_ring_cq_ready(&self->ring) < self->ring.cq.entries &&
+		    !(__atomic_load_n(self->ring.cq.kflags, __ATOMIC_ACQUIRE) &
+		      SNPU_CQ_OVERFLOW))
+			continue;
+		n = reap(&self->ring, c, 64);
+		for (i = 0; i < n; i++)
+			ASSERT_ORDER(&o, &c[i]);
+		reaped += n;
+		if (!n)
+			nanosleep(&pause, NULL);
+	}
+	EXPECT_EQ((uint64_t)POLL_OV_TASKS, o.next[0]);
+	EXPECT_EQ(0U, snpu_ring_cq_ready(&self->ring));
+}
+
 /* ---- work through the ring ---------------------------------------------- */
 
 #define ADD_N	4096
