@@ -121,7 +121,7 @@ int snpu_ioc_callback_done(struct snpu_context *ctx, union snpu_ioc_arg *arg)
 	job->state = SNPU_JOB_READY;
 	spin_unlock(&ctx->sched_lock);
 
-	snpu_job_complete(job, cb->status, NULL);
+	snpu_job_complete(job, cb->status, 0, NULL);
 	return 0;
 }
 

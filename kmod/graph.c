@@ -338,6 +338,7 @@ static int snpu_graph_templates(struct snpu_graph *g,
 				else
 					l->scalar[a] = t->launch.args[a].value;
 			}
+			snpu_work_plan(w);
 			break;
 		case SNPU_OP_COPY:
 			w->copy.bytes = t->copy.bytes;
@@ -895,7 +896,7 @@ void snpu_graph_dispatch(struct snpu_job *job, struct list_head *todo,
 	}
 	spin_unlock(&ctx->sched_lock);
 	if (!first) {
-		snpu_job_finish(job, inst->error, todo);
+		snpu_job_finish(job, inst->error, 0, todo);
 		return;
 	}
 	snpu_gnodes_run(&nodes, todo, handoff);

@@ -267,6 +267,7 @@ static void snpu_job_ready_locked(struct snpu_context *ctx,
  * snpu_job_finish() - complete one job
  * @job: the job
  * @error: 0 or -errno
+ * @now: when it completed (ktime_get_ns()), or 0 to read the clock here
  * @todo: gets the successors that become ready
  *
  * Records the result, advances the stream, resolves the successors and
@@ -274,7 +275,8 @@ static void snpu_job_ready_locked(struct snpu_context *ctx,
  * until the job is no longer counted in flight, which is the last thing
  * done here.
  */
-void snpu_job_finish(struct snpu_job *job, int error, struct list_head *todo)
+void snpu_job_finish(struct snpu_job *job, int error, u64 now,
+		     struct list_head *todo)
 {
 	struct snpu_context *ctx = job->ctx;
 	struct snpu_stream *s = job->stream;
@@ -284,7 +286,7 @@ void snpu_job_finish(struct snpu_job *job, int error, struct list_head *todo)
 
 	spin_lock(&ctx->sched_lock);
 	job->error = error;
-	job->done_ns = ktime_get_ns();
+	job->done_ns = now ?: ktime_get_ns();
 	job->state = SNPU_JOB_DONE;
 	s->completed = job->seq;
 	snpu_job_trace_complete(ctx, job);
@@ -369,7 +371,7 @@ static void snpu_job_dispatch(struct snpu_job *job, struct list_head *todo,
 		return;
 	}
 	if (job->cancel) {
-		snpu_job_finish(job, -ECANCELED, todo);
+		snpu_job_finish(job, -ECANCELED, 0, todo);
 		return;
 	}
 	switch (job->op) {
@@ -383,12 +385,12 @@ static void snpu_job_dispatch(struct snpu_job *job, struct list_head *todo,
 		if (snpu_sched_ready(&job->work, handoff))
 			return;
 		/* Its context is closing: no core for it. */
-		snpu_job_finish(job, -ECANCELED, todo);
+		snpu_job_finish(job, -ECANCELED, 0, todo);
 		return;
 	}
 	/* EVENT_RECORD, STREAM_WAIT, NOP launches: done once reached. */
 	snpu_job_trace_start(job->ctx, job);
-	snpu_job_finish(job, 0, todo);
+	snpu_job_finish(job, 0, 0, todo);
 }
 
 /**
@@ -420,18 +422,19 @@ void snpu_jobs_run(struct list_head *todo)
  * snpu_job_complete() - a job has run (or was cancelled or called back)
  * @job: the job
  * @error: 0 or -errno
+ * @now: see snpu_job_finish()
  * @handoff: called by a core: where to leave a job for the core to run
  *           next, or NULL
  *
  * Resolves the successors, dispatching those that become ready, without
  * recursion however long the chain of immediately complete jobs.
  */
-void snpu_job_complete(struct snpu_job *job, int error,
+void snpu_job_complete(struct snpu_job *job, int error, u64 now,
 		       struct snpu_work **handoff)
 {
 	LIST_HEAD(todo);
 
-	snpu_job_finish(job, error, &todo);
+	snpu_job_finish(job, error, now, &todo);
 	snpu_jobs_run_handoff(&todo, handoff);
 }
 
@@ -503,6 +506,7 @@ static int snpu_job_prepare_launch(struct snpu_context *ctx,
 			return ret;
 	}
 	job->work.nblocks = l->block_dim;
+	snpu_work_plan(&job->work);
 	return 0;
 }
 
@@ -950,7 +954,7 @@ void snpu_cancel_all(struct snpu_context *ctx)
 	while (!list_empty(&cancel)) {
 		job = list_first_entry(&cancel, struct snpu_job, node);
 		list_del_init(&job->node);
-		snpu_job_complete(job, -ECANCELED, NULL);
+		snpu_job_complete(job, -ECANCELED, 0, NULL);
 	}
 
 	wait_event(ctx->wq, !READ_ONCE(ctx->inflight));

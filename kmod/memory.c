@@ -93,11 +93,18 @@ int snpu_mem_resolve_locked(struct snpu_context *ctx, u64 addr, u64 bytes,
 	u64 off;
 
 	lockdep_assert_held(&ctx->lock);
-	if (addr < ctx->va_base || addr > ctx->va_end || !bytes)
+	if (!bytes)
 		return -EFAULT;
-	mem = mtree_load(&ctx->va, addr);
-	if (!mem)
-		return -EFAULT;
+	/* Tasks in a row mostly name the same allocation: try it first. */
+	mem = ctx->mem_hint;
+	if (!mem || addr < mem->addr || addr - mem->addr >= mem->bytes) {
+		if (addr < ctx->va_base || addr > ctx->va_end)
+			return -EFAULT;
+		mem = mtree_load(&ctx->va, addr);
+		if (!mem)
+			return -EFAULT;
+		ctx->mem_hint = mem;
+	}
 	/* The tree covers the rounded size: the tail past @bytes is not ours. */
 	off = addr - mem->addr;
 	if (off >= mem->bytes || bytes > mem->bytes - off)
@@ -216,6 +223,8 @@ int snpu_ioc_mem_free(struct snpu_context *ctx, union snpu_ioc_arg *arg)
 		return -EINVAL;
 	}
 	mtree_erase(&ctx->va, f->addr);
+	if (ctx->mem_hint == mem)
+		ctx->mem_hint = NULL;
 	mutex_unlock(&ctx->lock);
 
 	/* Jobs that name it keep it until they complete. */

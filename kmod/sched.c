@@ -87,9 +87,15 @@ bool snpu_sched_ready(struct snpu_work *w, struct snpu_work **handoff)
 	if (++sdev->ready_depth > sdev->ready_max)
 		sdev->ready_max = sdev->ready_depth;
 	spin_unlock(&sdev->ready_lock);
-	/* A core with an empty hand-off slot takes this work's block next. */
+	/*
+	 * A core with an empty hand-off slot takes this work's block next.
+	 * Busy cores find the work when their block ends: only sleeping ones
+	 * are woken, and when none sleeps the wait queue's lock is not taken
+	 * (the barrier pairs with the one a sleeper sets before it looks at
+	 * the lists).
+	 */
 	wake = min(w->nblocks, sdev->cores) - (handoff && !*handoff);
-	if (wake)
+	if (wake && wq_has_sleeper(&sdev->ready_wq))
 		wake_up_nr(&sdev->ready_wq, wake);
 	return true;
 }
@@ -134,18 +140,35 @@ static void snpu_sched_drop(struct snpu_work *w)
 }
 
 /**
+ * snpu_work_plan() - what a core needs of a launch, computed once
+ * @w: a work whose launch snpu_kernel_check() accepted, with its
+ *     arguments set (its buffers need not be resolved yet)
+ *
+ * Called where the launch is prepared (a submission, a graph's
+ * definition), so that running a block computes no units, chunk size or
+ * kernel property.
+ */
+void snpu_work_plan(struct snpu_work *w)
+{
+	w->units = snpu_kernel_units(&w->launch);
+	w->chunk = snpu_kernel_chunk(&w->launch);
+	w->fpu = snpu_kernel_uses_fpu(w->launch.kernel);
+}
+
+/**
  * snpu_work_complete() - a work has run (or was cancelled)
  * @w: the work
  * @error: 0 or -errno
+ * @now: see snpu_job_finish()
  * @handoff: see snpu_job_complete()
  */
-void snpu_work_complete(struct snpu_work *w, int error,
+void snpu_work_complete(struct snpu_work *w, int error, u64 now,
 			struct snpu_work **handoff)
 {
 	if (w->gnode)
 		snpu_gnode_complete(w->gnode, error, handoff);
 	else
-		snpu_job_complete(w->job, error, handoff);
+		snpu_job_complete(w->job, error, now, handoff);
 }
 
 /**
@@ -183,7 +206,7 @@ void snpu_sched_cancel(struct snpu_context *ctx)
 
 	list_for_each_entry_safe(w, tmp, &done, node) {
 		list_del_init(&w->node);
-		snpu_work_complete(w, atomic_read(&w->fail), NULL);
+		snpu_work_complete(w, atomic_read(&w->fail), 0, NULL);
 	}
 }
 
@@ -269,7 +292,10 @@ static int snpu_spin(struct snpu_work *w, u64 deadline, u64 ns)
 	return 0;
 }
 
-/* Copy or set in chunks, checking for cancellation between them. */
+/*
+ * Copy or set in chunks, checking for cancellation between them (the
+ * caller checked before the first).
+ */
 static int snpu_run_copy(struct snpu_work *w, u64 deadline)
 {
 	/* Overlapping ranges copy like memmove: last chunk first if needed. */
@@ -278,27 +304,32 @@ static int snpu_run_copy(struct snpu_work *w, u64 deadline)
 	int ret;
 
 	for (done = 0; done < bytes; done += n) {
-		ret = snpu_check(w, deadline);
-		if (ret)
-			return ret;
+		if (done) {
+			cond_resched();
+			ret = snpu_check(w, deadline);
+			if (ret)
+				return ret;
+		}
 		n = min_t(u64, bytes - done, SNPU_COPY_CHUNK);
 		off = down ? bytes - done - n : done;
 		if (w->copy.src)
 			memmove(w->copy.dst + off, w->copy.src + off, n);
 		else
 			memset(w->copy.dst + off, w->copy.value, n);
-		cond_resched();
 	}
 	return 0;
 }
 
-/* One block of a launch, in chunks; f32 chunks in an FPU section each. */
+/*
+ * One block of a launch, in chunks, checking for cancellation between
+ * them (the caller checked before the first); f32 chunks in an FPU
+ * section each.
+ */
 static int snpu_run_block(struct snpu_work *w, u32 block, u64 deadline)
 {
 	const struct snpu_klaunch *l = &w->launch;
-	bool fpu = snpu_kernel_uses_fpu(l->kernel);
-	u64 begin, end, pos, stop, chunk = snpu_kernel_chunk(l);
-	int ret = 0;
+	u64 begin, end, pos, stop;
+	int ret;
 
 	switch (l->kernel) {
 	case SNPU_KERNEL_NOP:
@@ -309,22 +340,21 @@ static int snpu_run_block(struct snpu_work *w, u32 block, u64 deadline)
 		return -(int)l->scalar[0];
 	}
 
-	snpu_kernel_slice(l, block, &begin, &end);
-	pos = begin;
-	do {
+	snpu_kernel_split(w->units, l->block_dim, block, &begin, &end);
+	for (pos = begin;; pos = stop) {
+		stop = min_t(u64, end, pos + w->chunk);
+		if (w->fpu)
+			kernel_fpu_begin();
+		ret = snpu_kernel_exec(l, block, begin, end, pos, stop);
+		if (w->fpu)
+			kernel_fpu_end();
+		if (ret || stop >= end)
+			return ret;
+		cond_resched();
 		ret = snpu_check(w, deadline);
 		if (ret)
 			return ret;
-		stop = min_t(u64, end, pos + chunk);
-		if (fpu)
-			kernel_fpu_begin();
-		ret = snpu_kernel_run(l, block, begin, end, pos, stop);
-		if (fpu)
-			kernel_fpu_end();
-		pos = stop;
-		cond_resched();
-	} while (!ret && pos < end);
-	return ret;
+	}
 }
 
 /* The first block of a work is on a core: the task or graph node starts. */
@@ -346,15 +376,18 @@ static void snpu_run_first(struct snpu_core *core, struct snpu_work *w,
 }
 
 /*
- * Run one block on @core. The watchdog times the block, from when its core
+ * Run one block on @core. The watchdog times the block from when its core
  * took it: time a job spends waiting for other contexts' turns is not its
- * own. The core's busy time and block count are its own: no lock.
+ * own. The core reads the clock once per block, at its end: that reading
+ * is the block's completion time and the next block's start (a core
+ * takes its next block at once, or reads the clock when it wakes). The
+ * core's busy time and block count are its own: no lock.
  */
 static void snpu_run(struct snpu_core *core, struct snpu_work *w, u32 block,
 		     struct snpu_work **handoff)
 {
 	unsigned int ms = READ_ONCE(snpu_task_timeout_ms);
-	u64 start = ktime_get_ns();
+	u64 start = core->clock;
 	u64 deadline = ms ? start + (u64)ms * NSEC_PER_MSEC : 0;
 	int ret;
 
@@ -365,14 +398,16 @@ static void snpu_run(struct snpu_core *core, struct snpu_work *w, u32 block,
 		ret = snpu_run_block(w, block, deadline);
 	else if (!ret)
 		ret = snpu_run_copy(w, deadline);
-	WRITE_ONCE(core->busy_ns, core->busy_ns + ktime_get_ns() - start);
+	core->clock = ktime_get_ns();
+	WRITE_ONCE(core->busy_ns, core->busy_ns + core->clock - start);
 	WRITE_ONCE(core->blocks, core->blocks + 1);
 	if (ret) {
 		atomic_cmpxchg(&w->fail, 0, ret);
 		snpu_sched_drop(w);
 	}
 	if (atomic_dec_and_test(&w->blocks_left))
-		snpu_work_complete(w, atomic_read(&w->fail), handoff);
+		snpu_work_complete(w, atomic_read(&w->fail), core->clock,
+				   handoff);
 }
 
 static int snpu_core_fn(void *data)
@@ -382,6 +417,7 @@ static int snpu_core_fn(void *data)
 	struct snpu_work *w, *next = NULL;
 	u32 block = 0;
 
+	core->clock = ktime_get_ns();
 	while (!kthread_should_stop()) {
 		/* A work handed over by the last completion runs first. */
 		w = next;
@@ -393,6 +429,7 @@ static int snpu_core_fn(void *data)
 		if (!w) {
 			wait_event_interruptible_exclusive(sdev->ready_wq,
 							   snpu_core_wake(sdev));
+			core->clock = ktime_get_ns();
 			continue;
 		}
 		snpu_run(core, w, block, &next);

@@ -145,6 +145,8 @@ struct snpu_dev_pcpu {
  * @sdev: the device
  * @thread: the core's kernel thread
  * @index: the core's number in the device, 0 on
+ * @clock: the core's last clock reading (ktime_get_ns()): the end of its
+ *         last block, or when it woke up; its own thread's only
  * @busy_ns: nanoseconds spent running blocks
  * @blocks: blocks run
  *
@@ -155,6 +157,7 @@ struct snpu_core {
 	struct snpu_device *sdev;
 	struct task_struct *thread;
 	unsigned int index;
+	u64 clock;
 	u64 busy_ns;
 	u64 blocks;
 };
@@ -395,7 +398,13 @@ enum snpu_job_state {
  * @blocks_left: blocks not finished
  * @fail: first error of a block
  * @launch: SNPU_OP_LAUNCH, resolved
+ * @units: units of @launch (snpu_kernel_units())
+ * @chunk: units per chunk (snpu_kernel_chunk())
+ * @fpu: the kernel uses the FPU
  * @copy: SNPU_OP_COPY and SNPU_OP_MEMSET (@src NULL, @value)
+ *
+ * @units, @chunk and @fpu are set by snpu_work_plan() when the launch is
+ * prepared, so that a core computes none of them.
  */
 struct snpu_work {
 	struct list_head node;
@@ -407,7 +416,12 @@ struct snpu_work {
 	atomic_t blocks_left;
 	atomic_t fail;
 	union {
-		struct snpu_klaunch launch;
+		struct {
+			struct snpu_klaunch launch;
+			u64 units;
+			u64 chunk;
+			bool fpu;
+		};
 		struct {
 			void *dst;
 			const void *src;
@@ -634,6 +648,8 @@ struct snpu_proc {
  * @next_handle: where the cyclic handle allocation goes on from
  * @stream_hint: the stream the last lookup found, tried first by the next
  *               lookup
+ * @mem_hint: the allocation the last device address resolved to, tried
+ *            first by the next; in @va (no reference of its own)
  * @va: device address -> struct snpu_mem
  * @host_va: user address -> struct snpu_host (its own lock only)
  * @va_window: index of the context's window of device addresses
@@ -683,6 +699,7 @@ struct snpu_context {
 	struct xarray handles;
 	u32 next_handle;
 	struct snpu_stream *stream_hint;	/* last stream looked up */
+	struct snpu_mem *mem_hint;		/* last allocation resolved */
 	struct maple_tree va;
 	struct maple_tree host_va;
 	unsigned int va_window;
@@ -818,9 +835,10 @@ int snpu_pool_init(struct snpu_context *ctx, u32 size);
 void snpu_pool_fini(struct snpu_context *ctx);
 void snpu_job_put_locked(struct snpu_context *ctx, struct snpu_job *job);
 void snpu_job_put(struct snpu_context *ctx, struct snpu_job *job);
-void snpu_job_complete(struct snpu_job *job, int error,
+void snpu_job_complete(struct snpu_job *job, int error, u64 now,
 		       struct snpu_work **handoff);
-void snpu_job_finish(struct snpu_job *job, int error, struct list_head *todo);
+void snpu_job_finish(struct snpu_job *job, int error, u64 now,
+		     struct list_head *todo);
 void snpu_jobs_run_handoff(struct list_head *todo, struct snpu_work **handoff);
 int snpu_submit_locked(struct snpu_context *ctx, union snpu_ioc_arg *arg);
 int snpu_jobs_reserve(struct snpu_context *ctx, u32 count,
@@ -841,7 +859,8 @@ void snpu_job_trace_complete(struct snpu_context *ctx, struct snpu_job *job);
 int snpu_cores_start(struct snpu_device *sdev);
 void snpu_cores_stop(struct snpu_device *sdev);
 bool snpu_sched_ready(struct snpu_work *w, struct snpu_work **handoff);
-void snpu_work_complete(struct snpu_work *w, int error,
+void snpu_work_plan(struct snpu_work *w);
+void snpu_work_complete(struct snpu_work *w, int error, u64 now,
 			struct snpu_work **handoff);
 
 /* graph.c */

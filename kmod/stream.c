@@ -186,7 +186,7 @@ static void snpu_stream_abort(struct snpu_context *ctx, struct snpu_stream *s)
 	snpu_jobs_run(&todo);
 	list_for_each_entry_safe(job, tmp, &cancel, node) {
 		list_del_init(&job->node);
-		snpu_job_complete(job, -ECANCELED, NULL);
+		snpu_job_complete(job, -ECANCELED, 0, NULL);
 	}
 }
 

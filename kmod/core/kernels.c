@@ -127,6 +127,19 @@ static __u64 snpu_div64(__u64 n, __u64 d)
 #endif
 }
 
+/* Set @n words at @p to @v: the kernel's string instructions if any. */
+static void snpu_fill32(__u32 *p, __u32 v, __u64 n)
+{
+#ifdef __KERNEL__
+	memset32(p, v, n);
+#else
+	__u64 i;
+
+	for (i = 0; i < n; i++)
+		p[i] = v;
+#endif
+}
+
 /* Is a 32-bit scalar dimension in 1..SNPU_GEMM_MAX_DIM? */
 static bool snpu_dim_ok(__u64 v)
 {
@@ -321,18 +334,26 @@ static __u64 snpu_kernel_unit_cost(const struct snpu_klaunch *l)
 static __u64 snpu_kernel_block_work(__u32 kernel, __u32 block_dim,
 				    const struct snpu_kernel_arg *args)
 {
-	struct snpu_klaunch l = { .kernel = kernel, .block_dim = block_dim };
-	const struct snpu_kernel_desc *d = &snpu_kernel_descs[kernel];
+	struct snpu_klaunch l;
 	__u64 slice, cost;
 	unsigned int i;
 
-	for (i = 0; i < d->nargs; i++) {
-		if (d->buffers & (1U << i))
-			l.bytes[i] = args[i].bytes;
-		else
-			l.scalar[i] = args[i].value;
+	/*
+	 * The units and the cost read the bytes of buffer arguments and the
+	 * values of scalar ones only, and unused arguments are zero: no need
+	 * to tell them apart here.
+	 */
+	l.kernel = kernel;
+	l.block_dim = block_dim;
+	for (i = 0; i < SNPU_KERNEL_MAX_ARGS; i++) {
+		l.bytes[i] = args[i].bytes;
+		l.scalar[i] = args[i].value;
 	}
-	slice = snpu_div_round_up(snpu_kernel_units(&l), block_dim);
+	slice = snpu_kernel_units(&l);
+	if (block_dim > 1)
+		slice = snpu_div_round_up(slice, block_dim);
+	if (!snpu_kernel_costed(kernel))
+		return slice;
 	cost = snpu_kernel_unit_cost(&l);
 	if (cost && slice > ~0ULL / cost)
 		return ~0ULL;
@@ -513,9 +534,10 @@ __u64 snpu_kernel_units(const struct snpu_klaunch *l)
 }
 
 /**
- * snpu_kernel_slice() - the units one block of a launch works on
- * @l: a launch snpu_kernel_check() accepted
- * @block: the block, below @l->block_dim
+ * snpu_kernel_split() - the units one block of @units works on
+ * @units: units of the launch (snpu_kernel_units())
+ * @block_dim: number of blocks
+ * @block: the block, below @block_dim
  * @begin: out: first unit of the block's slice
  * @end: out: one past its last unit
  *
@@ -523,24 +545,45 @@ __u64 snpu_kernel_units(const struct snpu_klaunch *l)
  * b * c), min(n, b * c + c)). A slice may be empty (n < B); a block past
  * the last gets the empty slice [n, n).
  */
-void snpu_kernel_slice(const struct snpu_klaunch *l, __u32 block,
+void snpu_kernel_split(__u64 units, __u32 block_dim, __u32 block,
 		       __u64 *begin, __u64 *end)
 {
-	__u64 n = snpu_kernel_units(l);
+	__u64 n = units;
 	__u64 c, b;
 
-	if (!l->block_dim || block >= l->block_dim) {
+	if (!block_dim || block >= block_dim) {
 		*begin = n;
 		*end = n;
 		return;
 	}
-	c = snpu_div_round_up(n, l->block_dim);
+	if (block_dim == 1) {
+		*begin = 0;
+		*end = n;
+		return;
+	}
+	c = snpu_div_round_up(n, block_dim);
 	/* block < B, so block * c <= n + B: no overflow for any real n. */
 	b = (__u64)block * c;
 	if (b > n)
 		b = n;
 	*begin = b;
 	*end = n - b < c ? n : b + c;
+}
+
+/**
+ * snpu_kernel_slice() - the units one block of a launch works on
+ * @l: a launch snpu_kernel_check() accepted
+ * @block: the block, below @l->block_dim
+ * @begin: out: first unit of the block's slice
+ * @end: out: one past its last unit
+ *
+ * snpu_kernel_split() of the launch's units.
+ */
+void snpu_kernel_slice(const struct snpu_klaunch *l, __u32 block,
+		       __u64 *begin, __u64 *end)
+{
+	snpu_kernel_split(snpu_kernel_units(l), l->block_dim, block, begin,
+			  end);
 }
 
 /* CRC-32C, reflected polynomial 0x82f63b78: the register after each byte. */
@@ -633,9 +676,26 @@ __u32 snpu_crc32c(__u32 crc, const void *buf, __u64 len)
 }
 
 /* The int and byte kernels of one chunk; f32 ones go to kernels_f32.c. */
-static int snpu_kernel_run_chunk(const struct snpu_klaunch *l, __u32 block,
-				 __u64 slice_begin, __u64 slice_end,
-				 __u64 begin, __u64 end)
+/**
+ * snpu_kernel_exec() - snpu_kernel_run() without its checks
+ * @l: a launch snpu_kernel_check() accepted, of a kernel that computes
+ *     (not NOP, SPIN or FAIL)
+ * @block: as for snpu_kernel_run()
+ * @slice_begin: as for snpu_kernel_run()
+ * @slice_end: as for snpu_kernel_run()
+ * @begin: as for snpu_kernel_run()
+ * @end: as for snpu_kernel_run()
+ *
+ * For a caller that got the slice from snpu_kernel_split() of the
+ * launch's units and cuts it into chunks in order, as a core does: the
+ * arguments are then what snpu_kernel_run() checks, and nothing is
+ * checked again per chunk.
+ *
+ * Return: 0, or -EDOM as snpu_kernel_run().
+ */
+int snpu_kernel_exec(const struct snpu_klaunch *l, __u32 block,
+		     __u64 slice_begin, __u64 slice_end,
+		     __u64 begin, __u64 end)
 {
 	__u32 *u32buf = l->buf[0];
 	const __u32 *x = l->buf[1];
@@ -651,8 +711,7 @@ static int snpu_kernel_run_chunk(const struct snpu_klaunch *l, __u32 block,
 			(const __u8 *)l->buf[1] + begin, end - begin);
 		break;
 	case SNPU_KERNEL_FILL:
-		for (i = begin; i < end; i++)
-			u32buf[i] = (__u32)l->scalar[1];
+		snpu_fill32(u32buf + begin, (__u32)l->scalar[1], end - begin);
 		break;
 	case SNPU_KERNEL_ADD_I32:
 		for (i = begin; i < end; i++)
@@ -795,8 +854,7 @@ int snpu_kernel_run(const struct snpu_klaunch *l, __u32 block,
 	if (slice_begin > begin || begin > end || end > slice_end ||
 	    slice_end > snpu_kernel_units(l))
 		return -EINVAL;
-	return snpu_kernel_run_chunk(l, block, slice_begin, slice_end,
-				     begin, end);
+	return snpu_kernel_exec(l, block, slice_begin, slice_end, begin, end);
 }
 
 /**

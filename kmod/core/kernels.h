@@ -55,8 +55,13 @@ __u32 snpu_kernel_words(__u32 kernel);
 __u32 snpu_kernel_writes(__u32 kernel);
 bool snpu_kernel_uses_fpu(__u32 kernel);
 __u64 snpu_kernel_units(const struct snpu_klaunch *l);
+void snpu_kernel_split(__u64 units, __u32 block_dim, __u32 block,
+		       __u64 *begin, __u64 *end);
 void snpu_kernel_slice(const struct snpu_klaunch *l, __u32 block,
 		       __u64 *begin, __u64 *end);
+int snpu_kernel_exec(const struct snpu_klaunch *l, __u32 block,
+		     __u64 slice_begin, __u64 slice_end,
+		     __u64 begin, __u64 end);
 int snpu_kernel_run(const struct snpu_klaunch *l, __u32 block,
 		    __u64 slice_begin, __u64 slice_end,
 		    __u64 begin, __u64 end);
