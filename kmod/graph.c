@@ -563,10 +563,14 @@ static void snpu_ginst_bind(const struct snpu_graph *g,
 
 		w->op = d->tmpl.op;
 		w->nblocks = d->tmpl.nblocks;
-		if (w->op == SNPU_OP_LAUNCH)
+		if (w->op == SNPU_OP_LAUNCH) {
 			w->launch = d->tmpl.launch;
-		else
+			w->units = d->tmpl.units;
+			w->chunk = d->tmpl.chunk;
+			w->fpu = d->tmpl.fpu;
+		} else {
 			w->copy = d->tmpl.copy;
+		}
 		for (a = 0; a < SNPU_GNODE_MAX_ACC; a++)
 			if (d->res[a] != SNPU_GRES_PLAIN)
 				snpu_gwork_set(w, a,
