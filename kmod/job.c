@@ -263,33 +263,27 @@ static void snpu_job_ready_locked(struct snpu_context *ctx,
 	list_add_tail(&job->node, todo);
 }
 
-/**
- * snpu_job_finish() - complete one job
- * @job: the job
- * @error: 0 or -errno
- * @now: when it completed (ktime_get_ns()), or 0 to read the clock here
- * @todo: gets the successors that become ready
- *
- * Records the result, advances the stream, resolves the successors and
- * wakes waiters. Called without locks; the job's context stays valid
- * until the job is no longer counted in flight, which is the last thing
- * done here.
+/*
+ * Complete one job, under the lock (see snpu_job_finish()): records the
+ * result, advances the stream, resolves the successors and wakes waiters.
+ * A successor a core chained (@chained) is running already: it is not
+ * made ready.
  */
-void snpu_job_finish(struct snpu_job *job, int error, u64 now,
-		     struct list_head *todo)
+static void snpu_job_finish_locked(struct snpu_context *ctx,
+				   struct snpu_job *job, int error, u64 now,
+				   struct list_head *todo)
 {
-	struct snpu_context *ctx = job->ctx;
 	struct snpu_stream *s = job->stream;
 	struct snpu_job *w, *tmp;
 
-	snpu_job_release(job);
-
-	spin_lock(&ctx->sched_lock);
+	lockdep_assert_held(&ctx->sched_lock);
 	job->error = error;
-	job->done_ns = now ?: ktime_get_ns();
+	job->done_ns = now;
 	job->state = SNPU_JOB_DONE;
 	s->completed = job->seq;
-	snpu_job_trace_complete(ctx, job);
+	/* A chain traced it when its successor was taken (sched.c). */
+	if (!job->next || !job->next->chained)
+		snpu_job_trace_complete(ctx, job);
 	ctx->tasks_done++;
 	snpu_stats_task_done(ctx, error);
 	if (error)
@@ -299,7 +293,7 @@ void snpu_job_finish(struct snpu_job *job, int error, u64 now,
 	if (job->next) {
 		if (job->next->stitched)
 			snpu_graph_unstitch_locked(job->next, todo);
-		else if (!--job->next->pending)
+		else if (!--job->next->pending && !job->next->chained)
 			snpu_job_ready_locked(ctx, job->next, todo);
 		job->next = NULL;
 	}
@@ -327,6 +321,26 @@ void snpu_job_finish(struct snpu_job *job, int error, u64 now,
 		job->waited = false;
 		wake_up_all(&ctx->wq);
 	}
+}
+
+/**
+ * snpu_job_finish() - complete one job
+ * @job: the job
+ * @error: 0 or -errno
+ * @now: when it completed (ktime_get_ns()), or 0 to read the clock here
+ * @todo: gets the successors that become ready
+ *
+ * Called without locks; the job's context stays valid until the job is
+ * no longer counted in flight, which is the last thing done here.
+ */
+void snpu_job_finish(struct snpu_job *job, int error, u64 now,
+		     struct list_head *todo)
+{
+	struct snpu_context *ctx = job->ctx;
+
+	snpu_job_release(job);
+	spin_lock(&ctx->sched_lock);
+	snpu_job_finish_locked(ctx, job, error, now ?: ktime_get_ns(), todo);
 	spin_unlock(&ctx->sched_lock);
 }
 
@@ -419,6 +433,44 @@ void snpu_jobs_run(struct list_head *todo)
 }
 
 /**
+ * snpu_jobs_complete_run() - complete tasks a core ran back to back
+ * @job: the first; each of the others is the stream successor of the one
+ *       before it, which the core chained (see sched.c)
+ * @n: how many, at least 1
+ * @error: the last one's result, 0 or -errno; the others succeeded
+ * @now: when they completed (ktime_get_ns()), or 0 to read the clock here
+ * @handoff: see snpu_job_complete()
+ *
+ * Completes them in order under one hold of the scheduler lock, then
+ * dispatches the successors that became ready.
+ */
+void snpu_jobs_complete_run(struct snpu_job *job, u32 n, int error, u64 now,
+			    struct snpu_work **handoff)
+{
+	struct snpu_context *ctx = job->ctx;
+	struct snpu_job *j, *next;
+	LIST_HEAD(todo);
+	u32 i;
+
+	/* The links of a chain are set: each successor was read to run it. */
+	for (i = 0, j = job;; j = j->next) {
+		snpu_job_release(j);
+		if (++i == n)
+			break;
+	}
+	if (!now)
+		now = ktime_get_ns();
+	spin_lock(&ctx->sched_lock);
+	for (i = 0, j = job; i < n; i++, j = next) {
+		next = j->next;
+		snpu_job_finish_locked(ctx, j, i == n - 1 ? error : 0, now,
+				       &todo);
+	}
+	spin_unlock(&ctx->sched_lock);
+	snpu_jobs_run_handoff(&todo, handoff);
+}
+
+/**
  * snpu_job_complete() - a job has run (or was cancelled or called back)
  * @job: the job
  * @error: 0 or -errno
@@ -432,10 +484,7 @@ void snpu_jobs_run(struct list_head *todo)
 void snpu_job_complete(struct snpu_job *job, int error, u64 now,
 		       struct snpu_work **handoff)
 {
-	LIST_HEAD(todo);
-
-	snpu_job_finish(job, error, now, &todo);
-	snpu_jobs_run_handoff(&todo, handoff);
+	snpu_jobs_complete_run(job, 1, error, now, handoff);
 }
 
 /* Resolve a copy's device and host sides. */
@@ -651,7 +700,7 @@ static u64 snpu_job_commit_locked(struct snpu_context *ctx,
 {
 	struct snpu_stream *s = job->stream;
 	struct snpu_event *e = job->event;
-	struct snpu_job *cap;
+	struct snpu_job *cap, *prev;
 	u64 seq;
 
 	lockdep_assert_held(&ctx->sched_lock);
@@ -662,10 +711,10 @@ static u64 snpu_job_commit_locked(struct snpu_context *ctx,
 	snpu_job_trace_submit(ctx, job, job->seq, now);
 	job->pending = 0;
 	job->state = SNPU_JOB_WAITING;
-	if (s->tail) {
-		s->tail->next = job;
+	prev = s->tail;
+	if (prev) {
 		if (job->op == SNPU_OP_GRAPH &&
-		    snpu_graph_stitch_locked(ctx, s->tail, job))
+		    snpu_graph_stitch_locked(ctx, prev, job))
 			job->stitched = true;
 		else
 			job->pending++;
@@ -691,6 +740,14 @@ static u64 snpu_job_commit_locked(struct snpu_context *ctx,
 	}
 	job->event = NULL;
 	ctx->inflight++;
+	/*
+	 * Linked last: the core running @prev may read the link without the
+	 * lock to run @job straight after it (sched.c).
+	 */
+	if (prev) {
+		/* Pairs with that core's acquire: it sees @job complete. */
+		smp_store_release(&prev->next, job);
+	}
 	if (!job->pending)
 		snpu_job_ready_locked(ctx, job, ready);
 	return s->submitted;
@@ -772,18 +829,24 @@ again:
 		job = list_next_entry(job, node);
 	}
 	list_cut_position(batch, &ctx->free, &job->node);
-	/* Under the lock: a stale callback cookie is checked against gen. */
+	spin_unlock(&ctx->sched_lock);
+	/*
+	 * The jobs are ours now; outside the lock, so that completions are
+	 * not held up. A stale callback cookie is checked under the lock
+	 * against a DELIVERED state first, which none of these has, and only
+	 * then against gen.
+	 */
 	list_for_each_entry(job, batch, node) {
 		refcount_set(&job->ref, 1);
-		job->state = SNPU_JOB_WAITING;
+		WRITE_ONCE(job->state, SNPU_JOB_WAITING);
 		job->waited = false;
 		job->cqe = false;
 		job->stitched = false;
+		job->chained = false;
 		job->submit_ns = 0;
 		job->start_ns = 0;
 		job->gen++;
 	}
-	spin_unlock(&ctx->sched_lock);
 	return 0;
 }
 

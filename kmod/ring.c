@@ -271,6 +271,23 @@ static bool snpu_ring_nop_locked(struct snpu_context *ctx,
 	return seq;
 }
 
+/*
+ * Commit the prepared jobs at the front of @jobs: those before @next, or
+ * all of them when @next is NULL. They leave @jobs.
+ */
+static void snpu_ring_commit_prepared(struct snpu_context *ctx,
+				      struct list_head *jobs,
+				      struct snpu_job *next)
+{
+	LIST_HEAD(prepared);
+
+	if (next)
+		list_cut_before(&prepared, jobs, &next->node);
+	else
+		list_splice_init(jobs, &prepared);
+	snpu_jobs_commit(ctx, &prepared);
+}
+
 /**
  * snpu_ring_consume_locked() - take SQEs from the submission ring
  * @ctx: the context, with rings
@@ -288,10 +305,10 @@ static bool snpu_ring_nop_locked(struct snpu_context *ctx,
 u32 snpu_ring_consume_locked(struct snpu_context *ctx, u32 max)
 {
 	struct snpu_ring *ring = ctx->ring;
-	struct snpu_job *job;
+	/* Reserved jobs; those before @next are prepared, in SQ order. */
+	struct snpu_job *job, *next = NULL;
 	u32 tail, avail, n;
-	LIST_HEAD(spare);
-	LIST_HEAD(good);
+	LIST_HEAD(jobs);
 	struct snpu_task t;
 	u64 now = 0;
 	int ret;
@@ -311,37 +328,40 @@ u32 snpu_ring_consume_locked(struct snpu_context *ctx, u32 max)
 		       sizeof(t));
 		if (snpu_task_is_nop(&t)) {
 			/* Only behind the tasks before it: link them first. */
-			if (!list_empty(&good)) {
-				snpu_jobs_commit(ctx, &good);
+			if (!list_empty(&jobs) &&
+			    list_first_entry(&jobs, struct snpu_job, node) != next) {
+				snpu_ring_commit_prepared(ctx, &jobs, next);
 				now = 0;
 			}
 			if (snpu_ring_nop_locked(ctx, ring, &t, &now))
 				continue;
 		}
-		if (list_empty(&spare)) {
+		if (!next) {
 			/* Slots for a stretch: two lock trips for all of it. */
-			snpu_jobs_commit(ctx, &good);
+			snpu_ring_commit_prepared(ctx, &jobs, NULL);
 			now = 0;
 			if (snpu_jobs_reserve(ctx, min_t(u32, avail - n,
 							 SNPU_RING_BATCH),
-					      &spare) &&
-			    snpu_jobs_reserve(ctx, 1, &spare))
+					      &jobs) &&
+			    snpu_jobs_reserve(ctx, 1, &jobs))
 				break;
+			next = list_first_entry(&jobs, struct snpu_job, node);
 		}
 		snpu_sq_advance(ring);
-		job = list_first_entry(&spare, struct snpu_job, node);
+		job = next;
+		next = list_is_last(&job->node, &jobs) ? NULL :
+						       list_next_entry(job, node);
 		ret = snpu_job_prepare_locked(ctx, job, &t);
-		list_del_init(&job->node);
 		if (ret) {
+			list_del_init(&job->node);
 			snpu_ring_refuse(ctx, job, t.user_data, ret);
 		} else {
 			job->cqe = true;
-			list_add_tail(&job->node, &good);
 		}
 	}
-	snpu_jobs_commit(ctx, &good);
-	if (!list_empty(&spare))
-		snpu_jobs_unwind(ctx, &spare);
+	snpu_ring_commit_prepared(ctx, &jobs, next);
+	if (!list_empty(&jobs))
+		snpu_jobs_unwind(ctx, &jobs);
 	return n;
 }
 

@@ -29,6 +29,14 @@
 /* Bytes a copy or memset moves between checks for cancellation. */
 #define SNPU_COPY_CHUNK		BIT(20)
 
+/*
+ * Tasks a core runs back to back on one stream before it completes them,
+ * and the most units (bytes for a copy or memset) of each: see
+ * snpu_chain().
+ */
+#define SNPU_CHAIN_MAX		16
+#define SNPU_CHAIN_WORK		4096
+
 /* Is any job waiting for a core? A hint: read without the lock. */
 static bool snpu_ready(struct snpu_device *sdev)
 {
@@ -375,13 +383,92 @@ static void snpu_run_first(struct snpu_core *core, struct snpu_work *w,
 			      job->seq, core->index);
 }
 
+/* The core reads the clock: its busy time runs to now. */
+static u64 snpu_core_clock(struct snpu_core *core)
+{
+	u64 now = ktime_get_ns();
+
+	WRITE_ONCE(core->busy_ns, core->busy_ns + now - core->clock);
+	core->clock = now;
+	return now;
+}
+
+/*
+ * Can @job, the stream successor of a task a core just ran, run on that
+ * core straight away? A one-block launch (not SPIN), copy or memset of
+ * at most SNPU_CHAIN_WORK units or bytes in one chunk: short enough that
+ * the completions left waiting for it are not held up for long. Its
+ * predecessor on the stream is its only one (only STREAM_WAIT and graph
+ * launches have others), so it is ready as soon as that completes.
+ */
+static bool snpu_chainable(const struct snpu_job *job)
+{
+	const struct snpu_work *w = &job->work;
+
+	switch (job->op) {
+	case SNPU_OP_LAUNCH:
+		/* A NOP needs no core: it completes when it is reached. */
+		return w->nblocks == 1 && w->launch.kernel != SNPU_KERNEL_SPIN &&
+		       w->launch.kernel != SNPU_KERNEL_NOP &&
+		       w->units <= SNPU_CHAIN_WORK && w->units <= w->chunk;
+	case SNPU_OP_COPY:
+	case SNPU_OP_MEMSET:
+		return w->copy.bytes <= SNPU_CHAIN_WORK;
+	default:
+		return false;
+	}
+}
+
+/*
+ * @w, a task's one block, ran without error: when its stream successor
+ * is committed and chainable, leave @w's completion for later and hand
+ * the successor to the core, without the scheduler lock, the ready lists
+ * or a clock reading. The chain ends at SNPU_CHAIN_MAX tasks, at a task
+ * that fails or whose successor is not there or not chainable; the core
+ * then completes all of it at once (snpu_jobs_complete_run()).
+ *
+ * Return: true when @w joined the chain and its successor is handed off.
+ */
+static bool snpu_chain(struct snpu_core *core, struct snpu_work *w, int error,
+		       struct snpu_work **handoff)
+{
+	struct snpu_job *job = w->job, *next;
+
+	if (error || w->gnode || w->nblocks != 1 || *handoff ||
+	    core->chained == SNPU_CHAIN_MAX - 1)
+		return false;
+	/* Pairs with the release of the link at commit (job.c). */
+	next = smp_load_acquire(&job->next);
+	if (!next || !snpu_chainable(next))
+		return false;
+	if (!core->chained++)
+		core->chain = job;
+	/*
+	 * A trace shows the task complete before its successor starts: the
+	 * completion event is sent now (with a clock reading of its own), and
+	 * not again when the chain completes.
+	 */
+	if (trace_snpu_task_complete_enabled()) {
+		job->error = 0;
+		job->done_ns = snpu_core_clock(core);
+		snpu_job_trace_complete(job->ctx, job);
+	}
+	next->chained = true;
+	next->work.next_block = 1;
+	atomic_set(&next->work.blocks_left, 1);
+	atomic_set(&next->work.fail, 0);
+	*handoff = &next->work;
+	return true;
+}
+
 /*
  * Run one block on @core. The watchdog times the block from when its core
  * took it: time a job spends waiting for other contexts' turns is not its
- * own. The core reads the clock once per block, at its end: that reading
- * is the block's completion time and the next block's start (a core
- * takes its next block at once, or reads the clock when it wakes). The
- * core's busy time and block count are its own: no lock.
+ * own. The core reads the clock when it wakes, after a block of a work
+ * with more to run, and when it completes tasks: that reading is their
+ * completion time (and the start of what it runs next). Tasks it chains
+ * (snpu_chain()) complete together, with one reading. The core's busy
+ * time and block count are its own: no lock.
  */
 static void snpu_run(struct snpu_core *core, struct snpu_work *w, u32 block,
 		     struct snpu_work **handoff)
@@ -398,16 +485,27 @@ static void snpu_run(struct snpu_core *core, struct snpu_work *w, u32 block,
 		ret = snpu_run_block(w, block, deadline);
 	else if (!ret)
 		ret = snpu_run_copy(w, deadline);
-	core->clock = ktime_get_ns();
-	WRITE_ONCE(core->busy_ns, core->busy_ns + core->clock - start);
 	WRITE_ONCE(core->blocks, core->blocks + 1);
 	if (ret) {
 		atomic_cmpxchg(&w->fail, 0, ret);
 		snpu_sched_drop(w);
 	}
-	if (atomic_dec_and_test(&w->blocks_left))
-		snpu_work_complete(w, atomic_read(&w->fail), core->clock,
-				   handoff);
+	if (!atomic_dec_and_test(&w->blocks_left)) {
+		snpu_core_clock(core);
+		return;
+	}
+	ret = atomic_read(&w->fail);
+	if (snpu_chain(core, w, ret, handoff))
+		return;
+	if (core->chained) {
+		/* @w is the last of a chain: its successor was not taken. */
+		snpu_jobs_complete_run(core->chain, core->chained + 1, ret,
+				       snpu_core_clock(core), handoff);
+		core->chain = NULL;
+		core->chained = 0;
+		return;
+	}
+	snpu_work_complete(w, ret, snpu_core_clock(core), handoff);
 }
 
 static int snpu_core_fn(void *data)

@@ -145,8 +145,11 @@ struct snpu_dev_pcpu {
  * @sdev: the device
  * @thread: the core's kernel thread
  * @index: the core's number in the device, 0 on
- * @clock: the core's last clock reading (ktime_get_ns()): the end of its
- *         last block, or when it woke up; its own thread's only
+ * @clock: the core's last clock reading (ktime_get_ns()); its own
+ *         thread's only, like @chain and @chained
+ * @chain: the first of the tasks it ran back to back on one stream and
+ *         has not completed yet (see sched.c)
+ * @chained: how many, the task it runs now not counted
  * @busy_ns: nanoseconds spent running blocks
  * @blocks: blocks run
  *
@@ -158,6 +161,8 @@ struct snpu_core {
 	struct task_struct *thread;
 	unsigned int index;
 	u64 clock;
+	struct snpu_job *chain;
+	u32 chained;
 	u64 busy_ns;
 	u64 blocks;
 };
@@ -466,6 +471,9 @@ struct snpu_work {
  *            when it started without one; else 0
  * @stitched: SNPU_OP_GRAPH: started without waiting for the launch before
  *            it on its stream, whose completion it still waits for
+ * @chained: run by the core that ran its stream predecessor, straight
+ *           after it: that completion does not make it ready (set and
+ *           read by that core only)
  * @work: LAUNCH, COPY, MEMSET: what the cores run
  * @ginst: SNPU_OP_GRAPH: the instance of the graph it runs
  * @mem: device allocations the job names, referenced until completion
@@ -502,6 +510,7 @@ struct snpu_job {
 	u64 submit_ns;
 	u64 start_ns;
 	bool stitched;
+	bool chained;
 
 	struct snpu_work work;
 	struct snpu_ginst *ginst;
@@ -839,6 +848,8 @@ void snpu_job_complete(struct snpu_job *job, int error, u64 now,
 		       struct snpu_work **handoff);
 void snpu_job_finish(struct snpu_job *job, int error, u64 now,
 		     struct list_head *todo);
+void snpu_jobs_complete_run(struct snpu_job *job, u32 n, int error, u64 now,
+			    struct snpu_work **handoff);
 void snpu_jobs_run_handoff(struct list_head *todo, struct snpu_work **handoff);
 int snpu_submit_locked(struct snpu_context *ctx, union snpu_ioc_arg *arg);
 int snpu_jobs_reserve(struct snpu_context *ctx, u32 count,
