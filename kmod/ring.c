@@ -6,10 +6,13 @@
  * the counters it owns and trusts no value the process writes: a tail
  * that claims more than a ring is clamped and counted, a head that makes
  * the CQ look fuller than it can be only delays completions.
+ *
+ * In order: the CQ side (posting a completion, the one call through which
+ * completions reach the ring, and parking it while the CQ is full), SQ
+ * consumption (each SQE checked and turned into a job like a task of
+ * SNPU_IOC_SUBMIT), ENTER, setup, teardown and mmap. The kernel poller
+ * that consumes SQEs without ENTER is in sqpoll.c.
  */
-#include <linux/capability.h>
-#include <linux/cred.h>
-#include <linux/kthread.h>
 #include <linux/ktime.h>
 #include <linux/log2.h>
 #include <linux/mm.h>
@@ -39,53 +42,6 @@
 /* SQEs checked between two commits. */
 #define SNPU_RING_BATCH		64
 #define SNPU_RING_MAX_IDLE_MS	10000
-
-/*
- * Without CAP_SYS_NICE a user runs at most this many pollers per device,
- * each spinning at most this long on an empty SQ (longer idle_ms is
- * clamped): a poller is a kernel thread outside the user's cgroup.
- */
-#define SNPU_RING_USER_POLLERS	4
-#define SNPU_RING_USER_IDLE_MS	100
-
-/* (user, device) -> number of pollers running, as an xarray value. */
-static DEFINE_MUTEX(snpu_pollers_lock);
-static DEFINE_XARRAY(snpu_pollers);
-
-/* Count a new poller of the calling user on @sdev. */
-static int snpu_poller_charge(struct snpu_device *sdev, unsigned long *keyp)
-{
-	unsigned long key, n;
-	void *entry;
-	int ret = 0;
-
-	key = (unsigned long)__kuid_val(current_uid()) * SNPU_MAX_DEVICES +
-	      sdev->index;
-	mutex_lock(&snpu_pollers_lock);
-	entry = xa_load(&snpu_pollers, key);
-	n = entry ? xa_to_value(entry) : 0;
-	if (n >= SNPU_RING_USER_POLLERS && !capable(CAP_SYS_NICE))
-		ret = -EAGAIN;
-	else
-		ret = xa_err(xa_store(&snpu_pollers, key, xa_mk_value(n + 1),
-				      GFP_KERNEL_ACCOUNT));
-	mutex_unlock(&snpu_pollers_lock);
-	*keyp = key;
-	return ret;
-}
-
-static void snpu_poller_uncharge(unsigned long key)
-{
-	unsigned long n;
-
-	mutex_lock(&snpu_pollers_lock);
-	n = xa_to_value(xa_load(&snpu_pollers, key));
-	if (n > 1)
-		xa_store(&snpu_pollers, key, xa_mk_value(n - 1), GFP_KERNEL);
-	else
-		xa_erase(&snpu_pollers, key);
-	mutex_unlock(&snpu_pollers_lock);
-}
 
 static u32 *snpu_ring_word(struct snpu_ring *ring, unsigned int off)
 {
@@ -155,8 +111,14 @@ void snpu_ring_post_locked(struct snpu_context *ctx, struct snpu_job *job)
 	snpu_ring_wake_locked(ring);
 }
 
-/* Move parked completions into the CQ while there is room. */
-static bool snpu_ring_flush(struct snpu_context *ctx, struct snpu_ring *ring)
+/**
+ * snpu_ring_flush() - move parked completions into the CQ while there is room
+ * @ctx: the context
+ * @ring: its rings
+ *
+ * Return: true when no completion is left parked.
+ */
+bool snpu_ring_flush(struct snpu_context *ctx, struct snpu_ring *ring)
 {
 	struct snpu_job *job;
 	bool empty;
@@ -365,131 +327,6 @@ u32 snpu_ring_consume_locked(struct snpu_context *ctx, u32 max)
 	return n;
 }
 
-static bool snpu_sq_pending(struct snpu_ring *ring)
-{
-	/* Pairs with the process's release of the tail after the entries. */
-	return smp_load_acquire(ring->sq_tail_user) != ring->sq_head;
-}
-
-/* SQEs to take: pending, and the process is not locked for snapshot. */
-static bool snpu_poller_work(struct snpu_context *ctx)
-{
-	return snpu_sq_pending(ctx->ring) &&
-	       READ_ONCE(ctx->proc->state) == SNPU_STATE_RUNNING;
-}
-
-static bool snpu_poller_wake(struct snpu_context *ctx)
-{
-	return snpu_poller_work(ctx) || READ_ONCE(ctx->ring->kicked) ||
-	       kthread_should_stop();
-}
-
-/**
- * snpu_ring_kick() - make the kernel poller look at its SQ again
- * @ctx: the context; nothing happens without a poller
- *
- * Called when the process is unlocked after a snapshot.
- */
-void snpu_ring_kick(struct snpu_context *ctx)
-{
-	struct snpu_ring *ring;
-
-	mutex_lock(&ctx->lock);
-	ring = ctx->ring;
-	if (ring && ring->poller) {
-		WRITE_ONCE(ring->kicked, true);
-		wake_up(&ring->poll_wq);
-	}
-	mutex_unlock(&ctx->lock);
-}
-
-/*
- * Task slots ran out with SQEs left: sleep until a slot frees (@gen was
- * read before the consumption that found none), ENTER kicks, or stop.
- *
- * Completions parked in a full CQ hold task slots, and a process may reap
- * the CQ without a system call: the poller moves in what there is room
- * for itself, and while some stay parked it looks at the CQ again every
- * jiffy instead of sleeping until an ENTER.
- */
-static void snpu_poller_wait_slot(struct snpu_context *ctx,
-				  struct snpu_ring *ring, u32 gen)
-{
-	bool freed, parked;
-
-	parked = !snpu_ring_flush(ctx, ring);
-	spin_lock(&ctx->sched_lock);
-	freed = ring->slot_gen != gen;
-	if (!freed)
-		ring->slot_wait = true;
-	spin_unlock(&ctx->sched_lock);
-	if (freed)
-		return;
-	wait_event_interruptible_timeout(ring->poll_wq,
-					 READ_ONCE(ring->slot_gen) != gen ||
-					 READ_ONCE(ring->kicked) ||
-					 kthread_should_stop(),
-					 parked ? 1 : MAX_SCHEDULE_TIMEOUT);
-	WRITE_ONCE(ring->kicked, false);
-}
-
-static int snpu_ring_poller(void *data)
-{
-	struct snpu_context *ctx = data;
-	/* Published before this thread was woken. */
-	struct snpu_ring *ring = smp_load_acquire(&ctx->ring);
-	unsigned long idle = msecs_to_jiffies(ring->idle_ms);
-	unsigned long last = jiffies;
-	bool entered;
-	u32 n, gen;
-
-	while (!kthread_should_stop()) {
-		bool pending = snpu_poller_work(ctx);
-
-		/* Parked completions go in as the process reaps (no lock if none). */
-		snpu_ring_flush(ctx, ring);
-		n = 0;
-		entered = false;
-		/* A snapshot lock waits for a consumption in progress. */
-		if (pending && snpu_proc_try_enter(ctx->proc)) {
-			entered = true;
-			/* Before the consumption: a slot freed after it counts. */
-			gen = smp_load_acquire(&ring->slot_gen);
-			mutex_lock(&ctx->lock);
-			n = snpu_ring_consume_locked(ctx, U32_MAX);
-			mutex_unlock(&ctx->lock);
-			snpu_proc_exit(ctx->proc);
-		}
-		if (entered && !n) {
-			/* SQEs but no task slot: no spinning, no timer. */
-			snpu_poller_wait_slot(ctx, ring, gen);
-			last = jiffies;
-			continue;
-		}
-		if (n || !time_after(jiffies, last + idle)) {
-			if (n)
-				last = jiffies;
-			cond_resched();
-			continue;
-		}
-		/* Flag first, then look once more, then sleep. */
-		smp_store_mb(*ring->sq_flags, SNPU_SQ_NEED_WAKEUP);
-		if (!pending)
-			wait_event_interruptible(ring->poll_wq,
-						 snpu_poller_wake(ctx));
-		else
-			/* A snapshot transition in progress: look again later. */
-			wait_event_interruptible_timeout(ring->poll_wq,
-							 READ_ONCE(ring->kicked) ||
-							 kthread_should_stop(),
-							 idle);
-		WRITE_ONCE(ring->kicked, false);
-		WRITE_ONCE(*ring->sq_flags, 0);
-		last = jiffies;
-	}
-	return 0;
-}
-
 /*
  * Wait condition of ENTER: @want completions in the CQ. When not yet,
  * leave the CQ tail to wake at; the earliest target of all waiters wins,
@@ -678,21 +515,9 @@ int snpu_ioc_ring_setup(struct snpu_context *ctx, union snpu_ioc_arg *arg)
 	 * mmap read it without the context lock.
 	 */
 	if (s->flags & SNPU_RING_SQPOLL) {
-		struct task_struct *t;
-
-		if (!ns_capable_noaudit(&init_user_ns, CAP_SYS_NICE))
-			ring->idle_ms = min(ring->idle_ms, SNPU_RING_USER_IDLE_MS);
-		ret = snpu_poller_charge(ctx->sdev, &ring->poller_key);
+		ret = snpu_sqpoll_create(ctx, ring);
 		if (ret)
 			goto err_unlock;
-		t = kthread_create(snpu_ring_poller, ctx, "%s/sq",
-				   ctx->sdev->name);
-		if (IS_ERR(t)) {
-			snpu_poller_uncharge(ring->poller_key);
-			ret = PTR_ERR(t);
-			goto err_unlock;
-		}
-		ring->poller = t;
 	}
 	spin_lock(&ctx->sched_lock);
 	/*
@@ -712,20 +537,6 @@ err_unlock:
 	vfree(ring->mem);
 	kfree(ring);
 	return ret;
-}
-
-/**
- * snpu_ring_stop() - stop the poller of a closing context
- * @ctx: the context; no ioctl runs on it any more
- */
-void snpu_ring_stop(struct snpu_context *ctx)
-{
-	struct snpu_ring *ring = ctx->ring;
-
-	if (ring && ring->poller) {
-		kthread_stop(ring->poller);
-		snpu_poller_uncharge(ring->poller_key);
-	}
 }
 
 /**

@@ -918,10 +918,14 @@ static inline void vm_flags_clear(struct vm_area_struct *vma,
 
 /* ring.c */
 void snpu_ring_post_locked(struct snpu_context *ctx, struct snpu_job *job);
+bool snpu_ring_flush(struct snpu_context *ctx, struct snpu_ring *ring);
 u32 snpu_ring_consume_locked(struct snpu_context *ctx, u32 max);
-void snpu_ring_stop(struct snpu_context *ctx);
 void snpu_ring_free(struct snpu_context *ctx);
+
+/* sqpoll.c */
+int snpu_sqpoll_create(struct snpu_context *ctx, struct snpu_ring *ring);
 void snpu_ring_kick(struct snpu_context *ctx);
+void snpu_ring_stop(struct snpu_context *ctx);
 int snpu_ring_mmap(struct snpu_context *ctx, struct vm_area_struct *vma);
 
 /* callback.c */

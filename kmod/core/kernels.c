@@ -301,28 +301,65 @@ static bool snpu_kernel_costed(__u32 kernel)
 }
 
 /*
+ * Where a launch's units and unit cost are read from: the bytes of its
+ * buffer arguments and the values of its scalar ones, in a resolved launch
+ * (stride 1) or in the task's arguments (stride 2). Passed by value, so
+ * that no caller needs a copy of the launch on its stack.
+ */
+struct snpu_kdims {
+	const __u64 *bytes;
+	const __u64 *scalar;
+	unsigned int stride;
+};
+
+static_assert(sizeof(struct snpu_kernel_arg) == 2 * sizeof(__u64),
+	      "snpu_kdims strides over the arguments");
+
+static __u64 snpu_b(struct snpu_kdims d, unsigned int i)
+{
+	return d.bytes[i * d.stride];
+}
+
+static __u64 snpu_s(struct snpu_kdims d, unsigned int i)
+{
+	return d.scalar[i * d.stride];
+}
+
+static struct snpu_kdims snpu_kdims_launch(const struct snpu_klaunch *l)
+{
+	return (struct snpu_kdims){ l->bytes, l->scalar, 1 };
+}
+
+static struct snpu_kdims snpu_kdims_args(const struct snpu_kernel_arg *args)
+{
+	return (struct snpu_kdims){ &args[0].bytes, &args[0].value, 2 };
+}
+
+/*
  * Cost of one unit of a launch, in the units of SNPU_KERNEL_BLOCK_WORK_MAX:
  * k multiply-adds per output element of the GEMMs, ncls per row of
  * SOFTMAX_XENT and ARGMAX, rows per column of COLSUM, 1 for the other
- * kernels. Only the scalars and bytes of @l are read.
+ * kernels.
  */
-static __u64 snpu_kernel_unit_cost(const struct snpu_klaunch *l)
+static __u64 snpu_kernel_unit_cost(__u32 kernel, struct snpu_kdims d)
 {
-	switch (l->kernel) {
+	switch (kernel) {
 	case SNPU_KERNEL_GEMM_F32:
 	case SNPU_KERNEL_GEMM_TN_F32:
 	case SNPU_KERNEL_GEMM_NT_F32:
-		return l->scalar[5];
+		return snpu_s(d, 5);
 	case SNPU_KERNEL_SOFTMAX_XENT_F32:
-		return l->scalar[4];
+		return snpu_s(d, 4);
 	case SNPU_KERNEL_ARGMAX_F32:
-		return l->scalar[2];
+		return snpu_s(d, 2);
 	case SNPU_KERNEL_COLSUM_F32:
-		return snpu_div64(l->bytes[1] / 4, l->scalar[2]);
+		return snpu_div64(snpu_b(d, 1) / 4, snpu_s(d, 2));
 	default:
 		return 1;
 	}
 }
+
+static __u64 snpu_kernel_units_of(__u32 kernel, struct snpu_kdims d);
 
 /*
  * The work of the largest block of a launch whose arguments are otherwise
@@ -334,27 +371,20 @@ static __u64 snpu_kernel_unit_cost(const struct snpu_klaunch *l)
 static __u64 snpu_kernel_block_work(__u32 kernel, __u32 block_dim,
 				    const struct snpu_kernel_arg *args)
 {
-	struct snpu_klaunch l;
-	__u64 slice, cost;
-	unsigned int i;
-
 	/*
 	 * The units and the cost read the bytes of buffer arguments and the
 	 * values of scalar ones only, and unused arguments are zero: no need
 	 * to tell them apart here.
 	 */
-	l.kernel = kernel;
-	l.block_dim = block_dim;
-	for (i = 0; i < SNPU_KERNEL_MAX_ARGS; i++) {
-		l.bytes[i] = args[i].bytes;
-		l.scalar[i] = args[i].value;
-	}
-	slice = snpu_kernel_units(&l);
+	struct snpu_kdims d = snpu_kdims_args(args);
+	__u64 slice, cost;
+
+	slice = snpu_kernel_units_of(kernel, d);
 	if (block_dim > 1)
 		slice = snpu_div_round_up(slice, block_dim);
 	if (!snpu_kernel_costed(kernel))
 		return slice;
-	cost = snpu_kernel_unit_cost(&l);
+	cost = snpu_kernel_unit_cost(kernel, d);
 	if (cost && slice > ~0ULL / cost)
 		return ~0ULL;
 	return slice * cost;
@@ -499,10 +529,15 @@ bool snpu_kernel_uses_fpu(__u32 kernel)
  */
 __u64 snpu_kernel_units(const struct snpu_klaunch *l)
 {
-	switch (l->kernel) {
+	return snpu_kernel_units_of(l->kernel, snpu_kdims_launch(l));
+}
+
+static __u64 snpu_kernel_units_of(__u32 kernel, struct snpu_kdims d)
+{
+	switch (kernel) {
 	case SNPU_KERNEL_COPY:
 	case SNPU_KERNEL_CRC32C:
-		return l->bytes[1];
+		return snpu_b(d, 1);
 	case SNPU_KERNEL_FILL:
 	case SNPU_KERNEL_ADD_I32:
 	case SNPU_KERNEL_ADD_F32:
@@ -513,21 +548,21 @@ __u64 snpu_kernel_units(const struct snpu_klaunch *l)
 	case SNPU_KERNEL_BIAS_ADD_F32:
 	case SNPU_KERNEL_RELU_BWD_F32:
 	case SNPU_KERNEL_AFFINE_F32:
-		return l->bytes[0] / 4;
+		return snpu_b(d, 0) / 4;
 	case SNPU_KERNEL_GEMM_F32:
 	case SNPU_KERNEL_GEMM_TN_F32:
 	case SNPU_KERNEL_GEMM_NT_F32:
-		return l->scalar[3] * l->scalar[4];
+		return snpu_s(d, 3) * snpu_s(d, 4);
 	case SNPU_KERNEL_REDUCE_SUM_I32:
 	case SNPU_KERNEL_REDUCE_SUM_F32:
 	case SNPU_KERNEL_COUNT_EQ_I32:
-		return l->bytes[1] / 4;
+		return snpu_b(d, 1) / 4;
 	case SNPU_KERNEL_SOFTMAX_XENT_F32:
-		return snpu_div64(l->bytes[2] / 4, l->scalar[4]);
+		return snpu_div64(snpu_b(d, 2) / 4, snpu_s(d, 4));
 	case SNPU_KERNEL_ARGMAX_F32:
-		return snpu_div64(l->bytes[1] / 4, l->scalar[2]);
+		return snpu_div64(snpu_b(d, 1) / 4, snpu_s(d, 2));
 	case SNPU_KERNEL_COLSUM_F32:
-		return l->scalar[2];
+		return snpu_s(d, 2);
 	default:
 		return 0;
 	}
@@ -791,7 +826,9 @@ int snpu_kernel_exec(const struct snpu_klaunch *l, __u32 block,
 	case SNPU_KERNEL_COLSUM_F32:
 		n = (__u32)l->scalar[2];
 		snpu_f32_colsum(l->buf[0], l->buf[1], n,
-				snpu_kernel_unit_cost(l), begin, end);
+				snpu_kernel_unit_cost(l->kernel,
+						      snpu_kdims_launch(l)),
+				begin, end);
 		break;
 	case SNPU_KERNEL_ARGMAX_F32:
 		snpu_f32_argmax(l->buf[0], l->buf[1], (__u32)l->scalar[2],
@@ -875,7 +912,7 @@ __u64 snpu_kernel_chunk(const struct snpu_klaunch *l)
 
 	if (!snpu_kernel_costed(l->kernel))
 		return SNPU_KERNEL_CHUNK;
-	cost = snpu_kernel_unit_cost(l);
+	cost = snpu_kernel_unit_cost(l->kernel, snpu_kdims_launch(l));
 	if (!cost)
 		return 1;
 	return cost >= SNPU_KERNEL_CHUNK_WORK ? 1 :
