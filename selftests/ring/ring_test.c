@@ -2607,68 +2607,20 @@ TEST_F(ring, poller_cqe_implies_sqe_free)
 }
 
 /*
- * A poller on a ring whose CQ keeps overflowing: reaping and ENTER (which
- * moves the waiting completions in and gives their slots back) keep it
- * going; every task completes exactly once, in order.
+ * A poller on a ring whose CQ keeps overflowing. The process reaps only
+ * once the CQ is full or completions are parked, so completions park, and
+ * the parked ones hold task slots the poller may be waiting for. With
+ * @enter, the process then enters (ENTER moves them in and gives their
+ * slots back). Without it, the process never enters on its own: it reaps
+ * the CQ from memory and submits with snpu_ring_submit(), which enters
+ * only when the poller asks to be woken; the poller, waiting for a slot,
+ * moves the parked completions in itself once the process has made room.
+ * Either way every task completes exactly once, in order.
  */
 #define POLL_OV_TASKS	8000
 
-TEST_F_TIMEOUT(ring, poller_overflow_recovery, 60)
-{
-	struct snpu_cqe c[64];
-	unsigned int sent = 0, reaped = 0, i, n;
-	struct order o;
-	int ret;
-
-	ASSERT_EQ(0, snpu_ring_init_params(self->dev,
-		&(struct snpu_ring_setup){ .flags = SNPU_RING_SQPOLL,
-					   .sq_entries = 64,
-					   .cq_entries = 64 }, &self->ring));
-	order_init(&o, 1);
-	while (reaped < POLL_OV_TASKS) {
-		while (sent < POLL_OV_TASKS &&
-		       !sqe_nop(&self->ring, self->stream, UD(0, sent)))
-			sent++;
-		ret = snpu_ring_submit(&self->ring);
-		ASSERT_GE(ret, 0) TH_LOG("submit: %s", strerror(-ret));
-		/*
-		 * Room for more before reaping, unless completions are
-		 * parked: then only ENTER moves them in, and the parked ones
-		 * hold task slots the poller may be waiting for.
-		 */
-		if (sent < POLL_OV_TASKS &&
-		    snpu_ring_cq_ready(&self->ring) < self->ring.cq.entries &&
-		    !(__atomic_load_n(self->ring.cq.kflags, __ATOMIC_ACQUIRE) &
-		      SNPU_CQ_OVERFLOW))
-			continue;
-		n = reap(&self->ring, c, 64);
-		for (i = 0; i < n; i++)
-			ASSERT_ORDER(&o, &c[i]);
-		reaped += n;
-		if (!n && reaped < POLL_OV_TASKS) {
-			/* Flushes what waits for room, else waits. */
-			ret = snpu_ring_enter(&self->ring, 0, 1,
-					      SNPU_ENTER_GETEVENTS, WAIT_NS);
-			ASSERT_EQ(0, ret) TH_LOG("%u of %u reaped: %s", reaped,
-						 sent, strerror(-ret));
-		} else {
-			ASSERT_EQ(0, snpu_ring_enter(&self->ring, 0, 0, 0, 0));
-		}
-	}
-	EXPECT_EQ((uint64_t)POLL_OV_TASKS, o.next[0]);
-	EXPECT_EQ(0U, *self->ring.cq.kflags);
-	EXPECT_EQ(0U, snpu_ring_cq_ready(&self->ring));
-}
-
-/*
- * The same with a process that never enters on its own: it reaps the CQ
- * from memory and submits with snpu_ring_submit(), which enters only when
- * the poller asks to be woken. Completions parked while the CQ was full
- * hold task slots; the poller, waiting for a slot, moves them in itself
- * once the process has made room, so every task completes exactly once,
- * in order.
- */
-TEST_F_TIMEOUT(ring, poller_overflow_recovery_without_enter, 60)
+static void poller_overflow(struct __test_metadata *_metadata,
+			    FIXTURE_DATA(ring) *self, bool enter)
 {
 	const struct timespec pause = { .tv_nsec = 100000 };
 	struct snpu_cqe c[64];
@@ -2687,7 +2639,6 @@ TEST_F_TIMEOUT(ring, poller_overflow_recovery_without_enter, 60)
 			sent++;
 		ret = snpu_ring_submit(&self->ring);
 		ASSERT_GE(ret, 0) TH_LOG("submit: %s", strerror(-ret));
-		/* Reaps only once the CQ is full or overflowed: completions park. */
 		if (sent < POLL_OV_TASKS &&
 		    snpu_ring_cq_ready(&self->ring) < self->ring.cq.entries &&
 		    !(__atomic_load_n(self->ring.cq.kflags, __ATOMIC_ACQUIRE) &
@@ -2697,11 +2648,33 @@ TEST_F_TIMEOUT(ring, poller_overflow_recovery_without_enter, 60)
 		for (i = 0; i < n; i++)
 			ASSERT_ORDER(&o, &c[i]);
 		reaped += n;
-		if (!n)
-			nanosleep(&pause, NULL);
+		if (!enter) {
+			if (!n)
+				nanosleep(&pause, NULL);
+		} else if (!n && reaped < POLL_OV_TASKS) {
+			/* Flushes what waits for room, else waits. */
+			ret = snpu_ring_enter(&self->ring, 0, 1,
+					      SNPU_ENTER_GETEVENTS, WAIT_NS);
+			ASSERT_EQ(0, ret) TH_LOG("%u of %u reaped: %s", reaped,
+						 sent, strerror(-ret));
+		} else {
+			ASSERT_EQ(0, snpu_ring_enter(&self->ring, 0, 0, 0, 0));
+		}
 	}
 	EXPECT_EQ((uint64_t)POLL_OV_TASKS, o.next[0]);
+	if (enter)
+		EXPECT_EQ(0U, *self->ring.cq.kflags);
 	EXPECT_EQ(0U, snpu_ring_cq_ready(&self->ring));
+}
+
+TEST_F_TIMEOUT(ring, poller_overflow_recovery, 60)
+{
+	poller_overflow(_metadata, self, true);
+}
+
+TEST_F_TIMEOUT(ring, poller_overflow_recovery_without_enter, 60)
+{
+	poller_overflow(_metadata, self, false);
 }
 
 /* ---- work through the ring ---------------------------------------------- */
