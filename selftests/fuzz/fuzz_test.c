@@ -666,6 +666,7 @@ struct fz_ctx {
 	struct fz_graph graphs[NGRAPHS];
 	unsigned int ncookies;
 	bool ring_set;
+	bool ring_tainted;		/* see ring_taint() */
 	struct snpu_ring_setup ring;
 };
 
@@ -679,6 +680,7 @@ struct fz_map {
 	char *p;
 	size_t len;
 	bool writable;
+	bool tainted;			/* MAP_RING: see ring_taint() */
 	struct snpu_ring_setup ring;	/* MAP_RING: the layout */
 };
 
@@ -1219,14 +1221,14 @@ static uint64_t pick_uptr(struct fzt *t, struct rng *r, uint64_t len)
 		return (uintptr_t)t->ro + rn(r, 64);
 	case 16:
 		return (uintptr_t)t->pool + rn(r, POOL_PAGES) * PAGE;
-	case 17:
+	case 17:	/* inside host memory of a context, or the guard page */
 		for (i = 0; i < NMAPS; i++) {
 			struct fz_map *m = &t->maps[(i + rn(r, NMAPS)) % NMAPS];
 
-			if (m->kind == MAP_HOST)
-				return (uintptr_t)m->p + rn(r, m->len);
+			if (m->kind == MAP_HOST && m->len >= len)
+				return (uintptr_t)m->p + rn(r, m->len - len + 1);
 		}
-		return (uintptr_t)t->fixed;
+		return (uintptr_t)t->scratch + sz;
 	case 18:
 		return rnd(r);
 	}
@@ -2348,6 +2350,8 @@ static void op_mem_query(struct fzt *t, struct rng *r, int c)
 			(unsigned long long)a.mem_query.bytes);
 }
 
+static void ring_taint(struct fzt *t, uint64_t lo, uint64_t hi);
+
 static void op_mem_copy(struct fzt *t, struct rng *r, int c)
 {
 	union fz_arg a;
@@ -2380,6 +2384,9 @@ static void op_mem_copy(struct fzt *t, struct rng *r, int c)
 	}
 	t->clean = false;
 	fz_ioctl(t, r, c, C_MEM_COPY, &a, 0);
+	/* Up to where it faulted, whatever the result. */
+	if (a.mem_copy.dir == SNPU_COPY_D2H)
+		ring_taint(t, a.mem_copy.dst, a.mem_copy.dst + a.mem_copy.bytes);
 }
 
 static void op_mem_set(struct fzt *t, struct rng *r, int c)
@@ -2534,7 +2541,8 @@ static void op_host_mmap(struct fzt *t, struct rng *r, int c)
 	p = mmap(want, len, prot, flags, C(t, c)->fd, (off_t)off);
 	err = p == MAP_FAILED ? errno : 0;
 	t->mmaps++;
-	snprintf(line, sizeof(line), "%s -> %s", t->cur, ename(err));
+	snprintf(line, sizeof(line), "%s -> %s at %p", t->cur, ename(err),
+		 err ? NULL : p);
 	trace_add(t, line);
 	if (err ? (err != EINVAL && err != EBUSY && err != EEXIST &&
 		   err != ENXIO) : must_fail) {
@@ -2683,6 +2691,8 @@ static void op_host_register(struct fzt *t, struct rng *r, int c)
 	}
 	if (fz_ioctl(t, r, c, C_HOST_REGISTER, &a, 0))
 		return;
+	ring_taint(t, a.host_register.addr,
+		   a.host_register.addr + a.host_register.bytes);
 	lock(t, c);
 	x = free_slot(C(t, c), K_HOST, r);
 	if (x) {
@@ -3325,8 +3335,9 @@ static void op_attached_get(struct fzt *t, struct rng *r, int c)
 
 /* ---- command queues --------------------------------------------------- */
 
-static void view_add(struct fzt *t, int c, void *p, size_t len,
-		     const struct snpu_ring_setup *s)
+/* A view of the rings of file generation @gen of ctx @c. */
+static void view_add(struct fzt *t, int c, unsigned int gen, bool tainted,
+		     void *p, size_t len, const struct snpu_ring_setup *s)
 {
 	struct fz_map *m = map_slot(t);
 
@@ -3336,21 +3347,54 @@ static void view_add(struct fzt *t, int c, void *p, size_t len,
 	}
 	m->kind = MAP_RING;
 	m->ctx = c;
-	m->gen = C(t, c)->gen;
+	m->gen = gen;
 	m->p = p;
 	m->len = len;
 	m->writable = true;
+	m->tainted = tainted;
 	m->ring = *s;
+}
+
+/*
+ * The process wrote [@lo, @hi) of its memory through the kernel (a D2H
+ * copy), or registered it, which lets the device write it until it is
+ * freed. Where that range meets a view of rings, their pages are the
+ * process's to scribble on like any other ring write: the CQ of those
+ * rings, in every view of them, is read from now on but not checked.
+ */
+static void ring_taint(struct fzt *t, uint64_t lo, uint64_t hi)
+{
+	unsigned int i, j;
+
+	for (i = 0; i < NMAPS; i++) {
+		struct fz_map *m = &t->maps[i];
+
+		if (m->kind != MAP_RING || m->tainted ||
+		    (uintptr_t)m->p >= hi || (uintptr_t)m->p + m->len <= lo)
+			continue;
+		for (j = 0; j < NMAPS; j++) {
+			struct fz_map *v = &t->maps[j];
+
+			if (v->kind == MAP_RING && v->ctx == m->ctx &&
+			    v->gen == m->gen)
+				v->tainted = true;
+		}
+		lock(t, m->ctx);
+		if (C(t, m->ctx)->gen == m->gen)
+			C(t, m->ctx)->ring_tainted = true;
+		unlock(t, m->ctx);
+	}
 }
 
 /* mmap(2) of the rings of ctx @c, sometimes mutated. */
 static void op_ring_map(struct fzt *t, struct rng *r, int c)
 {
 	struct snpu_ring_setup s;
-	bool known, must_fail = false;
+	bool known, tainted, must_fail = false;
 	uint64_t off = RING_OFFSET, len;
 	int flags = MAP_SHARED, err;
 	char line[2 * TRACE_LEN];
+	unsigned int gen;
 	void *p;
 
 	if (!map_slot(t))
@@ -3363,6 +3407,8 @@ static void op_ring_map(struct fzt *t, struct rng *r, int c)
 	lock(t, c);
 	known = C(t, c)->ring_set;
 	s = C(t, c)->ring;
+	gen = C(t, c)->gen;
+	tainted = C(t, c)->ring_tainted;
 	len = known ? s.mmap_bytes : PAGE * (1 + rn(r, 8));
 	if (known)
 		off = s.mmap_offset;
@@ -3394,7 +3440,8 @@ static void op_ring_map(struct fzt *t, struct rng *r, int c)
 	err = p == MAP_FAILED ? errno : 0;
 	unlock(t, c);
 	t->mmaps++;
-	snprintf(line, sizeof(line), "%s -> %s", t->cur, ename(err));
+	snprintf(line, sizeof(line), "%s -> %s at %p", t->cur, ename(err),
+		 err ? NULL : p);
 	trace_add(t, line);
 	if (err ? err != EINVAL && err != ENXIO : must_fail) {
 		fz_fail(t, "mmap of the rings returned %s (%s)", ename(err),
@@ -3409,7 +3456,7 @@ static void op_ring_map(struct fzt *t, struct rng *r, int c)
 		munmap(p, len);
 		return;
 	}
-	view_add(t, c, p, len, &s);
+	view_add(t, c, gen, tainted, p, len, &s);
 }
 
 static void op_ring_setup(struct fzt *t, struct rng *r, int c)
@@ -3554,8 +3601,8 @@ static void op_ring_push(struct fzt *t, struct rng *r)
 	}
 	__atomic_store_n(tail, nt, __ATOMIC_RELEASE);
 	t->ring_writes++;
-	snprintf(line, sizeof(line), "op %llu fd%d ring push %u sqes tail %u -> %u",
-		 (unsigned long long)t->op, m->ctx, n, tl, nt);
+	snprintf(line, sizeof(line), "op %llu fd%d ring push %u sqes at %p tail %u -> %u",
+		 (unsigned long long)t->op, m->ctx, n, (void *)m->p, tl, nt);
 	trace_add(t, line);
 }
 
@@ -3598,8 +3645,8 @@ static void op_ring_scribble(struct fzt *t, struct rng *r)
 		return;
 	*w = (uint32_t)boundary64(r, *w);
 	t->ring_writes++;
-	snprintf(line, sizeof(line), "op %llu fd%d ring scribble [%u] = %#x",
-		 (unsigned long long)t->op, m->ctx, off, *w);
+	snprintf(line, sizeof(line), "op %llu fd%d ring scribble %p[%u] = %#x",
+		 (unsigned long long)t->op, m->ctx, (void *)m->p, off, *w);
 	trace_add(t, line);
 }
 
@@ -3656,7 +3703,7 @@ static void op_ring_reap(struct fzt *t, struct rng *r)
 		if ((uint32_t)(tl2 - idx) >= s->cq_entries)
 			continue;
 		t->cqes++;
-		if (!cqe_ok(&e)) {
+		if (!m->tainted && !cqe_ok(&e)) {
 			fz_fail(t, "CQE user_data %#llx result %d flags %#x seq %llu time %llu",
 				(unsigned long long)e.user_data, e.result,
 				e.flags, (unsigned long long)e.seq,
@@ -3666,8 +3713,8 @@ static void op_ring_reap(struct fzt *t, struct rng *r)
 	}
 	__atomic_store_n(head, pct(r, 90) ? tl : (uint32_t)boundary64(r, tl),
 			 __ATOMIC_RELEASE);
-	snprintf(line, sizeof(line), "op %llu fd%d ring reap %u (head %u tail %u)",
-		 (unsigned long long)t->op, m->ctx, n, hd, tl);
+	snprintf(line, sizeof(line), "op %llu fd%d ring reap %u at %p (head %u tail %u)",
+		 (unsigned long long)t->op, m->ctx, n, (void *)m->p, hd, tl);
 	trace_add(t, line);
 }
 
@@ -3913,7 +3960,8 @@ static void op_state_map(struct fzt *t, struct rng *r, int c)
 		 (off_t)SNPU_STATE_MMAP_OFFSET);
 	err = p == MAP_FAILED ? errno : 0;
 	t->mmaps++;
-	snprintf(line, sizeof(line), "%s -> %s", t->cur, ename(err));
+	snprintf(line, sizeof(line), "%s -> %s at %p", t->cur, ename(err),
+		 err ? NULL : p);
 	trace_add(t, line);
 	/* A private read-only mapping is not documented either way. */
 	if (err != want && !(flags == MAP_PRIVATE && !want && err == EINVAL)) {
@@ -4212,6 +4260,7 @@ static void ctx_forget(struct fz_ctx *x)
 			x->graphs[i].st = ST_STALE;
 	x->ncookies = 0;
 	x->ring_set = false;
+	x->ring_tainted = false;
 	x->gen++;
 }
 
