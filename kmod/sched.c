@@ -158,9 +158,7 @@ static void snpu_sched_drop(struct snpu_work *w)
  */
 void snpu_work_plan(struct snpu_work *w)
 {
-	w->units = snpu_kernel_units(&w->launch);
-	w->chunk = snpu_kernel_chunk(&w->launch);
-	w->fpu = snpu_kernel_uses_fpu(w->launch.kernel);
+	w->fpu = snpu_kernel_plan(&w->launch, &w->units, &w->chunk);
 }
 
 /**

@@ -921,3 +921,22 @@ __u64 snpu_kernel_chunk(const struct snpu_klaunch *l)
 	return cost >= SNPU_KERNEL_CHUNK_WORK ? 1 :
 	       SNPU_KERNEL_CHUNK_WORK / cost;
 }
+
+/**
+ * snpu_kernel_plan() - what running a launch needs, in one call
+ * @l: a launch snpu_kernel_check() accepted
+ * @units: out: snpu_kernel_units() of @l
+ * @chunk: out: snpu_kernel_chunk() of @l
+ *
+ * For the submission path: one call per launch instead of three.
+ *
+ * Return: snpu_kernel_uses_fpu() of @l's kernel.
+ */
+bool snpu_kernel_plan(const struct snpu_klaunch *l, __u64 *units,
+		      __u64 *chunk)
+{
+	*units = snpu_kernel_units(l);
+	*chunk = snpu_kernel_costed(l->kernel) ? snpu_kernel_chunk(l) :
+		 SNPU_KERNEL_CHUNK;
+	return snpu_kernel_uses_fpu(l->kernel);
+}
