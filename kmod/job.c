@@ -74,9 +74,9 @@ static int snpu_pool_grow(struct snpu_context *ctx, u32 need)
 		set_active_memcg(old);
 		if (!chunk)
 			return -ENOMEM;
+		list_splice_tail_init(&list, &ctx->free);
 		spin_lock(&ctx->sched_lock);
 		ctx->pool[base >> SNPU_POOL_CHUNK_SHIFT] = chunk;
-		list_splice_tail_init(&list, &ctx->free);
 		/* Pairs with the acquire in snpu_pool_job(). */
 		smp_store_release(&ctx->pool_size, base + n);
 		spin_unlock(&ctx->sched_lock);
@@ -108,6 +108,7 @@ int snpu_pool_init(struct snpu_context *ctx, u32 size)
 	if (!ctx->pool)
 		return -ENOMEM;
 	INIT_LIST_HEAD(&ctx->free);
+	init_llist_head(&ctx->freed);
 	ctx->pool[0] = snpu_pool_chunk(ctx, 0, n, &ctx->free);
 	if (!ctx->pool[0]) {
 		kfree(ctx->pool);
@@ -136,14 +137,14 @@ void snpu_pool_fini(struct snpu_context *ctx)
 /**
  * snpu_job_put_locked() - drop a reference to a job
  * @ctx: the job's context
- * @job: the job; back to the free list with its last reference
+ * @job: the job; back to the pool with its last reference
  */
 void snpu_job_put_locked(struct snpu_context *ctx, struct snpu_job *job)
 {
 	lockdep_assert_held(&ctx->sched_lock);
 	if (refcount_dec_and_test(&job->ref)) {
 		job->state = SNPU_JOB_FREE;
-		list_add(&job->node, &ctx->free);
+		llist_add(&job->free_node, &ctx->freed);
 		snpu_ring_slot_freed_locked(ctx);
 	}
 }
@@ -275,6 +276,7 @@ static void snpu_job_finish_locked(struct snpu_context *ctx,
 {
 	struct snpu_stream *s = job->stream;
 	struct snpu_job *w, *tmp;
+	bool waited;
 
 	lockdep_assert_held(&ctx->sched_lock);
 	job->error = error;
@@ -310,17 +312,17 @@ static void snpu_job_finish_locked(struct snpu_context *ctx,
 		snpu_ring_post_locked(ctx, job);
 	ctx->inflight--;
 	snpu_ring_slot_freed_locked(ctx);
+	/* Read first: a reservation may take the job once it is put. */
+	waited = job->waited;
+	job->waited = false;
 	snpu_job_put_locked(ctx, job);
 	/*
 	 * Wake only those who wait for this job, or a releaser or a backup
 	 * waiting for the last one; under the lock, so that a releaser
 	 * seeing inflight 0 cannot free @ctx before we are done with it.
 	 */
-	if (job->waited ||
-	    (!ctx->inflight && (ctx->dying || ctx->draining))) {
-		job->waited = false;
+	if (waited || (!ctx->inflight && (ctx->dying || ctx->draining)))
 		wake_up_all(&ctx->wq);
-	}
 }
 
 /**
@@ -792,18 +794,21 @@ void snpu_jobs_unwind(struct snpu_context *ctx, struct list_head *batch)
 int snpu_jobs_reserve(struct snpu_context *ctx, u32 count,
 		      struct list_head *batch)
 {
-	struct snpu_job *job;
+	struct snpu_job *job, *tmp;
+	struct llist_node *freed;
 	bool grown = false;
 	u32 i;
 	int ret;
 
 	lockdep_assert_held(&ctx->lock);
-again:
-	spin_lock(&ctx->sched_lock);
-	if (ctx->inflight + count > snpu_quota.tasks) {
-		spin_unlock(&ctx->sched_lock);
+	/*
+	 * Only commits (under the context lock, which we hold) raise
+	 * @inflight: a completion lowering it meanwhile only makes this
+	 * refuse what it could have taken, as a completion just after would.
+	 */
+	if (READ_ONCE(ctx->inflight) + count > snpu_quota.tasks)
 		return -ENOSPC;
-	}
+again:
 	/*
 	 * The pool may hold the quota, one capture per event and some room
 	 * for jobs that synchronize calls hold for a moment: it may still
@@ -811,25 +816,30 @@ again:
 	 */
 	job = list_entry(&ctx->free, struct snpu_job, node);
 	for (i = 0; i < count; i++) {
-		if (list_is_last(&job->node, &ctx->free)) {
-			spin_unlock(&ctx->sched_lock);
-			/*
-			 * Only reservations (under the context lock) take
-			 * free jobs: after one growth they are there, or
-			 * the pool is full.
-			 */
-			if (grown || ctx->pool_size == ctx->pool_max)
-				return -ENOSPC;
-			ret = snpu_pool_grow(ctx, count - i);
-			if (ret)
-				return ret;
-			grown = true;
+		if (!list_is_last(&job->node, &ctx->free)) {
+			job = list_next_entry(job, node);
+			continue;
+		}
+		/* Those the completions put back since, in one exchange. */
+		freed = llist_del_all(&ctx->freed);
+		if (freed) {
+			llist_for_each_entry_safe(job, tmp, freed, free_node)
+				list_add_tail(&job->node, &ctx->free);
 			goto again;
 		}
-		job = list_next_entry(job, node);
+		/*
+		 * Only reservations (under the context lock) take free jobs:
+		 * after one growth they are there, or the pool is full.
+		 */
+		if (grown || ctx->pool_size == ctx->pool_max)
+			return -ENOSPC;
+		ret = snpu_pool_grow(ctx, count - i);
+		if (ret)
+			return ret;
+		grown = true;
+		goto again;
 	}
 	list_cut_position(batch, &ctx->free, &job->node);
-	spin_unlock(&ctx->sched_lock);
 	/*
 	 * The jobs are ours now; outside the lock, so that completions are
 	 * not held up. A stale callback cookie is checked under the lock

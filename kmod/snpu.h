@@ -13,9 +13,10 @@
  *                                 (unaccounting) from HOST_FREE or a
  *                                 stream abort; never the reverse: mmap
  *                                 and vma close do not take it
- *   snpu_context.sched_lock       the task graph of the context: the pool,
- *                                 stream timelines, job states, successor
- *                                 lists, the callback queue
+ *   snpu_context.sched_lock       the task graph of the context: stream
+ *                                 timelines, job states, successor lists,
+ *                                 the callback queue (free jobs go back
+ *                                 through a lock-free list, see @freed)
  *   snpu_device.ready_lock        the device's ready lists: the rotation
  *                                 of run queues per priority, every
  *                                 context's run queues and the block
@@ -38,6 +39,7 @@
 #include <linux/bits.h>
 #include <linux/fs.h>
 #include <linux/idr.h>
+#include <linux/llist.h>
 #include <linux/kref.h>
 #include <linux/ktime.h>
 #include <linux/list.h>
@@ -439,6 +441,7 @@ struct snpu_work {
 /**
  * struct snpu_job - a task as the scheduler runs it, from the context pool
  * @node: free list, ready list, callback queue, or a submit's batch
+ * @free_node: in the context's @freed
  * @ctx: owner
  * @stream: the stream; it outlives the job's run, not its completion:
  *          after SNPU_JOB_DONE only @stream_handle may be used
@@ -484,6 +487,7 @@ struct snpu_work {
  */
 struct snpu_job {
 	struct list_head node;
+	struct llist_node free_node;
 	struct snpu_context *ctx;
 	struct snpu_stream *stream;
 	u32 stream_handle;
@@ -679,7 +683,9 @@ struct snpu_proc {
  *             up to @pool_max, read without lock by snpu_pool_job()
  * @pool_max: the most jobs @pool may hold
  * @pool_memcg: the opener's memory cgroup, charged for the chunks
- * @free: jobs not in use
+ * @free: free jobs that reservations take from (under @lock)
+ * @freed: jobs put back since (any context, no lock), moved to @free in
+ *         bulk by the next reservation that runs short
  * @inflight: jobs submitted and not complete
  * @tasks_done: tasks completed since open, for the statistics
  * @callbacks: HOST_FUNC jobs ready for delivery
@@ -728,6 +734,7 @@ struct snpu_context {
 	u32 pool_max;
 	struct mem_cgroup *pool_memcg;
 	struct list_head free;
+	struct llist_head freed;
 	u32 inflight;
 	u64 tasks_done;
 	struct list_head callbacks;
