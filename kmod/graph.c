@@ -312,7 +312,7 @@ out:
 static int snpu_graph_templates(struct snpu_graph *g,
 				const struct snpu_graph_in *in)
 {
-	u32 n, a;
+	u32 n, a, bufs;
 
 	g->def = snpu_graph_alloc(g, g->nodes, sizeof(*g->def));
 	g->mems = snpu_graph_alloc(g, g->acc_off[g->nodes], sizeof(*g->mems));
@@ -332,13 +332,14 @@ static int snpu_graph_templates(struct snpu_graph *g,
 			l->kernel = t->launch.kernel;
 			l->block_dim = t->launch.block_dim;
 			w->nblocks = l->block_dim;
+			bufs = snpu_kernel_plan(l->kernel, t->launch.args,
+						&w->units, &w->chunk, &w->fpu);
 			for (a = 0; a < SNPU_KERNEL_MAX_ARGS; a++) {
-				if (snpu_kernel_is_buffer(l->kernel, a))
+				if (bufs & BIT(a))
 					l->bytes[a] = t->launch.args[a].bytes;
 				else
 					l->scalar[a] = t->launch.args[a].value;
 			}
-			snpu_work_plan(w);
 			break;
 		case SNPU_OP_COPY:
 			w->copy.bytes = t->copy.bytes;

@@ -166,16 +166,12 @@ void snpu_job_put(struct snpu_context *ctx, struct snpu_job *job)
  * @submit_ns only while a task event is enabled, so that a disabled trace
  * costs no clock read; a commit reads it once (@now) for all its tasks.
  */
-static void snpu_job_trace_submit(struct snpu_context *ctx,
-				  struct snpu_job *job, u64 seq, u64 *now)
+static void snpu_job_trace_submit_on(struct snpu_context *ctx,
+				     struct snpu_job *job, u64 seq, u64 *now)
 {
 	const struct snpu_work *w = &job->work;
 	bool launch = job->op == SNPU_OP_LAUNCH;
 
-	if (!trace_snpu_task_complete_enabled() &&
-	    !trace_snpu_task_submit_enabled() &&
-	    !trace_snpu_task_start_enabled())
-		return;
 	if (!*now)
 		*now = ktime_get_ns();
 	job->submit_ns = *now;
@@ -184,6 +180,17 @@ static void snpu_job_trace_submit(struct snpu_context *ctx,
 			       launch ? w->launch.block_dim : w->nblocks,
 			       job->cqe ? SNPU_TRANSPORT_RING :
 					  SNPU_TRANSPORT_IOCTL);
+}
+
+/* Per job under sched_lock: the tracepoints' static keys, inline. */
+static inline void snpu_job_trace_submit(struct snpu_context *ctx,
+					 struct snpu_job *job, u64 seq,
+					 u64 *now)
+{
+	if (trace_snpu_task_complete_enabled() ||
+	    trace_snpu_task_submit_enabled() ||
+	    trace_snpu_task_start_enabled())
+		snpu_job_trace_submit_on(ctx, job, seq, now);
 }
 
 /**
@@ -534,10 +541,13 @@ static int snpu_job_prepare_launch(struct snpu_context *ctx,
 				   const struct snpu_task *t)
 {
 	struct snpu_klaunch *l = &job->work.launch;
-	u32 buffers = snpu_kernel_buffers(t->launch.kernel);
+	struct snpu_work *w = &job->work;
 	unsigned int i;
+	u32 buffers;
 	int ret;
 
+	buffers = snpu_kernel_plan(t->launch.kernel, t->launch.args,
+				   &w->units, &w->chunk, &w->fpu);
 	l->kernel = t->launch.kernel;
 	l->block_dim = t->launch.block_dim;
 	for (i = 0; i < SNPU_KERNEL_MAX_ARGS; i++) {
@@ -556,8 +566,7 @@ static int snpu_job_prepare_launch(struct snpu_context *ctx,
 		if (ret)
 			return ret;
 	}
-	job->work.nblocks = l->block_dim;
-	snpu_work_plan(&job->work);
+	w->nblocks = l->block_dim;
 	return 0;
 }
 

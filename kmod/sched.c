@@ -148,20 +148,6 @@ static void snpu_sched_drop(struct snpu_work *w)
 }
 
 /**
- * snpu_work_plan() - what a core needs of a launch, computed once
- * @w: a work whose launch snpu_kernel_check() accepted, with its
- *     arguments set (its buffers need not be resolved yet)
- *
- * Called where the launch is prepared (a submission, a graph's
- * definition), so that running a block computes no units, chunk size or
- * kernel property.
- */
-void snpu_work_plan(struct snpu_work *w)
-{
-	w->fpu = snpu_kernel_plan(&w->launch, &w->units, &w->chunk);
-}
-
-/**
  * snpu_work_complete() - a work has run (or was cancelled)
  * @w: the work
  * @error: 0 or -errno

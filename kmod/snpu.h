@@ -410,7 +410,7 @@ enum snpu_job_state {
  * @fpu: the kernel uses the FPU
  * @copy: SNPU_OP_COPY and SNPU_OP_MEMSET (@src NULL, @value)
  *
- * @units, @chunk and @fpu are set by snpu_work_plan() when the launch is
+ * @units, @chunk and @fpu are set by snpu_kernel_plan() when the launch is
  * prepared, so that a core computes none of them.
  */
 struct snpu_work {
@@ -877,7 +877,6 @@ void snpu_job_trace_complete(struct snpu_context *ctx, struct snpu_job *job);
 int snpu_cores_start(struct snpu_device *sdev);
 void snpu_cores_stop(struct snpu_device *sdev);
 bool snpu_sched_ready(struct snpu_work *w, struct snpu_work **handoff);
-void snpu_work_plan(struct snpu_work *w);
 void snpu_work_complete(struct snpu_work *w, int error, u64 now,
 			struct snpu_work **handoff);
 

@@ -364,6 +364,20 @@ static __u64 snpu_kernel_unit_cost(__u32 kernel, struct snpu_kdims d)
 
 static __u64 snpu_kernel_units_of(__u32 kernel, struct snpu_kdims d);
 
+/* See snpu_kernel_chunk(). */
+static __u64 snpu_kernel_chunk_of(__u32 kernel, struct snpu_kdims d)
+{
+	__u64 cost;
+
+	if (!snpu_kernel_costed(kernel))
+		return SNPU_KERNEL_CHUNK;
+	cost = snpu_kernel_unit_cost(kernel, d);
+	if (!cost)
+		return 1;
+	return cost >= SNPU_KERNEL_CHUNK_WORK ? 1 :
+	       SNPU_KERNEL_CHUNK_WORK / cost;
+}
+
 /*
  * The work of the largest block of a launch whose arguments are otherwise
  * valid: ceil(units / block_dim) * cost per unit, computed from the
@@ -911,32 +925,36 @@ int snpu_kernel_run(const struct snpu_klaunch *l, __u32 block,
  */
 __u64 snpu_kernel_chunk(const struct snpu_klaunch *l)
 {
-	__u64 cost;
-
-	if (!snpu_kernel_costed(l->kernel))
-		return SNPU_KERNEL_CHUNK;
-	cost = snpu_kernel_unit_cost(l->kernel, snpu_kdims_launch(l));
-	if (!cost)
-		return 1;
-	return cost >= SNPU_KERNEL_CHUNK_WORK ? 1 :
-	       SNPU_KERNEL_CHUNK_WORK / cost;
+	return snpu_kernel_chunk_of(l->kernel, snpu_kdims_launch(l));
 }
 
 /**
  * snpu_kernel_plan() - what running a launch needs, in one call
- * @l: a launch snpu_kernel_check() accepted
- * @units: out: snpu_kernel_units() of @l
- * @chunk: out: snpu_kernel_chunk() of @l
+ * @kernel: SNPU_KERNEL_* of a launch snpu_kernel_check() accepted
+ * @args: its arguments, as the task gives them
+ * @units: out: snpu_kernel_units() of the launch
+ * @chunk: out: snpu_kernel_chunk() of the launch
+ * @fpu: out: snpu_kernel_uses_fpu() of @kernel
  *
- * For the submission path: one call per launch instead of three.
+ * Computed from the arguments, before the buffers are resolved (the units
+ * and the cost read only the bytes of buffers and the values of scalars):
+ * where a launch is prepared, one call instead of four.
  *
- * Return: snpu_kernel_uses_fpu() of @l's kernel.
+ * Return: snpu_kernel_buffers() of @kernel.
  */
-bool snpu_kernel_plan(const struct snpu_klaunch *l, __u64 *units,
-		      __u64 *chunk)
+__u32 snpu_kernel_plan(__u32 kernel, const struct snpu_kernel_arg *args,
+		       __u64 *units, __u64 *chunk, bool *fpu)
 {
-	*units = snpu_kernel_units(l);
-	*chunk = snpu_kernel_costed(l->kernel) ? snpu_kernel_chunk(l) :
-		 SNPU_KERNEL_CHUNK;
-	return snpu_kernel_uses_fpu(l->kernel);
+	struct snpu_kdims d = snpu_kdims_args(args);
+
+	if (kernel >= SNPU_KERNEL_COUNT) {
+		*units = 0;
+		*chunk = SNPU_KERNEL_CHUNK;
+		*fpu = false;
+		return 0;
+	}
+	*units = snpu_kernel_units_of(kernel, d);
+	*chunk = snpu_kernel_chunk_of(kernel, d);
+	*fpu = snpu_kernel_descs[kernel].fpu;
+	return snpu_kernel_descs[kernel].buffers;
 }

@@ -66,8 +66,8 @@ int snpu_kernel_run(const struct snpu_klaunch *l, __u32 block,
 		    __u64 slice_begin, __u64 slice_end,
 		    __u64 begin, __u64 end);
 __u64 snpu_kernel_chunk(const struct snpu_klaunch *l);
-bool snpu_kernel_plan(const struct snpu_klaunch *l, __u64 *units,
-		      __u64 *chunk);
+__u32 snpu_kernel_plan(__u32 kernel, const struct snpu_kernel_arg *args,
+		       __u64 *units, __u64 *chunk, bool *fpu);
 __u32 snpu_crc32c(__u32 crc, const void *buf, __u64 len);
 
 #endif /* _SNPU_CORE_KERNELS_H */

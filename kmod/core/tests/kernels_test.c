@@ -2144,6 +2144,45 @@ TEST(check_block_work_training)
 	}
 }
 
+/*
+ * The plan of a launch, from its arguments, is what the separate calls
+ * give for the resolved launch: for every kernel, with arguments of
+ * random sizes and values (none dereferenced), and for an unknown kernel.
+ */
+TEST(plan_matches_the_separate_calls)
+{
+	struct snpu_kernel_arg a[NARGS];
+	struct snpu_klaunch l;
+	__u64 units, chunk;
+	unsigned int i, round;
+	__u32 k, bufs;
+	bool fpu;
+
+	for (k = 0; k < SNPU_KERNEL_COUNT; k++) {
+		for (round = 0; round < 200; round++) {
+			for (i = 0; i < NARGS; i++) {
+				a[i].value = round & 1 ? rnd() : rnd() % 70000;
+				a[i].bytes = round & 2 ? rnd() :
+					     4 * (rnd() % 100000);
+			}
+			bufs = snpu_kernel_plan(k, a, &units, &chunk, &fpu);
+			resolve(k, 1, a, &l);
+			ASSERT_EQ(snpu_kernel_buffers(k), bufs)
+				TH_LOG("%s", kinfo[k].name);
+			ASSERT_EQ(snpu_kernel_units(&l), units)
+				TH_LOG("%s", kinfo[k].name);
+			ASSERT_EQ(snpu_kernel_chunk(&l), chunk)
+				TH_LOG("%s", kinfo[k].name);
+			ASSERT_EQ(snpu_kernel_uses_fpu(k), fpu)
+				TH_LOG("%s", kinfo[k].name);
+		}
+	}
+	ASSERT_EQ(0U, snpu_kernel_plan(SNPU_KERNEL_COUNT, a, &units, &chunk,
+				       &fpu));
+	ASSERT_EQ(0ULL, units);
+	ASSERT_FALSE(fpu);
+}
+
 TEST(units_training)
 {
 	struct snpu_klaunch l = { .block_dim = 1 };
