@@ -787,6 +787,21 @@ void snpu_jobs_unwind(struct snpu_context *ctx, struct list_head *batch)
 	spin_unlock(&ctx->sched_lock);
 }
 
+/*
+ * Move the jobs completions put back since the last time to the end of
+ * the free list, in one exchange. Return: whether there were any.
+ */
+static bool snpu_jobs_take_freed(struct snpu_context *ctx)
+{
+	struct llist_node *freed = llist_del_all(&ctx->freed);
+	struct snpu_job *job, *tmp;
+
+	lockdep_assert_held(&ctx->lock);
+	llist_for_each_entry_safe(job, tmp, freed, free_node)
+		list_add_tail(&job->node, &ctx->free);
+	return freed;
+}
+
 /**
  * snpu_jobs_reserve() - take jobs from the pool for a submission
  * @ctx: the context
@@ -803,8 +818,7 @@ void snpu_jobs_unwind(struct snpu_context *ctx, struct list_head *batch)
 int snpu_jobs_reserve(struct snpu_context *ctx, u32 count,
 		      struct list_head *batch)
 {
-	struct snpu_job *job, *tmp;
-	struct llist_node *freed;
+	struct snpu_job *job;
 	bool grown = false;
 	u32 i;
 	int ret;
@@ -817,7 +831,6 @@ int snpu_jobs_reserve(struct snpu_context *ctx, u32 count,
 	 */
 	if (READ_ONCE(ctx->inflight) + count > snpu_quota.tasks)
 		return -ENOSPC;
-again:
 	/*
 	 * The pool may hold the quota, one capture per event and some room
 	 * for jobs that synchronize calls hold for a moment: it may still
@@ -825,35 +838,29 @@ again:
 	 */
 	job = list_entry(&ctx->free, struct snpu_job, node);
 	for (i = 0; i < count; i++) {
-		if (!list_is_last(&job->node, &ctx->free)) {
-			job = list_next_entry(job, node);
-			continue;
+		/* Short: first those the completions put back since. */
+		if (list_is_last(&job->node, &ctx->free) &&
+		    !snpu_jobs_take_freed(ctx)) {
+			/*
+			 * Only reservations (under the context lock) take
+			 * free jobs: after one growth they are there, or the
+			 * pool is full.
+			 */
+			if (grown || ctx->pool_size == ctx->pool_max)
+				return -ENOSPC;
+			/* New jobs join the end of the list, after @job. */
+			ret = snpu_pool_grow(ctx, count - i);
+			if (ret)
+				return ret;
+			grown = true;
 		}
-		/* Those the completions put back since, in one exchange. */
-		freed = llist_del_all(&ctx->freed);
-		if (freed) {
-			llist_for_each_entry_safe(job, tmp, freed, free_node)
-				list_add_tail(&job->node, &ctx->free);
-			goto again;
-		}
-		/*
-		 * Only reservations (under the context lock) take free jobs:
-		 * after one growth they are there, or the pool is full.
-		 */
-		if (grown || ctx->pool_size == ctx->pool_max)
-			return -ENOSPC;
-		ret = snpu_pool_grow(ctx, count - i);
-		if (ret)
-			return ret;
-		grown = true;
-		goto again;
+		job = list_next_entry(job, node);
 	}
 	list_cut_position(batch, &ctx->free, &job->node);
 	/*
-	 * The jobs are ours now; outside the lock, so that completions are
-	 * not held up. A stale callback cookie is checked under the lock
-	 * against a DELIVERED state first, which none of these has, and only
-	 * then against gen.
+	 * The jobs are ours now, without sched_lock. A stale callback cookie
+	 * is checked under that lock against a DELIVERED state first, which
+	 * none of these has, and only then against gen.
 	 */
 	list_for_each_entry(job, batch, node) {
 		refcount_set(&job->ref, 1);

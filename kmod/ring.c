@@ -299,7 +299,7 @@ u32 snpu_ring_consume_locked(struct snpu_context *ctx, u32 max)
 				continue;
 		}
 		if (!next) {
-			/* Slots for a stretch: two lock trips for all of it. */
+			/* Slots for a stretch: one reservation and one commit. */
 			snpu_ring_commit_prepared(ctx, &jobs, NULL);
 			now = 0;
 			if (snpu_jobs_reserve(ctx, min_t(u32, avail - n,

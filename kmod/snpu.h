@@ -927,12 +927,12 @@ void snpu_ring_post_locked(struct snpu_context *ctx, struct snpu_job *job);
 bool snpu_ring_flush(struct snpu_context *ctx, struct snpu_ring *ring);
 u32 snpu_ring_consume_locked(struct snpu_context *ctx, u32 max);
 void snpu_ring_free(struct snpu_context *ctx);
+int snpu_ring_mmap(struct snpu_context *ctx, struct vm_area_struct *vma);
 
 /* sqpoll.c */
 int snpu_sqpoll_create(struct snpu_context *ctx, struct snpu_ring *ring);
 void snpu_ring_kick(struct snpu_context *ctx);
 void snpu_ring_stop(struct snpu_context *ctx);
-int snpu_ring_mmap(struct snpu_context *ctx, struct vm_area_struct *vma);
 
 /* callback.c */
 int snpu_callback_wait(struct snpu_context *ctx, struct snpu_callback *cb);
