@@ -464,7 +464,8 @@ static void snpu_run(struct snpu_core *core, struct snpu_work *w, u32 block,
 
 	if (!block)
 		snpu_run_first(core, w, start);
-	ret = snpu_check(w, deadline);
+	/* No clock yet: a block that has not started has not run long. */
+	ret = snpu_check(w, 0);
 	if (!ret && w->op == SNPU_OP_LAUNCH)
 		ret = snpu_run_block(w, block, deadline);
 	else if (!ret)
