@@ -291,7 +291,8 @@ static void snpu_job_finish_locked(struct snpu_context *ctx,
 	job->state = SNPU_JOB_DONE;
 	s->completed = job->seq;
 	/* A chain traced it when its successor was taken (sched.c). */
-	if (!job->next || !job->next->chained)
+	if (trace_snpu_task_complete_enabled() &&
+	    (!job->next || !job->next->chained))
 		snpu_job_trace_complete(ctx, job);
 	ctx->tasks_done++;
 	snpu_stats_task_done(ctx, error);

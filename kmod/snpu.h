@@ -753,6 +753,22 @@ struct snpu_context {
 };
 
 /**
+ * snpu_stats_task_done() - count a completed task in its device
+ * @ctx: the task's context
+ * @error: the task's result
+ *
+ * Inline: every completion calls it, under the scheduler lock.
+ */
+static inline void snpu_stats_task_done(struct snpu_context *ctx, int error)
+{
+	struct snpu_dev_pcpu __percpu *pc = ctx->sdev->pcpu;
+
+	this_cpu_inc(pc->tasks);
+	if (unlikely(error))
+		this_cpu_inc(pc->failed);
+}
+
+/**
  * snpu_ring_slot_freed_locked() - a task slot or quota unit became free
  * @ctx: the context
  *
@@ -989,7 +1005,6 @@ struct snpu_device *snpu_device_get(unsigned int index);
 void snpu_device_reset(struct snpu_device *sdev);
 
 /* stats.c */
-void snpu_stats_task_done(struct snpu_context *ctx, int error);
 void snpu_stats_debugfs(struct snpu_device *sdev);
 
 /**

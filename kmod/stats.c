@@ -19,20 +19,6 @@
 #include "snpu.h"
 
 /**
- * snpu_stats_task_done() - count a completed task in its device
- * @ctx: the task's context
- * @error: the task's result
- */
-void snpu_stats_task_done(struct snpu_context *ctx, int error)
-{
-	struct snpu_dev_pcpu __percpu *pc = ctx->sdev->pcpu;
-
-	this_cpu_inc(pc->tasks);
-	if (unlikely(error))
-		this_cpu_inc(pc->failed);
-}
-
-/**
  * snpu_stats_read() - a device's statistics now
  * @sdev: the device
  * @st: filled in
