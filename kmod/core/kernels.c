@@ -128,13 +128,24 @@ static __u64 snpu_div64(__u64 n, __u64 d)
 #endif
 }
 
-/* Set @n words at @p to @v: the kernel's string instructions if any. */
+/*
+ * Set @n words at @p to @v: the kernel's string instructions if any, eight
+ * bytes a step (under TCG each step of a string instruction costs about
+ * the same whatever its width: a 4 KiB fill takes half the time of
+ * memset32()).
+ */
 static void snpu_fill32(__u32 *p, __u32 v, __u64 n)
 {
 #ifdef __KERNEL__
 	/* x86's string instructions are not seen by KASAN: say what they write. */
 	instrument_write(p, n * sizeof(*p));
-	memset32(p, v, n);
+	if (n && !IS_ALIGNED((unsigned long)p, sizeof(u64))) {
+		*p++ = v;
+		n--;
+	}
+	memset64((u64 *)p, (u64)v << 32 | v, n / 2);
+	if (n & 1)
+		p[n - 1] = v;
 #else
 	__u64 i;
 
