@@ -16,6 +16,10 @@
  *       IORING_OP_NOP (liburing) at the same batch sizes: tasks per second
  *       as a ratio of the ioctl path's with one task per call (b1) and at
  *       the same batch size, ns per task as a ratio of io_uring's ns per op.
+ * work: tasks that go through a core (FILL of 4 bytes and 4 KiB) through
+ *       SUBMIT and the ring, beside io_uring's NOP; then launches large
+ *       enough to split (a FILL, which moves memory, and a CRC32C, which
+ *       computes) with block_dim 1, 2 and the device's cores.
  *
  * Throughput figures are the median of ROUNDS rounds; latencies the
  * median of LAT_SAMPLES batches.
@@ -245,6 +249,20 @@ static void prep_fill(struct snpu_task *t, uint32_t stream, uint64_t addr,
 	snpu_prep_launch(t, stream, SNPU_KERNEL_FILL, block_dim, args, 2);
 }
 
+/* Bytes a CRC32C launch splits among block_dim blocks: work that computes. */
+#define WORK_CRC	(4u << 20)
+
+static void prep_crc(struct snpu_task *t, uint32_t stream, uint64_t out,
+		     uint64_t in, uint32_t block_dim)
+{
+	const struct snpu_kernel_arg args[2] = {
+		{ .value = out, .bytes = (uint64_t)block_dim * 4 },
+		{ .value = in, .bytes = WORK_CRC },
+	};
+
+	snpu_prep_launch(t, stream, SNPU_KERNEL_CRC32C, block_dim, args, 2);
+}
+
 /* ns per fill of @bytes by a loop in this process: the same work at home. */
 static uint64_t user_fill_round(uint32_t *buf, uint64_t bytes, unsigned int n)
 {
@@ -273,7 +291,8 @@ static uint64_t launch_round(struct snpu_device *dev, uint32_t stream,
  * block each, on one stream, through one SUBMIT per task, SUBMIT batched
  * 32 at a time and the ring at batch 32, beside io_uring's NOP at batch 32
  * and the same 4 KiB fill as a loop in this process; then one fill of
- * WORK_BIG bytes with block_dim 1, 2 and the device's cores.
+ * WORK_BIG bytes and one CRC32C of WORK_CRC bytes with block_dim 1, 2 and
+ * the device's cores.
  */
 static void work_bench(unsigned int index, unsigned int rounds, unsigned int n,
 		       uint64_t *v)
@@ -286,9 +305,9 @@ static void work_bench(unsigned int index, unsigned int rounds, unsigned int n,
 	struct snpu_info info;
 	struct io_uring uring;
 	struct snpu_ring ring;
-	unsigned int s, r, i;
+	unsigned int s, r, i, k;
+	uint64_t addr, out;
 	uint32_t *buf;
-	uint64_t addr;
 	int ret;
 
 	ret = io_uring_queue_init(RING_ENTRIES, &uring, 0);
@@ -347,22 +366,37 @@ static void work_bench(unsigned int index, unsigned int rounds, unsigned int n,
 	       (unsigned long long)median(v, rounds));
 	free(buf);
 
+	/*
+	 * One fill of WORK_BIG bytes, which moves memory, and one CRC32C of
+	 * WORK_CRC bytes, which computes, with block_dim 1, 2 and cores.
+	 */
+	ret = snpu_mem_alloc(dev, 4096, 0, 0, &out);
+	if (ret)
+		die("mem alloc", ret);
 	bds[0] = 1;
 	bds[1] = 2;
 	bds[2] = info.cores;
-	for (s = 0; s < 3; s++) {
-		if (s && bds[s] <= bds[s - 1])
-			continue;
-		prep_fill(&big, stream, addr, WORK_BIG, bds[s]);
-		for (r = 0; r < rounds; r++)
-			v[r] = launch_round(dev, stream, &big);
-		ns = median(v, rounds);
-		if (!s)
-			ns1 = ns;
-		printf("work    fill %2u MiB  block_dim %2u  %8llu us  %5.2fx block_dim 1  (%u cores)\n",
-		       WORK_BIG >> 20, bds[s], (unsigned long long)ns / 1000,
-		       (double)ns1 / (double)ns, info.cores);
+	for (k = 0; k < 2; k++) {
+		for (s = 0; s < 3; s++) {
+			if (s && bds[s] <= bds[s - 1])
+				continue;
+			if (k)
+				prep_crc(&big, stream, out, addr, bds[s]);
+			else
+				prep_fill(&big, stream, addr, WORK_BIG, bds[s]);
+			for (r = 0; r < rounds; r++)
+				v[r] = launch_round(dev, stream, &big);
+			ns = median(v, rounds);
+			if (!s)
+				ns1 = ns;
+			printf("work    %-6s %2u MiB  block_dim %2u  %8llu us  %5.2fx block_dim 1  (%u cores)\n",
+			       k ? "crc32c" : "fill",
+			       (k ? WORK_CRC : WORK_BIG) >> 20, bds[s],
+			       (unsigned long long)ns / 1000,
+			       (double)ns1 / (double)ns, info.cores);
+		}
 	}
+	snpu_mem_free(dev, out);
 	snpu_mem_free(dev, addr);
 	snpu_stream_destroy(dev, stream, 0);
 	snpu_close(dev);
