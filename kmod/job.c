@@ -320,9 +320,8 @@ static void snpu_job_finish_locked(struct snpu_context *ctx,
 		snpu_ring_post_locked(ctx, job);
 	ctx->inflight--;
 	snpu_ring_slot_freed_locked(ctx);
-	/* Read first: a reservation may take the job once it is put. */
+	/* Read first: a reservation may take (and reset) it once it is put. */
 	waited = job->waited;
-	job->waited = false;
 	snpu_job_put_locked(ctx, job);
 	/*
 	 * Wake only those who wait for this job, or a releaser or a backup
