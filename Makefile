@@ -96,7 +96,7 @@ help:
 	@echo '  vm-image       build/vm/initramfs.cpio.gz for scripts/vm'
 	@echo '  vm-shell       interactive shell in the VM with the module loaded'
 	@echo '  bench          bench-native, then snpu-bench in the VM: task throughput'
-	@echo '                 and latency (NOPs and fills through a core),'
+	@echo '                 and latency (NOPs, fills and a CRC32C through the cores),'
 	@echo '                 attached-stream misses; snpu-bench-snapshot:'
 	@echo '                 backup/restore GB/s, lock latency, checkpoint cost;'
 	@echo '                 snpu-bench-graph: ns per node of a graph launch against'
