@@ -208,7 +208,8 @@ struct snpu_snap_stats {
  * @ready_depth: works on the run queues (under @ready_lock)
  * @ready_max: high-water mark of @ready_depth (under @ready_lock)
  * @core: the cores
- * @ctx_lock: protects @ctx_list
+ * @ctx_lock: protects @ctx_list; every open and close takes it, so it is
+ *            never held while waiting for a context's lock or work
  * @ctx_list: the open contexts, by snpu_context.dev_node
  * @debugfs: the device's debugfs directory
  * @gstats: graph counters
@@ -682,7 +683,8 @@ struct snpu_proc {
  * @pool_size: number of jobs in @pool so far; grows (under both locks)
  *             up to @pool_max, read without lock by snpu_pool_job()
  * @pool_max: the most jobs @pool may hold
- * @pool_memcg: the opener's memory cgroup, charged for the chunks
+ * @pool_memcg: the opener's memory cgroup, charged for the chunks and
+ *              for what the SQ poller allocates for the context
  * @free: free jobs that reservations take from (under @lock)
  * @freed: jobs put back since (any context, no lock), moved to @free in
  *         bulk by the next reservation that runs short
@@ -1002,6 +1004,8 @@ int snpu_image_restore(struct snpu_proc *p, struct file *image);
 
 /* device.c */
 struct snpu_device *snpu_device_get(unsigned int index);
+struct snpu_context *snpu_device_ctx_next(struct snpu_device *sdev,
+					  u64 *cursor);
 void snpu_device_reset(struct snpu_device *sdev);
 
 /* stats.c */
