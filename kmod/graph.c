@@ -36,9 +36,20 @@ static void *snpu_graph_alloc(struct snpu_graph *g, size_t n, size_t size)
 	return p;
 }
 
+/*
+ * Give a graph's memory back to its context's quota. At the last put by
+ * a launch this happens at once, before the launch completes, so that
+ * the room is there when a synchronize returns; the memory itself goes
+ * when snpu_free_wq gets to it (as device and host memory do).
+ */
+static void snpu_graph_uncharge(struct snpu_graph *g)
+{
+	atomic64_sub(g->charged, &g->ctx->graph_mem);
+	g->charged = 0;
+}
+
 static void snpu_graph_free(struct snpu_graph *g)
 {
-	struct snpu_context *ctx = g->ctx;
 	struct snpu_ginst *inst, *tmp;
 	u32 i;
 
@@ -57,7 +68,7 @@ static void snpu_graph_free(struct snpu_graph *g)
 	kvfree(g->haz_off);
 	kvfree(g->haz);
 	kvfree(g->plain);
-	atomic64_sub(g->charged, &ctx->graph_mem);
+	snpu_graph_uncharge(g);
 	kfree_rcu(g, obj.rcu);
 }
 
@@ -75,6 +86,7 @@ static void snpu_graph_release_deferred(struct kref *ref)
 {
 	struct snpu_graph *g = container_of(ref, struct snpu_graph, ref);
 
+	snpu_graph_uncharge(g);
 	queue_work(snpu_free_wq, &g->free_work);
 }
 
@@ -624,6 +636,14 @@ int snpu_graph_prepare_locked(struct snpu_context *ctx, struct snpu_job *job,
 	kref_get(&g->ref);
 	job->ginst = inst;
 	inst->job = job;
+	/*
+	 * A reused instance still has its last launch's counts: cleared
+	 * before anything can fail, or the put of a launch refused below
+	 * would count that launch in the device's statistics again.
+	 */
+	inst->dispatched = false;
+	inst->visits = 0;
+	inst->invalid = 0;
 	for (r = 0; r < SNPU_GRES_COUNT; r++) {
 		u64 addr = r == SNPU_GRES_SCRATCH ? t->graph.scratch :
 			   r < g->slots ? t->graph.slots[r] : 0;
@@ -653,9 +673,6 @@ int snpu_graph_prepare_locked(struct snpu_context *ctx, struct snpu_job *job,
 	inst->next = NULL;
 	inst->hold = g->nodes + 1;
 	inst->error = 0;
-	inst->dispatched = false;
-	inst->visits = 0;
-	inst->invalid = 0;
 	return 0;
 }
 
