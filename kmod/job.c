@@ -876,6 +876,13 @@ int snpu_jobs_reserve(struct snpu_context *ctx, u32 count,
 	return 0;
 }
 
+/*
+ * Most work one hold of sched_lock does in a commit: a job counts 1, a
+ * graph launch its nodes and hazard-list entries, all of which its
+ * stitch may visit. About a few milliseconds under TCG.
+ */
+#define SNPU_COMMIT_WORK	16384
+
 /**
  * snpu_jobs_commit() - queue prepared jobs, in order
  * @ctx: the context
@@ -889,6 +896,7 @@ u64 snpu_jobs_commit(struct snpu_context *ctx, struct list_head *batch)
 	struct snpu_job *job, *tmp;
 	LIST_HEAD(ready);
 	u64 seq = 0, now = 0;
+	u32 work = 0;
 
 	lockdep_assert_held(&ctx->lock);
 	if (list_empty(batch))
@@ -899,8 +907,25 @@ u64 snpu_jobs_commit(struct snpu_context *ctx, struct list_head *batch)
 	 * committed; the walk has the next one already, and @batch is reset
 	 * after the last instead of unlinking every job from it.
 	 */
-	list_for_each_entry_safe(job, tmp, batch, node)
+	list_for_each_entry_safe(job, tmp, batch, node) {
+		/*
+		 * A bounded hold: past SNPU_COMMIT_WORK, what is committed
+		 * goes to the cores and the CPU to whoever wants it before
+		 * the rest is. The jobs left are this caller's alone (it
+		 * holds the context lock), so the order is the same.
+		 */
+		if (work >= SNPU_COMMIT_WORK) {
+			spin_unlock(&ctx->sched_lock);
+			snpu_jobs_run_handoff(&ready, NULL);
+			cond_resched();
+			work = 0;
+			now = 0;
+			spin_lock(&ctx->sched_lock);
+		}
+		work += job->op == SNPU_OP_GRAPH ?
+			snpu_graph_commit_work(job) : 1;
 		seq = snpu_job_commit_locked(ctx, job, &ready, &now);
+	}
 	INIT_LIST_HEAD(batch);
 	spin_unlock(&ctx->sched_lock);
 

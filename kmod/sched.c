@@ -109,6 +109,88 @@ bool snpu_sched_ready(struct snpu_work *w, struct snpu_work **handoff)
 }
 
 /*
+ * Is work of another context waiting for a core at @prio or above? A
+ * hint, read without the lock: @ctx's own run queue alone at the head of
+ * its rotation does not count.
+ */
+static bool snpu_others_ready(struct snpu_device *sdev,
+			      struct snpu_context *ctx, unsigned int prio)
+{
+	struct list_head *head = &sdev->ready[prio], *first;
+	unsigned int p;
+
+	for (p = 0; p < prio; p++)
+		if (!list_empty_careful(&sdev->ready[p]))
+			return true;
+	first = READ_ONCE(head->next);
+	if (first == head)
+		return false;
+	return first != &ctx->runq[prio].node || READ_ONCE(first->next) != head;
+}
+
+/**
+ * snpu_sched_ready_list() - hand ready graph nodes of one launch to the
+ * cores
+ * @works: the nodes' works, linked by their @node; emptied on success
+ * @handoff: as for snpu_sched_ready(): a core that completed a node of
+ *           the launch passes its hand-off slot, and runs the first
+ *           one-block node next (a continuation, with no list, lock or
+ *           wake-up) unless another context has work waiting at the same
+ *           priority or above, whose turn comes first
+ *
+ * The others go to the context's run queue in one hold of the ready
+ * lock, and as many sleeping cores as they have blocks (at most all)
+ * are woken at once.
+ *
+ * Return: true, or false when the context is closing: the nodes left in
+ * @works are the caller's to finish with -ECANCELED.
+ */
+bool snpu_sched_ready_list(struct list_head *works, struct snpu_work **handoff)
+{
+	struct snpu_work *w = list_first_entry(works, struct snpu_work, node);
+	struct snpu_context *ctx = w->job->ctx;
+	struct snpu_device *sdev = ctx->sdev;
+	unsigned int prio = snpu_work_prio(w);
+	struct snpu_runq *q = &ctx->runq[prio];
+	u32 blocks = 0, n = 0;
+
+	list_for_each_entry(w, works, node) {
+		w->next_block = 0;
+		atomic_set(&w->blocks_left, w->nblocks);
+		atomic_set(&w->fail, 0);
+		blocks += w->nblocks;
+		n++;
+	}
+	w = list_first_entry(works, struct snpu_work, node);
+	if (handoff && !*handoff && w->nblocks == 1 &&
+	    !snpu_others_ready(sdev, ctx, prio)) {
+		list_del(&w->node);
+		w->next_block = 1;
+		*handoff = w;
+		if (!--n)
+			return true;
+		blocks--;
+	}
+
+	spin_lock(&sdev->ready_lock);
+	if (unlikely(ctx->sched_closed)) {
+		spin_unlock(&sdev->ready_lock);
+		return false;
+	}
+	if (list_empty(&q->jobs))
+		list_add_tail(&q->node, &sdev->ready[prio]);
+	list_splice_tail_init(works, &q->jobs);
+	sdev->ready_depth += n;
+	if (sdev->ready_depth > sdev->ready_max)
+		sdev->ready_max = sdev->ready_depth;
+	spin_unlock(&sdev->ready_lock);
+	/* As in snpu_sched_ready(): only sleepers, and no lock if none. */
+	if (wq_has_sleeper(&sdev->ready_wq))
+		wake_up_nr(&sdev->ready_wq, min(blocks, sdev->cores));
+	return true;
+}
+
+/*
  * Take a listed work's blocks that were not handed out off its run queue.
  * Return: how many blocks were taken.
  */
@@ -446,6 +528,26 @@ static bool snpu_chain(struct snpu_core *core, struct snpu_work *w, int error,
 }
 
 /*
+ * A graph node has run. Its completion (no lock, see graph.c) may hand
+ * the core one of the nodes it made ready: a continuation. Short nodes
+ * (as short as a chain's tasks) continue without a clock reading, up to
+ * SNPU_CHAIN_MAX in a row; the reading after them covers their busy time.
+ */
+static void snpu_run_gnode_done(struct snpu_core *core, struct snpu_work *w,
+				int error, struct snpu_work **handoff)
+{
+	bool short_node = w->op == SNPU_OP_LAUNCH ?
+			  w->units <= SNPU_CHAIN_WORK && w->units <= w->chunk :
+			  w->copy.bytes <= SNPU_CHAIN_WORK;
+
+	snpu_gnode_complete(w->gnode, error, handoff);
+	if (*handoff && short_node && ++core->streak < SNPU_CHAIN_MAX)
+		return;
+	core->streak = 0;
+	snpu_core_clock(core);
+}
+
+/*
  * Run one block on @core. The watchdog times the block from when its core
  * took it: time a job spends waiting for other contexts' turns is not its
  * own. The core reads the clock when it wakes, after a block of a work
@@ -480,6 +582,10 @@ static void snpu_run(struct snpu_core *core, struct snpu_work *w, u32 block,
 		return;
 	}
 	ret = atomic_read(&w->fail);
+	if (w->gnode) {
+		snpu_run_gnode_done(core, w, ret, handoff);
+		return;
+	}
 	if (snpu_chain(core, w, ret, handoff))
 		return;
 	if (core->chained) {

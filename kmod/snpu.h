@@ -152,6 +152,7 @@ struct snpu_dev_pcpu {
  * @chain: the first of the tasks it ran back to back on one stream and
  *         has not completed yet (see sched.c)
  * @chained: how many, the task it runs now not counted
+ * @streak: graph nodes it ran in a row without reading the clock
  * @busy_ns: nanoseconds spent running blocks
  * @blocks: blocks run
  *
@@ -165,6 +166,7 @@ struct snpu_core {
 	u64 clock;
 	struct snpu_job *chain;
 	u32 chained;
+	u32 streak;
 	u64 busy_ns;
 	u64 blocks;
 };
@@ -895,6 +897,7 @@ void snpu_job_trace_complete(struct snpu_context *ctx, struct snpu_job *job);
 int snpu_cores_start(struct snpu_device *sdev);
 void snpu_cores_stop(struct snpu_device *sdev);
 bool snpu_sched_ready(struct snpu_work *w, struct snpu_work **handoff);
+bool snpu_sched_ready_list(struct list_head *works, struct snpu_work **handoff);
 void snpu_work_complete(struct snpu_work *w, int error, u64 now,
 			struct snpu_work **handoff);
 
@@ -905,6 +908,7 @@ void snpu_graph_destroy_locked(struct snpu_context *ctx, struct snpu_graph *g);
 int snpu_graph_prepare_locked(struct snpu_context *ctx, struct snpu_job *job,
 			      const struct snpu_task *t);
 void snpu_graph_put_job(struct snpu_job *job);
+u32 snpu_graph_commit_work(const struct snpu_job *job);
 bool snpu_graph_stitch_locked(struct snpu_context *ctx, struct snpu_job *prev,
 			      struct snpu_job *job);
 void snpu_graph_start_locked(struct snpu_context *ctx, struct snpu_job *job);
