@@ -261,6 +261,8 @@ static void snpu_job_ready_locked(struct snpu_context *ctx,
 	job->cancel = ctx->dying || job->stream->error;
 	if (!job->cancel && job->op == SNPU_OP_HOST_FUNC) {
 		job->state = SNPU_JOB_CALLBACK;
+		if (snpu_ring_callback_locked(ctx, job))
+			return;
 		list_add_tail(&job->node, &ctx->callbacks);
 		wake_up_all(&ctx->wq);
 		return;
@@ -332,6 +334,59 @@ static void snpu_job_finish_locked(struct snpu_context *ctx,
 		wake_up_all(&ctx->wq);
 }
 
+/*
+ * Does a ready job complete where it is, with no core and no callback? A
+ * record is a marker (its capture is its sequence number), a stream wait
+ * a count that reached 0, a NOP launch nothing: they complete under the
+ * same hold of the lock that made them ready.
+ */
+static bool snpu_job_inline(const struct snpu_job *job)
+{
+	switch (job->op) {
+	case SNPU_OP_EVENT_RECORD:
+	case SNPU_OP_STREAM_WAIT:
+		return true;
+	case SNPU_OP_LAUNCH:
+		return job->work.launch.kernel == SNPU_KERNEL_NOP;
+	default:
+		return false;
+	}
+}
+
+/*
+ * Complete the jobs of @todo that need no core (snpu_job_inline()), and
+ * those they make ready in turn, at *@now (the clock is read if 0 and
+ * one is found), without dropping the lock: a
+ * task's completion releases the waits on its stream's events and the
+ * tasks behind them in one hold, and only what needs a core is left on
+ * @todo to dispatch. Iterative, in @todo's order, in constant stack.
+ */
+static void snpu_jobs_settle_locked(struct snpu_context *ctx,
+				    struct list_head *todo, u64 *now)
+{
+	struct list_head *pos = todo->next, *prev;
+	struct snpu_job *job;
+
+	lockdep_assert_held(&ctx->sched_lock);
+	while (pos != todo) {
+		job = list_entry(pos, struct snpu_job, node);
+		if (!snpu_job_inline(job)) {
+			pos = pos->next;
+			continue;
+		}
+		/* What the completion appends comes after @prev. */
+		prev = pos->prev;
+		list_del_init(&job->node);
+		if (!job->cancel)
+			snpu_job_trace_start(ctx, job);
+		if (!*now)
+			*now = ktime_get_ns();
+		snpu_job_finish_locked(ctx, job, job->cancel ? -ECANCELED : 0,
+				       *now, todo);
+		pos = prev->next;
+	}
+}
+
 /**
  * snpu_job_finish() - complete one job
  * @job: the job
@@ -348,8 +403,11 @@ void snpu_job_finish(struct snpu_job *job, int error, u64 now,
 	struct snpu_context *ctx = job->ctx;
 
 	snpu_job_release(job);
+	if (!now)
+		now = ktime_get_ns();
 	spin_lock(&ctx->sched_lock);
-	snpu_job_finish_locked(ctx, job, error, now ?: ktime_get_ns(), todo);
+	snpu_job_finish_locked(ctx, job, error, now, todo);
+	snpu_jobs_settle_locked(ctx, todo, &now);
 	spin_unlock(&ctx->sched_lock);
 }
 
@@ -475,6 +533,7 @@ void snpu_jobs_complete_run(struct snpu_job *job, u32 n, int error, u64 now,
 		snpu_job_finish_locked(ctx, j, i == n - 1 ? error : 0, now,
 				       &todo);
 	}
+	snpu_jobs_settle_locked(ctx, &todo, &now);
 	spin_unlock(&ctx->sched_lock);
 	snpu_jobs_run_handoff(&todo, handoff);
 }
@@ -915,6 +974,7 @@ u64 snpu_jobs_commit(struct snpu_context *ctx, struct list_head *batch)
 		 * holds the context lock), so the order is the same.
 		 */
 		if (work >= SNPU_COMMIT_WORK) {
+			snpu_jobs_settle_locked(ctx, &ready, &now);
 			spin_unlock(&ctx->sched_lock);
 			snpu_jobs_run_handoff(&ready, NULL);
 			cond_resched();
@@ -927,6 +987,7 @@ u64 snpu_jobs_commit(struct snpu_context *ctx, struct list_head *batch)
 		seq = snpu_job_commit_locked(ctx, job, &ready, &now);
 	}
 	INIT_LIST_HEAD(batch);
+	snpu_jobs_settle_locked(ctx, &ready, &now);
 	spin_unlock(&ctx->sched_lock);
 
 	snpu_jobs_run_handoff(&ready, NULL);

@@ -559,6 +559,8 @@ struct snpu_job {
  *            (under sched_lock)
  * @slot_wait: the poller sleeps until @slot_gen moves (under sched_lock)
  * @poller_key: the (user, device) the poller is counted against
+ * @callback_cqe: SNPU_RING_CALLBACK_CQE: ready host callbacks are
+ *                delivered as completions (set before publication)
  */
 struct snpu_ring {
 	void *mem;
@@ -592,6 +594,7 @@ struct snpu_ring {
 	u32 slot_gen;
 	bool slot_wait;
 	unsigned long poller_key;
+	bool callback_cqe;
 };
 
 /**
@@ -946,6 +949,7 @@ static inline void vm_flags_clear(struct vm_area_struct *vma,
 
 /* ring.c */
 void snpu_ring_post_locked(struct snpu_context *ctx, struct snpu_job *job);
+bool snpu_ring_callback_locked(struct snpu_context *ctx, struct snpu_job *job);
 bool snpu_ring_flush(struct snpu_context *ctx, struct snpu_ring *ring);
 u32 snpu_ring_consume_locked(struct snpu_context *ctx, u32 max);
 void snpu_ring_free(struct snpu_context *ctx);
@@ -957,8 +961,10 @@ void snpu_ring_kick(struct snpu_context *ctx);
 void snpu_ring_stop(struct snpu_context *ctx);
 
 /* callback.c */
-int snpu_callback_wait(struct snpu_context *ctx, struct snpu_callback *cb);
-int snpu_callback_done(struct snpu_context *ctx, const struct snpu_callback *cb);
+u32 snpu_callback_cookie(const struct snpu_job *job);
+void snpu_callback_delivered_locked(struct snpu_context *ctx,
+				    struct snpu_job *job);
+int snpu_callback_complete(struct snpu_context *ctx, u32 cookie, int status);
 __poll_t snpu_callback_poll(struct snpu_context *ctx, struct file *file,
 			    poll_table *wait);
 

@@ -488,7 +488,7 @@ FIXTURE_VARIANT_ADD(setup_bad, idle_ms_above_max) {
 };
 
 FIXTURE_VARIANT_ADD(setup_bad, flags_unknown_bit) {
-	.flags = 1U << 1, .sq_entries = 8, .reserved = -1, .error = EINVAL,
+	.flags = 1U << 2, .sq_entries = 8, .reserved = -1, .error = EINVAL,
 };
 
 FIXTURE_VARIANT_ADD(setup_bad, flags_top_bit) {
