@@ -76,7 +76,8 @@ help:
 	@echo '  module         snpu.ko with kbuild against KDIR ($(KDIR))'
 	@echo '  lib            build/lib: libsnpu.a, libsnpu.so (versioned symbols)'
 	@echo '  tools          build/tools: snpu-smi, snpu-bench, snpu-bench-snapshot,'
-	@echo '                 snpu-bench-graph, snpu-bench-rt2, snpu-train'
+	@echo '                 snpu-bench-graph, snpu-bench-sync, snpu-bench-rt2,'
+	@echo '                 snpu-train'
 	@echo '  selftests      build/selftests: kselftest suites (run in the VM)'
 	@echo '  unit           native unit tests of kmod/core and lib under ASan/UBSan'
 	@echo '  fuzz           libFuzzer targets of kmod/core, FUZZ_SECS=$(FUZZ_SECS) s in all,'
@@ -100,8 +101,11 @@ help:
 	@echo '                 attached-stream misses; snpu-bench-snapshot:'
 	@echo '                 backup/restore GB/s, lock latency, checkpoint cost;'
 	@echo '                 snpu-bench-graph: ns per node of a graph launch against'
-	@echo '                 the same tasks through the ring, stitched against'
-	@echo '                 unstitched launches, hazard-list visits; snpu-bench-rt2:'
+	@echo '                 the same tasks through the ring, the fixed and'
+	@echo '                 per-node cost fitted, stitched against unstitched'
+	@echo '                 launches, hazard-list visits; snpu-bench-sync: event'
+	@echo '                 ping-pongs, callbacks (ioctl and ring) against FILLs,'
+	@echo '                 one task round trip against a pipe; snpu-bench-rt2:'
 	@echo '                 the rt2 executor per node through the ring; snpu-train:'
 	@echo '                 steps/s with graph replay, op by op, CPU reference'
 	@echo '  bench-native   attached-stream cache hits on the host (-O2, no sanitizers);'
@@ -335,6 +339,7 @@ bench: vm-image
 	$(Q)scripts/vm run -t 600 'snpu-bench && snpu-bench -r 21 attached && snpu-bench-rt2 -r 7 -b 20000'
 	$(Q)scripts/vm run -t 900 -m 2048 -p "mem_mb=1024" snpu-bench-snapshot
 	$(Q)scripts/vm run -t 600 snpu-bench-graph
+	$(Q)scripts/vm run -t 600 snpu-bench-sync
 	$(Q)scripts/vm run -t 900 '$(TRAIN_BENCH) --bench 40 && \
 		$(TRAIN_BENCH) --hidden 16 -b 8 --bench 400'
 
