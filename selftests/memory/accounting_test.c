@@ -541,7 +541,7 @@ TEST_F(bg, exited_threads_are_pruned)
 	ASSERT_EQ(0, bg_ioc(self->fd, SNPU_IOC_BG_UNREGISTER, &s));
 }
 
-TEST_F(bg, live_threads_are_bounded)
+TEST_F_TIMEOUT(bg, live_threads_are_bounded, 120)
 {
 	static struct bg_arg a[SNPU_BG_MAX];
 	static pthread_t th[SNPU_BG_MAX];

@@ -2586,7 +2586,7 @@ TEST_F(ring, poller_batches)
  * head passed it before the task could complete. One NOP at a time, so
  * that the poller races the reader on every round.
  */
-TEST_F(ring, poller_cqe_implies_sqe_free)
+TEST_F_TIMEOUT(ring, poller_cqe_implies_sqe_free, 300)
 {
 	struct snpu_cqe *cqe;
 	unsigned int round;
