@@ -261,43 +261,64 @@ static void snpu_ring_nop_trace(struct snpu_context *ctx, u32 stream, u64 seq)
 }
 
 /*
- * A NOP launch on an idle stream, with room in the CQ, completes here,
- * without a job (see snpu_stream_nop_locked()): its entry is given back,
- * then its CQE written. Returns false, with the entry still at the SQ
- * head, when it must take the job path, which checks it again and
- * reports its error.
+ * NOP launches on idle streams, with room in the CQ, complete here,
+ * without a job (see snpu_stream_nop_locked()): @t, the entry at the SQ
+ * head, and those right after it, up to @max in all, while each is such
+ * a NOP. A run of them takes one hold of sched_lock, one clock reading,
+ * and one store of each of the SQ head and the CQ tail the process
+ * reads: the entries are given back before their CQEs are seen. Returns
+ * how many were consumed; 0 leaves @t at the SQ head for the job path,
+ * which checks it again and reports its error.
  */
-static bool snpu_ring_nop_locked(struct snpu_context *ctx,
-				 struct snpu_ring *ring,
-				 const struct snpu_task *t, u64 *now)
+static u32 snpu_ring_nops_locked(struct snpu_context *ctx,
+				 struct snpu_ring *ring, struct snpu_task *t,
+				 u32 max, u64 *now)
 {
 	struct snpu_stream *s;
-	u64 seq = 0;
+	struct snpu_cqe *cqe;
+	u32 done = 0;
+	u64 seq;
 
 	lockdep_assert_held(&ctx->lock);
-	if (snpu_task_check(t))
-		return false;
-	s = snpu_stream_get_locked(ctx, t->stream);
-	if (!s || s->destroying)
-		return false;
 	spin_lock(&ctx->sched_lock);
-	if (list_empty(&ring->overflow) &&
-	    snpu_cq_used_locked(ring) < ring->cq_entries)
+	while (done < max) {
+		if (done)
+			memcpy(t, &ring->sqes[ring->sq_head & ring->sq_mask],
+			       sizeof(*t));
+		if (!snpu_task_is_nop(t) || snpu_task_check(t))
+			break;
+		s = snpu_stream_get_locked(ctx, t->stream);
+		if (!s || s->destroying || !list_empty(&ring->overflow) ||
+		    snpu_cq_used_locked(ring) >= ring->cq_entries)
+			break;
 		seq = snpu_stream_nop_locked(ctx, s);
-	if (seq) {
-		/* The entry is free before its CQE is seen. */
-		snpu_sq_advance(ring);
-		/* The NOPs of one stretch complete together: one clock read. */
+		if (!seq)
+			break;
+		ring->sq_head++;
 		if (!*now)
 			*now = ktime_get_ns();
 		snpu_ring_nop_trace(ctx, t->stream, seq);
-		ctx->tasks_done++;
-		snpu_stats_task_done(ctx, 0);
-		snpu_cq_write_locked(ctx, ring, t->user_data, 0, *now, seq);
+		cqe = snpu_cq_next_locked(ring);
+		cqe->user_data = t->user_data;
+		cqe->result = 0;
+		cqe->flags = 0;
+		cqe->time_ns = *now;
+		cqe->seq = seq;
+		WRITE_ONCE(ring->cq_tail, ring->cq_tail + 1);
+		done++;
+	}
+	if (done) {
+		ctx->tasks_done += done;
+		this_cpu_add(ctx->sdev->pcpu->tasks, done);
+		this_cpu_add(ctx->sdev->pcpu->cqes, done);
+		/* Pairs with the process's acquire of the SQ head. */
+		smp_store_release(ring->sq_head_user, ring->sq_head);
+		/* Entries first, then the tail the process reads. */
+		smp_store_release(ring->cq_tail_user, ring->cq_tail);
 		snpu_ring_wake_locked(ring);
 	}
 	spin_unlock(&ctx->sched_lock);
-	return seq;
+	return done;
 }
 
 /*
@@ -355,6 +376,7 @@ u32 snpu_ring_consume_locked(struct snpu_context *ctx, u32 max)
 	struct snpu_task t;
 	u64 now = 0;
 	int ret, done;
+	u32 k;
 
 	lockdep_assert_held(&ctx->lock);
 	/* Pairs with the process's release of the tail after the entries. */
@@ -390,8 +412,12 @@ u32 snpu_ring_consume_locked(struct snpu_context *ctx, u32 max)
 				snpu_ring_commit_prepared(ctx, &jobs, next);
 				now = 0;
 			}
-			if (snpu_ring_nop_locked(ctx, ring, &t, &now))
+			k = snpu_ring_nops_locked(ctx, ring, &t, avail - n,
+						  &now);
+			if (k) {
+				n += k - 1;
 				continue;
+			}
 		}
 		if (!next) {
 			/* Slots for a stretch: one reservation and one commit. */
