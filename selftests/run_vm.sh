@@ -16,7 +16,25 @@ dir=${SNPU_SELFTESTS:-/opt/snpu/selftests}
 ko=${SNPU_KO:-/opt/snpu/snpu.ko}
 UNLOADED="load"
 DEBUG_ONLY="failnth"
+# Suites that need other module parameters: the module is reloaded with
+# them (and test_hooks=1) for the suite, then with its defaults again; an
+# unload that fails (a file left open, a reference leaked) fails the run.
+PARAMS_comm="devices=4"
 rc=0
+
+# Reload the module with test_hooks=1 and the parameters $1.
+reload() {
+	if ! rmmod snpu; then
+		echo "not ok 1 vm.rmmod_for_reload $1"
+		rc=1
+		return 1
+	fi
+	if ! insmod "$ko" test_hooks=1 $1; then
+		echo "not ok 1 vm.insmod $1"
+		rc=1
+		return 1
+	fi
+}
 
 run_prog() {
 	echo "# selftest $1"
@@ -55,7 +73,15 @@ for s in $(ls "$dir"); do
 	case " $DEBUG_ONLY " in
 	*" $s "*) [ "${SNPU_TIER:-}" = debug ] || continue ;;
 	esac
-	[ -d "$dir/$s" ] && run_suite "$s"
+	[ -d "$dir/$s" ] || continue
+	params=$(eval echo "\${PARAMS_$s:-}")
+	if [ -n "$params" ]; then
+		reload "$params" || exit 1
+		run_suite "$s"
+		reload "" || exit 1
+	else
+		run_suite "$s"
+	fi
 done
 if rmmod snpu; then
 	echo "ok 1 vm.rmmod_after_tests"
