@@ -60,8 +60,9 @@ static inline struct file *snpu_shmem_file_noreserve(const char *name,
  * snpu_genl_dump_attrs() - the attributes of a generic netlink dump request
  * @cb: the dump's callback, in its start() or dumpit()
  *
- * 6.6 moved the parsed attributes of a dump from struct genl_dumpit_info
- * into the struct genl_info it now embeds, read with genl_info_dump().
+ * 6.6 embedded a struct genl_info, with the parsed attributes, in struct
+ * genl_dumpit_info (read with genl_info_dump()); the old @attrs member of
+ * struct genl_dumpit_info is gone from 6.12's headers.
  *
  * Return: the attribute table, NULL when the family parses none.
  */
