@@ -66,7 +66,7 @@ DKMS_KVER ?= $(notdir $(patsubst %/,%,$(dir $(KDIR))))
 
 .PHONY: all module kbuild vm-check lib tools selftests unit unit-build deps ksrc lint check run \
 	vm-image vm-shell bench bench-native install clean help debug-module debug-image check-debug fuzz fuzz-build fuzz-bins \
-	dkms dkms-src
+	dkms dkms-src check-kernels kernel-image check-release dkms-version
 
 all: module lib tools selftests
 
@@ -91,6 +91,13 @@ help:
 	@echo '                 kmemleak, UBSAN), built once and cached, the fuzz suite'
 	@echo '                 for a million operations; same last line. CI runs it'
 	@echo '                 after check'
+	@echo '  check-kernels  for each kernel of scripts/kernels.list (6.1, 6.12, 7.x,'
+	@echo '                 fetched from Debian into ~/.cache/snpu/kernels): the module'
+	@echo '                 with -Werror, a dkms build, the kselftests in the VM on that'
+	@echo '                 kernel; one line per kernel. KERNELS="6.12 ..." picks rows'
+	@echo '  check-release  make check in a fresh Debian RELEASE=$(RELEASE) system'
+	@echo '                 (debootstrap, cached), from a clone of HEAD, with that'
+	@echo "                 release's packages and kernel"
 	@echo '  run            train an MLP on Fashion-MNIST in the VM (snpu-train, about'
 	@echo '                 3 min): test accuracy, time split, build/run/*.svg;'
 	@echo '                 EPOCHS=N for N full epochs, RUN_ARGS= snpu-train options'
@@ -403,6 +410,30 @@ debug-image: lib tools selftests debug-module $(MINI_DATA)/.stamp
 check-debug:
 	$(Q)scripts/check debug
 
+# ---- kernel matrix ---------------------------------------------------------
+
+# The module built against each kernel of scripts/kernels.list with
+# warnings as errors, and the kselftests run on each in the VM
+# (scripts/check kernels; the kernels come from Debian's packages, fetched
+# by scripts/kernels into ~/.cache/snpu/kernels). KERNELS="NAME..." picks
+# rows.
+KERNELS ?=
+check-kernels:
+	$(Q)scripts/check kernels $(KERNELS)
+
+# make check as on a fresh system of another Debian release (RELEASE, a
+# suite name; Debian 13 by default), from a clone of HEAD, with that
+# release's packages and kernel (scripts/check-release).
+RELEASE ?= trixie
+check-release:
+	$(Q)scripts/check-release $(RELEASE)
+
+# build/kernels/NAME/initramfs.cpio.gz (KERNEL_DIR): the VM image with the
+# module built for that kernel (KERNEL_KO).
+kernel-image: lib tools selftests $(MINI_DATA)/.stamp
+	$(Q)scripts/deps vm
+	$(call vm-root,$(KERNEL_KO),$(KERNEL_DIR))
+
 # ---- install / clean -------------------------------------------------------
 
 # The tools are linked for build/lib (rpath $ORIGIN/../lib): installed in
@@ -430,6 +461,10 @@ dkms-src:
 		-not -path 'kmod/core/fuzz/*') | tar -xf - -C $(DESTDIR)$(DKMS_SRC)
 	$(Q)sed 's/@VERSION@/$(MODVER)/' dkms.conf > $(DESTDIR)$(DKMS_SRC)/dkms.conf
 	@echo '  DKMS    sources in $(DESTDIR)$(DKMS_SRC)'
+
+# The version DKMS knows the module by (scripts/check kernels).
+dkms-version:
+	@echo $(MODVER)
 
 # A version added before is removed first, so that the target can repeat.
 dkms:
