@@ -94,7 +94,8 @@ help:
 	@echo '  check-kernels  for each kernel of scripts/kernels.list (6.1, 6.12, 7.x,'
 	@echo '                 fetched from Debian into ~/.cache/snpu/kernels): the module'
 	@echo '                 with -Werror, a dkms build, the kselftests in the VM on that'
-	@echo '                 kernel; one line per kernel. KERNELS="6.12 ..." picks rows'
+	@echo '                 kernel; one line per kernel. KERNELS="6.12 ..." picks rows,'
+	@echo '                 KERNELS_VM="7.x ..." the rows whose kselftests run'
 	@echo '  check-release  make check in a fresh Debian RELEASE=$(RELEASE) system'
 	@echo '                 (debootstrap, cached), from a clone of HEAD, with that'
 	@echo "                 release's packages and kernel"
@@ -416,10 +417,12 @@ check-debug:
 # warnings as errors, and the kselftests run on each in the VM
 # (scripts/check kernels; the kernels come from Debian's packages, fetched
 # by scripts/kernels into ~/.cache/snpu/kernels). KERNELS="NAME..." picks
-# rows.
+# rows; KERNELS_VM="NAME..." runs the kselftests of those rows only (the
+# others are built, also by DKMS).
 KERNELS ?=
+KERNELS_VM ?=
 check-kernels:
-	$(Q)scripts/check kernels $(KERNELS)
+	$(Q)KERNELS_VM="$(KERNELS_VM)" scripts/check kernels $(KERNELS)
 
 # make check as on a fresh system of another Debian release (RELEASE, a
 # suite name; Debian 13 by default), from a clone of HEAD, with that
