@@ -154,6 +154,8 @@ struct snpu_dev_pcpu {
  *         has not completed yet (see sched.c)
  * @chained: how many, the task it runs now not counted
  * @streak: graph nodes it ran in a row without reading the clock
+ * @batch: short graph nodes of one launch it took in one turn, to run
+ *         next (its own thread's only; see snpu_pick())
  * @busy_ns: nanoseconds spent running blocks
  * @blocks: blocks run
  *
@@ -168,6 +170,7 @@ struct snpu_core {
 	struct snpu_job *chain;
 	u32 chained;
 	u32 streak;
+	struct list_head batch;
 	u64 busy_ns;
 	u64 blocks;
 };

@@ -221,8 +221,13 @@ static uint64_t callback_ioctl_run(struct bench *b, unsigned int n)
 
 	while (done < n) {
 		for (k = 0; k < BATCH && sent < n &&
-		     sent - done < r->sq.entries / 2; k++)
-			make_callback_plain(b, sent++, snpu_ring_get_sqe(r));
+		     sent - done < r->sq.entries / 2; k++) {
+			struct snpu_task *sqe = snpu_ring_get_sqe(r);
+
+			if (!sqe)
+				break;
+			make_callback_plain(b, sent++, sqe);
+		}
 		if (k) {
 			ret = snpu_ring_submit(r);
 			if (ret < 0)
@@ -346,12 +351,18 @@ static uint64_t one_task_run(struct bench *b, unsigned int n)
 	int ret;
 
 	for (i = 0; i < n; i++) {
-		prep_fill(snpu_ring_get_sqe(r), b->s[0], b->buf[0]);
+		struct snpu_task *sqe = snpu_ring_get_sqe(r);
+
+		if (!sqe)
+			die("ring full", -EBUSY);
+		prep_fill(sqe, b->s[0], b->buf[0]);
 		ret = snpu_ring_submit_and_wait(r, 1);
 		if (ret < 0)
 			die("ring submit and wait", ret);
-		if (snpu_ring_peek_cqe(r, &c) || c->result)
-			die("round trip", c ? c->result : -EIO);
+		if (snpu_ring_peek_cqe(r, &c))
+			die("round trip", -EIO);
+		if (c->result)
+			die("round trip", c->result);
 		snpu_ring_cqe_seen(r, c);
 	}
 	return (now_ns() - t0) / n;
