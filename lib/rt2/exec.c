@@ -466,11 +466,10 @@ static int rt2_prepare_relations(struct snpu_rt2_exec *e,
 	    SNPU_RT2_EXEC_THREADS)
 		return -EINVAL;
 	ret = rt2_rels_to_ids(b, &e->g, &r);
+	/* Built and validated in one go (relation.c). */
 	if (!ret)
 		ret = rt2_xdata_build(&e->xd, &e->g, r, b->nrels);
 	free(r);
-	if (!ret)
-		ret = rt2_xdata_validate(&e->xd, &e->g);
 	return ret;
 }
 

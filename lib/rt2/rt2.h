@@ -256,11 +256,15 @@ struct rt2_node {
 	int32_t op;
 	uint32_t count;
 	uint32_t nin, nout;
+	/*
+	 * CSR ranges into the graph's edge arrays (final graph only). With
+	 * the fields above and in[0..3], in the record's first 64 bytes:
+	 * what ExecutionData's checks read of a node (relation.c).
+	 */
+	uint32_t pred_off, npred, succ_off, nsucc;
 	int32_t in[RT2_NODE_IO];
 	int32_t out[RT2_NODE_IO];
 	int64_t arg;
-	/* CSR ranges into the graph's edge arrays (final graph only) */
-	uint32_t pred_off, npred, succ_off, nsucc;
 	uint32_t seq;		/* creation order, for stable ordering */
 	bool dead;		/* removed by a pass (builder only) */
 };

@@ -379,14 +379,27 @@ TEST(xdata_ids_out_of_range)
 	xfix_fini(&f);
 }
 
-/* A relation dropped: the free's edge is gone without protection. */
+/*
+ * A relation dropped: the free's edge is gone without protection. The
+ * build refuses the relations, and the check refuses the CSR with that
+ * column taken out.
+ */
 TEST(xdata_unprotected_removal_rejected)
 {
 	struct rt2_xdata y;
 	struct xfix f;
+	uint32_t q;
 
 	xfix_make(_metadata, &f);
-	ASSERT_EQ(0, rt2_xdata_build(&y, &f.g, f.r + 1, f.b.nrels - 1));
+	EXPECT_EQ(-EPROTO, rt2_xdata_build(&y, &f.g, f.r + 1, f.b.nrels - 1));
+	ASSERT_EQ(0, rt2_xdata_build(&y, &f.g, f.r, f.b.nrels));
+	/* Take out the first relation of the first row, as if never made. */
+	for (q = 0; q + 1 < y.nrels; q++)
+		y.col[q] = y.col[q + 1];
+	for (q = 0; q <= f.g.nnodes; q++)
+		if (y.off[q] > 0)
+			y.off[q]--;
+	y.nrels--;
 	EXPECT_EQ(-EPROTO, rt2_xdata_validate(&y, &f.g));
 	rt2_xdata_fini(&y);
 	xfix_fini(&f);
@@ -396,6 +409,264 @@ static unsigned int rnd(unsigned int *st)
 {
 	*st = *st * 1103515245U + 12345U;
 	return (*st >> 16) & 0x7fff;
+}
+
+/*
+ * The three input orders the build takes (grouped by free with each row
+ * sorted, grouped with rows out of order, and shuffled) give the arrays
+ * of the pass's own order, which is grouped.
+ */
+TEST(xdata_build_any_order_same_arrays)
+{
+	unsigned int st = 7, i, j, n, order;
+	struct rt2_rel *r;
+	struct rt2_xdata y;
+	struct xfix f;
+
+	xfix_make(_metadata, &f);
+	n = f.b.nrels;
+	/* The pass hands them over grouped, the frees ascending. */
+	for (i = 1; i < n; i++)
+		ASSERT_LE(f.r[i - 1].free, f.r[i].free);
+	r = malloc(n * sizeof(*r));
+	ASSERT_NE(NULL, r);
+	for (order = 0; order < 3; order++) {
+		memcpy(r, f.r, n * sizeof(*r));
+		for (i = 0; i < n; i++) {
+			/* 0: rows sorted; 1: each row reversed; 2: shuffled */
+			for (j = i; order == 0 && j + 1 < n &&
+			     r[j + 1].free == r[i].free; j++)
+				;
+			if (order == 0) {
+				unsigned int a, b;
+
+				for (a = i; a < j; a++)
+					for (b = j; b > a; b--)
+						if (r[b - 1].launch > r[b].launch) {
+							struct rt2_rel t = r[b];
+
+							r[b] = r[b - 1];
+							r[b - 1] = t;
+						}
+				i = j;
+			}
+		}
+		if (order == 1)
+			for (i = 0; i < n; i = j) {
+				for (j = i + 1; j < n && r[j].free == r[i].free; j++)
+					;
+				for (unsigned int a = i, b = j - 1; a < b; a++, b--) {
+					struct rt2_rel t = r[a];
+
+					r[a] = r[b];
+					r[b] = t;
+				}
+			}
+		if (order == 2)
+			for (i = n - 1; i > 0; i--) {
+				struct rt2_rel t;
+
+				j = rnd(&st) % (i + 1);
+				t = r[i];
+				r[i] = r[j];
+				r[j] = t;
+			}
+		ASSERT_EQ(0, rt2_xdata_build(&y, &f.g, r, n));
+		EXPECT_EQ(0, memcmp(f.x.off, y.off, (f.g.nnodes + 1) * 4));
+		EXPECT_EQ(0, memcmp(f.x.col, y.col, n * 4));
+		EXPECT_EQ(0, memcmp(f.x.rank, y.rank, f.g.nnodes * 4));
+		EXPECT_EQ(0, memcmp(f.x.req, y.req, f.g.nnodes * 4));
+		EXPECT_EQ(f.x.nranks, y.nranks);
+		EXPECT_EQ(0, rt2_xdata_validate(&y, &f.g));
+		rt2_xdata_fini(&y);
+	}
+	free(r);
+	xfix_fini(&f);
+}
+
+/* A free and a launch of the fixture: the first relation's. */
+static void xfix_pair(struct xfix *f, uint32_t *fr, uint32_t *la)
+{
+	*fr = f->r[0].free;
+	*la = f->r[0].launch;
+}
+
+/* The first node of type @type, or the node count. */
+static uint32_t xfix_node_of(const struct xfix *f, unsigned int type)
+{
+	uint32_t i;
+
+	for (i = 0; i < f->g.nnodes && f->g.nodes[i].type != type; i++)
+		;
+	return i;
+}
+
+static int cmp_rel_fl(const void *a, const void *b)
+{
+	const struct rt2_rel *x = a, *y = b;
+
+	if (x->free != y->free)
+		return x->free < y->free ? -1 : 1;
+	return x->launch < y->launch ? -1 : x->launch > y->launch;
+}
+
+/*
+ * The build refuses relations @r (@n of them) with -EPROTO both when they
+ * come grouped by free, rows sorted (the one-pass path, no row sort), and
+ * when they come in the reverse order (the transposing sort).
+ */
+static void xbuild_refused(struct __test_metadata *_metadata,
+			   const struct xfix *f, struct rt2_rel *r,
+			   unsigned int n)
+{
+	struct rt2_xdata y;
+	unsigned int i;
+
+	qsort(r, n, sizeof(*r), cmp_rel_fl);
+	EXPECT_EQ(-EPROTO, rt2_xdata_build(&y, &f->g, r, n));
+	for (i = 0; i < n / 2; i++) {
+		struct rt2_rel t = r[i];
+
+		r[i] = r[n - 1 - i];
+		r[n - 1 - i] = t;
+	}
+	EXPECT_EQ(-EPROTO, rt2_xdata_build(&y, &f->g, r, n));
+}
+
+/* The fixture's relations and @extra. */
+static void xbuild_refused_extra(struct __test_metadata *_metadata,
+				 const struct xfix *f,
+				 const struct rt2_rel *extra)
+{
+	unsigned int n = f->b.nrels;
+	struct rt2_rel *r = malloc((n + 1) * sizeof(*r));
+
+	ASSERT_NE(NULL, r);
+	memcpy(r, f->r, n * sizeof(*r));
+	r[n] = *extra;
+	xbuild_refused(_metadata, f, r, n + 1);
+	free(r);
+}
+
+TEST(xdata_build_refuses_duplicate)
+{
+	struct rt2_rel bad;
+	struct xfix f;
+
+	xfix_make(_metadata, &f);
+	xfix_pair(&f, &bad.free, &bad.launch);
+	xbuild_refused_extra(_metadata, &f, &bad);
+	xfix_fini(&f);
+}
+
+/* A memory node, even one the launch order were to name. */
+TEST(xdata_build_refuses_column_not_a_launch)
+{
+	struct rt2_rel bad;
+	struct xfix f;
+
+	xfix_make(_metadata, &f);
+	xfix_pair(&f, &bad.free, &bad.launch);
+	bad.launch = xfix_node_of(&f, RT2_NT_MEMORY);
+	ASSERT_LT(bad.launch, f.g.nnodes);
+	f.g.launch_order[f.g.nlaunch++] = bad.launch;	/* room: per node */
+	xbuild_refused_extra(_metadata, &f, &bad);
+	xfix_fini(&f);
+}
+
+/*
+ * A hold-address free's relations moved onto a node that is not one (the
+ * free's value then used by no launch, and the row count unchanged, so
+ * that only this rule can object).
+ */
+TEST(xdata_build_refuses_row_not_a_hold_free)
+{
+	struct xfix f;
+	uint32_t fr, other;
+	unsigned int i;
+
+	xfix_make(_metadata, &f);
+	fr = f.r[0].free;
+	other = xfix_node_of(&f, RT2_NT_NORMAL);
+	ASSERT_LT(other, f.g.nnodes);
+	for (i = 0; i < f.b.nrels; i++)
+		if (f.r[i].free == fr)
+			f.r[i].free = other;
+	f.g.nodes[fr].in[0] = 1000;
+	xbuild_refused(_metadata, &f, f.r, f.b.nrels);
+	xfix_fini(&f);
+}
+
+TEST(xdata_build_refuses_other_owner)
+{
+	struct rt2_rel bad;
+	struct xfix f;
+
+	xfix_make(_metadata, &f);
+	xfix_pair(&f, &bad.free, &bad.launch);
+	/* The first relation's launch moves to another owner graph. */
+	f.g.nodes[bad.launch].owner = 3;
+	xbuild_refused(_metadata, &f, f.r, f.b.nrels);
+	xfix_fini(&f);
+}
+
+/* A launch that is also a predecessor of the free: the edge stayed. */
+TEST(xdata_build_refuses_column_that_is_a_predecessor)
+{
+	struct rt2_rel bad;
+	struct xfix f;
+	uint32_t p;
+
+	xfix_make(_metadata, &f);
+	xfix_pair(&f, &bad.free, &bad.launch);
+	/* Make the free's first predecessor a launch of the order. */
+	ASSERT_GT(f.g.nodes[bad.free].npred, 0U);
+	p = f.g.preds[f.g.nodes[bad.free].pred_off];
+	f.g.nodes[p].type = RT2_NT_LAUNCH;
+	f.g.nodes[p].nin = f.g.nodes[p].nout = 0;
+	f.g.launch_order[f.g.nlaunch++] = p;	/* room: one per node */
+	bad.launch = p;
+	xbuild_refused_extra(_metadata, &f, &bad);
+	xfix_fini(&f);
+}
+
+/* A relation launch that the strict launch order does not have. */
+TEST(xdata_build_refuses_launch_outside_order)
+{
+	struct rt2_rel bad;
+	struct xfix f;
+	uint32_t m;
+
+	xfix_make(_metadata, &f);
+	xfix_pair(&f, &bad.free, &bad.launch);
+	m = xfix_node_of(&f, RT2_NT_MEMORY);
+	ASSERT_LT(m, f.g.nnodes);
+	/* A launch that uses no value, so that only the order can object. */
+	f.g.nodes[m].type = RT2_NT_LAUNCH;
+	f.g.nodes[m].nin = f.g.nodes[m].nout = 0;
+	bad.launch = m;
+	xbuild_refused_extra(_metadata, &f, &bad);
+	xfix_fini(&f);
+}
+
+/*
+ * Every hold-address free has relations: one without is refused (here
+ * one whose value no launch uses, so that only this rule can object).
+ */
+TEST(xdata_build_refuses_hold_free_without_row)
+{
+	struct xfix f;
+	unsigned int i, n;
+	uint32_t fr;
+
+	xfix_make(_metadata, &f);
+	fr = f.r[0].free;
+	for (i = 0, n = 0; i < f.b.nrels; i++)
+		if (f.r[i].free != fr)
+			f.r[n++] = f.r[i];
+	f.g.nodes[fr].in[0] = 1000;
+	xbuild_refused(_metadata, &f, f.r, n);
+	xfix_fini(&f);
 }
 
 /* A row with at least @min entries, at random. */
