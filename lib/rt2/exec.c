@@ -59,8 +59,9 @@ static int rt2_wait_gen(struct snpu_rt2_exec *e, uint32_t gen, uint32_t *sub)
 
 /*
  * A block of @bytes for value @t. The fast path never calls the
- * scheduler; past the pool's limit: wait (only for what executed frees
- * activated), stream sync, recycle, retry. Memory worker only.
+ * scheduler; past the pool's limit (only a caller's limit: without one
+ * the pool grows): wait (only for what executed frees activated), stream
+ * sync, recycle, retry. Memory worker only.
  */
 int rt2_pool_get(struct snpu_rt2_exec *e, int32_t t, uint64_t bytes,
 		 uint64_t *addr)
@@ -89,11 +90,6 @@ int rt2_pool_get(struct snpu_rt2_exec *e, int32_t t, uint64_t bytes,
 		}
 		rt2_alloc_recycle(p, e->dev, sub, bytes);
 		ret = rt2_alloc_get(p, e->dev, bytes, addr, &gen);
-		if (ret == RT2_ALLOC_RECYCLE && !p->limit) {
-			/* Past what it learned, without a limit: grow. */
-			p->learned = p->bytes + bytes;
-			ret = rt2_alloc_get(p, e->dev, bytes, addr, &gen);
-		}
 		if (ret == RT2_ALLOC_RECYCLE)
 			ret = -ENOMEM;
 	}

@@ -429,14 +429,14 @@ struct rt2_block {
  * exact size, a block a hold-address free gave back held until its
  * relation launches were submitted, and an optional limit on the device
  * memory it holds, past which it recycles: wait, stream sync, recycle,
- * retry. Memory worker only (or the one thread): no lock.
+ * retry (without a limit it grows instead, and never recycles). Memory
+ * worker only (or the one thread): no lock.
  */
 struct rt2_pool {
 	struct rt2_block *blk;
 	unsigned int nblk, cap;
 	unsigned int nheld;
 	uint64_t limit;			/* 0: none */
-	uint64_t learned;		/* no limit: what the runs so far held */
 	uint64_t bytes, peak;		/* device memory held */
 	unsigned long dev_allocs;	/* device allocations made */
 	unsigned long dev_frees;	/* blocks given back to the device */

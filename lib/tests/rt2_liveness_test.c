@@ -59,7 +59,7 @@ struct mc_state {
 	uint32_t submitted, freed, required, unmet, wait_gen;
 	uint32_t act[MC_RANKS];
 	uint32_t nblk, nheld, dev_allocs, pad2;
-	uint64_t bytes, learned;
+	uint64_t bytes;
 	struct rt2_block blk[MC_VALS];
 	uint64_t addr[MC_VALS];	/* per value */
 };
@@ -153,7 +153,6 @@ static void mc_load(struct mc *c, struct mc_state *s, struct rt2_sched *sc,
 	p->nheld = s->nheld;
 	p->limit = c->limit;
 	p->bytes = s->bytes;
-	p->learned = s->learned;
 	p->dev_allocs = s->dev_allocs;
 	p->submitted = &sc->submitted;
 	c->pool = p;
@@ -172,7 +171,6 @@ static void mc_store(struct mc_state *s, const struct rt2_sched *sc,
 	s->nblk = p->nblk;
 	s->nheld = p->nheld;
 	s->bytes = p->bytes;
-	s->learned = p->learned;
 	s->dev_allocs = (uint32_t)p->dev_allocs;
 	memset(&s->blk[p->nblk], 0, (MC_VALS - p->nblk) * sizeof(s->blk[0]));
 }
@@ -221,13 +219,6 @@ static int mc_alloc(struct mc *c, struct mc_state *s, const struct rt2_node *n,
 					  c->vbytes[v]);
 			a = c->hint[v];
 			ret = rt2_alloc_get(p, &c->dev, c->vbytes[v], &a, &gen);
-			if (ret == RT2_ALLOC_RECYCLE && !p->limit) {
-				/* as rt2_pool_get(): past what it learned */
-				p->learned = p->bytes + c->vbytes[v];
-				a = c->hint[v];
-				ret = rt2_alloc_get(p, &c->dev, c->vbytes[v],
-						    &a, &gen);
-			}
 			if (ret)
 				return -ENOMEM;
 		}
@@ -428,7 +419,6 @@ static void mc_check(struct __test_metadata *_metadata, struct mc *c,
 		s0.blk[i].state = RT2_BLK_FREE;	/* rt2_alloc_release() */
 	s0.nblk = s1.nblk;
 	s0.bytes = s1.bytes;
-	s0.learned = s1.bytes;
 	s0.dev_allocs = s1.dev_allocs;
 	c->cur++;
 	c->nseen = 0;
