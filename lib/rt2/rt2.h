@@ -455,9 +455,61 @@ unsigned int rt2_alloc_recycle(struct rt2_pool *p, struct snpu_rt2_dev *d,
 void rt2_alloc_release(struct rt2_pool *p);
 void rt2_alloc_fini(struct rt2_pool *p, struct snpu_rt2_dev *d);
 
-struct rt2_queue {
-	uint32_t *ids;
-	unsigned int head, tail;
+/*
+ * Three-worker mode (exec.c): each worker is a *strand*, a serial
+ * executor of the nodes of its class in its order - the memory worker's
+ * in execution-ID order and the launch worker's in the strict launch
+ * order (their orders are their queues: the next node runs once its
+ * pending count is 0), the normal worker's from a queue of ready nodes
+ * that many threads fill and its one holder empties. A thread runs a
+ * strand's nodes only while it holds the strand's claim, so each strand
+ * runs one node at a time, in its order, whichever thread runs it. The
+ * threads: the caller, and up to three helpers, woken only when they
+ * pay (see the hand-over section of exec.c).
+ */
+struct rt2_strand {
+	uint32_t claim;			/* 1 while a thread runs its nodes */
+	uint32_t next;			/* nodes completed this run */
+	uint32_t n;			/* its nodes */
+	const uint32_t *order;		/* memory, launch: IDs in order */
+	uint32_t *slot;			/* normal: the queue, RT2_NO_NODE */
+	uint32_t tail;			/* normal: producers' next slot */
+} __attribute__((aligned(64)));
+
+#define RT2_NO_NODE	UINT32_MAX
+
+/* A helper thread and the word it parks on. */
+#define RT2_T_RUN	0U	/* in a run */
+#define RT2_T_IDLE	1U	/* idle (spinning, or about to sleep) */
+#define RT2_T_PARKED	2U	/* idle, asleep on its word */
+#define RT2_T_WAKE	3U	/* woken into the run: @inside counts it */
+#define RT2_T_QUIT	4U
+
+struct rt2_thread {
+	struct snpu_rt2_exec *e;
+	uint32_t word;			/* RT2_T_*, a futex */
+	uint64_t woken_ns;		/* when it was woken, for the latency */
+	pthread_t tid;
+} __attribute__((aligned(64)));
+
+/* How the threads share a run. */
+#define RT2_HAND_AUTO	0U	/* wake helpers when they pay */
+#define RT2_HAND_EAGER	1U	/* tests: whenever another strand has work */
+
+struct rt2_hand {
+	uint32_t inside;		/* threads in the run's work loop */
+	uint32_t spinning;		/* idle helpers spinning */
+	uint32_t caller;		/* the caller's futex: 1 while it waits */
+	uint32_t stop;			/* the run stops: an error */
+	unsigned int ncpu;		/* CPUs this process may run on */
+	unsigned int policy;		/* RT2_HAND_* */
+	bool eager;			/* this run wakes helpers for parallel work */
+	bool ordered;			/* the caller runs alone, in ID order */
+	uint32_t cur;			/* ... the node it runs */
+	uint64_t node_ns;		/* a node's host time, averaged over runs */
+	uint64_t wake_ns;		/* a helper's wake-up latency, averaged */
+	unsigned long wakes;		/* helpers woken */
+	unsigned long switches;		/* ordered runs the strands took over */
 };
 
 struct snpu_rt2_exec {
@@ -480,23 +532,12 @@ struct snpu_rt2_exec {
 	/* scheduling */
 	uint32_t *indeg;		/* static in-degrees */
 	uint32_t *pending;		/* per run */
-	struct rt2_queue q[RT2_WORKERS];
-	unsigned int launch_next;	/* position in g.launch_order */
 	uint32_t *mem_order;		/* memory-worker node IDs, ascending */
-	unsigned int nmem, mem_next;
-	unsigned int done_nodes;
+	unsigned int nmem;
 	int err;			/* first error of this run */
-	bool stop, quit;
-	unsigned int gen;		/* runs started */
-	unsigned int idle;		/* workers done with @gen */
-	pthread_mutex_t lock;
-	pthread_cond_t wake[RT2_WORKERS];
-	pthread_cond_t done;
-	pthread_t thr[RT2_WORKERS];
-	struct rt2_wk {
-		struct snpu_rt2_exec *e;
-		unsigned int w;
-	} wk[RT2_WORKERS];
+	struct rt2_strand strand[RT2_WORKERS];
+	struct rt2_hand hand;
+	struct rt2_thread thr[RT2_WORKERS];
 	unsigned int nthr;
 	unsigned long runs;
 	struct rt2_replay *replay;	/* SNPU_RT2_EXEC_GRAPH (replay.c) */

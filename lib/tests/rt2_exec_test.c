@@ -808,7 +808,11 @@ static void check_trace_order(struct __test_metadata *_metadata,
 	}
 }
 
-/* Every node runs once per run, after its predecessors, on its worker. */
+/*
+ * Every node runs once per run, after its predecessors, on its worker:
+ * with the caller alone in ID order (the default for such cheap nodes),
+ * and with helpers woken whenever another strand has work.
+ */
 TEST(random_graphs_three_workers)
 {
 	struct snpu_rt2_exec_opts o = { .flags = SNPU_RT2_EXEC_THREADS };
@@ -820,9 +824,11 @@ TEST(random_graphs_three_workers)
 	o.trace = trace_fn;
 	o.trace_arg = &tr;
 	ASSERT_EQ(0, hostdev_open(&h));
-	for (seed = 1; seed <= 10; seed++) {
+	for (seed = 1; seed <= 20; seed++) {
 		ASSERT_EQ(0, random_exec(h, seed, -1, &o, &e));
 		ASSERT_EQ(RND_NODES, e->g.nnodes);
+		if (seed > 10)
+			e->hand.policy = RT2_HAND_EAGER;
 		for (run = 0; run < 20; run++) {
 			tr.n = 0;
 			ASSERT_EQ(0, snpu_rt2_exec_run(e));
@@ -836,7 +842,8 @@ TEST(random_graphs_three_workers)
 
 /*
  * A failing node stops the run with its error whatever the other workers
- * are doing: nothing that depends on it runs, the executor is reused.
+ * are doing: nothing that depends on it runs, the executor is reused (in
+ * both ways of running, as above).
  */
 TEST(random_graphs_error_stop)
 {
@@ -849,8 +856,10 @@ TEST(random_graphs_error_stop)
 	o.trace = trace_fn;
 	o.trace_arg = &tr;
 	ASSERT_EQ(0, hostdev_open(&h));
-	for (seed = 1; seed <= 10; seed++) {
+	for (seed = 1; seed <= 20; seed++) {
 		ASSERT_EQ(0, random_exec(h, seed, RND_NODES / 2, &o, &e));
+		if (seed > 10)
+			e->hand.policy = RT2_HAND_EAGER;
 		for (run = 0; run < 10; run++) {
 			tr.n = 0;
 			ASSERT_EQ(-EL2HLT, snpu_rt2_exec_run(e));
