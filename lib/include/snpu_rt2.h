@@ -253,6 +253,8 @@ int snpu_rt2_exec_param_read(struct snpu_rt2_exec *exec, int tensor,
  * @h2d_ns: device time of its host-to-device copies
  * @compute_ns: device time of its kernel launches and graph launches
  * @d2h_ns: device time of its device-to-host copies
+ * @graph_replays: SNPU_RT2_EXEC_GRAPH: runs that were replays (only the
+ *                 launches outside the graph and the graph's launch ran)
  * @reserved: zero
  *
  * The device times come from the completions' timestamps: a task's time
@@ -268,7 +270,8 @@ struct snpu_rt2_exec_stats {
 	uint64_t h2d_ns;
 	uint64_t compute_ns;
 	uint64_t d2h_ns;
-	uint64_t reserved[4];
+	uint64_t graph_replays;
+	uint64_t reserved[3];
 };
 
 int snpu_rt2_exec_stats(const struct snpu_rt2_exec *exec,

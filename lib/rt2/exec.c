@@ -756,8 +756,13 @@ int snpu_rt2_exec_run(struct snpu_rt2_exec *e)
 
 	if (!e)
 		return -EINVAL;
-	rt2_reset(e);
-	ret = e->nthr ? rt2_run_threads(e) : rt2_run_single(e);
+	if (e->replay && rt2_replay_ready(e)) {
+		/* A replay: only what changes from run to run (replay.c). */
+		ret = rt2_replay_run(e, rt2_run_node);
+	} else {
+		rt2_reset(e);
+		ret = e->nthr ? rt2_run_threads(e) : rt2_run_single(e);
+	}
 	if (e->replay)
 		rt2_replay_run_end(e, ret);
 	/* Drain the device, also after an error: nothing may still use

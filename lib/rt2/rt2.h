@@ -560,6 +560,10 @@ int rt2_replay_node(struct snpu_rt2_exec *e, const struct rt2_node *n);
 int rt2_replay_alloc(struct snpu_rt2_exec *e, int32_t t, uint64_t bytes,
 		     uint64_t *addr);
 void rt2_replay_run_end(struct snpu_rt2_exec *e, int err);
+bool rt2_replay_ready(struct snpu_rt2_exec *e);
+int rt2_replay_run(struct snpu_rt2_exec *e,
+		   int (*run)(struct snpu_rt2_exec *, const struct rt2_node *,
+			      unsigned int));
 
 /* The context of a custom operator. */
 struct snpu_rt2_kctx {
