@@ -150,6 +150,8 @@ void snpu_rt2_dev_close(struct snpu_rt2_dev *rdev);
 #define SNPU_RT2_EXEC_THREADS	(1U << 0)  /* three workers, else one */
 #define SNPU_RT2_EXEC_DYN_MULTI_STREAM (1U << 1)  /* no split, no relation */
 #define SNPU_RT2_EXEC_GRAPH	(1U << 2)  /* capture once, replay (0.9) */
+#define SNPU_RT2_EXEC_POISON	(1U << 3)  /* debug: fill reused blocks */
+#define SNPU_RT2_EXEC_PARALLEL	(1U << 4)  /* threads: helpers eagerly */
 
 /**
  * struct snpu_rt2_trace - one kernel run, given to a trace hook

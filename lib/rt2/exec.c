@@ -192,10 +192,32 @@ static int rt2_wait_gen(struct snpu_rt2_exec *e, uint32_t gen, uint32_t *sub)
  * the pool grows): wait (only for what executed frees activated), stream
  * sync, recycle, retry. Memory worker only.
  */
+/*
+ * SNPU_RT2_EXEC_POISON: a block the pool hands out again is first filled
+ * with a NaN pattern, on the executor's stream: after every task that
+ * used it before, if its reuse is right, so that a use after the reuse
+ * (a launch of its last owner submitted late) reads the pattern.
+ */
+#define RT2_POISON	0x7fbadbadU
+
+static int rt2_poison(struct snpu_rt2_exec *e, uint64_t addr, uint64_t bytes)
+{
+	struct snpu_kernel_arg args[2];
+	struct snpu_task task;
+	uint64_t blocks = (bytes / 4 + (1ULL << 24) - 1) >> 24;
+
+	args[0] = snpu_arg_buf(addr, bytes);
+	args[1] = snpu_arg_u64(RT2_POISON);
+	snpu_prep_launch(&task, e->dq.stream, SNPU_KERNEL_FILL,
+			 blocks ? (uint32_t)blocks : 1, args, 2);
+	return e->dev->ops->submit(e->dev, &e->dq, &task, 1);
+}
+
 int rt2_pool_get(struct snpu_rt2_exec *e, int32_t t, uint64_t bytes,
 		 uint64_t *addr)
 {
 	struct rt2_pool *p = &e->pool;
+	unsigned long allocs = p->dev_allocs;
 	uint32_t gen = 0, sub = 0;
 	int ret;
 
@@ -224,6 +246,9 @@ int rt2_pool_get(struct snpu_rt2_exec *e, int32_t t, uint64_t bytes,
 	}
 	if (!ret && t >= 0 && (unsigned int)t < e->nvals)
 		e->hint[t] = *addr;
+	if (!ret && p->dev_allocs == allocs &&
+	    (e->opts.flags & SNPU_RT2_EXEC_POISON))
+		ret = rt2_poison(e, *addr, bytes);
 	return ret;
 }
 
@@ -935,6 +960,8 @@ static int rt2_start_threads(struct snpu_rt2_exec *e)
 	e->hand.ncpu = rt2_ncpu();
 	/* Until measured: a wake-up as dear as 20 us, nodes free. */
 	e->hand.wake_ns = 20000;
+	if (e->opts.flags & SNPU_RT2_EXEC_PARALLEL)
+		e->hand.policy = RT2_HAND_EAGER;
 	for (i = 0; i < RT2_WORKERS; i++) {
 		e->thr[i].e = e;
 		e->thr[i].word = RT2_T_IDLE;
@@ -1057,7 +1084,14 @@ int snpu_rt2_exec_create(const struct snpu_rt2_model *m,
 		return -EINVAL;
 	if (opts && opts->flags & ~(SNPU_RT2_EXEC_THREADS |
 				    SNPU_RT2_EXEC_DYN_MULTI_STREAM |
-				    SNPU_RT2_EXEC_GRAPH))
+				    SNPU_RT2_EXEC_GRAPH |
+				    SNPU_RT2_EXEC_POISON |
+				    SNPU_RT2_EXEC_PARALLEL))
+		return -EINVAL;
+	/* Helpers, eager or not, are three-worker mode's. */
+	if (opts && (opts->flags & (SNPU_RT2_EXEC_PARALLEL |
+				    SNPU_RT2_EXEC_THREADS)) ==
+		    SNPU_RT2_EXEC_PARALLEL)
 		return -EINVAL;
 	memset(&b, 0, sizeof(b));
 	b.flags = opts ? opts->flags : 0;

@@ -210,6 +210,31 @@ TEST_F(exec, dyn_multi_stream_matches_reference)
 		 SNPU_RT2_EXEC_DYN_MULTI_STREAM);
 }
 
+/* Helpers from the start of every run (SNPU_RT2_EXEC_PARALLEL). */
+TEST_F(exec, three_workers_parallel_match_reference)
+{
+	run_mode(_metadata, self, SNPU_RT2_EXEC_THREADS |
+		 SNPU_RT2_EXEC_PARALLEL);
+}
+
+/* An unknown flag, and eager helpers without workers, are refused. */
+TEST_F(exec, create_refuses_bad_flags)
+{
+	struct snpu_rt2_exec_opts o = { .flags = 1U << 31 };
+	struct snpu_rt2_exec *e = NULL;
+
+	EXPECT_EQ(-EINVAL, snpu_rt2_exec_create(self->p.m, &self->h->head,
+						&o, &e));
+	o.flags = SNPU_RT2_EXEC_PARALLEL;
+	EXPECT_EQ(-EINVAL, snpu_rt2_exec_create(self->p.m, &self->h->head,
+						&o, &e));
+	EXPECT_EQ(NULL, e);
+	o.flags = SNPU_RT2_EXEC_PARALLEL | SNPU_RT2_EXEC_THREADS;
+	ASSERT_EQ(0, snpu_rt2_exec_create(self->p.m, &self->h->head, &o, &e));
+	EXPECT_EQ(RT2_HAND_EAGER, e->hand.policy);
+	snpu_rt2_exec_destroy(e);
+}
+
 /* Two executors from one model, both modes, interleaved runs. */
 TEST_F(exec, two_executors_from_one_model)
 {

@@ -1085,6 +1085,239 @@ TEST(exec_no_limit_never_recycles)
 }
 
 /*
+ * Eight ops over 4 x 4 values, all of one size, so that any block may go
+ * to any value: t1 = relu(x), t2 = t1 + b, t3 = relu(t2), t4 = t3 + x,
+ * t5 = t4 + t2, t6 = relu(t5), t7 = t6 + t3, t8 = t7 + b; output t8.
+ */
+static struct snpu_rt2_model *model_same_size(void)
+{
+	struct snpu_rt2_shape s = shape2(F32, 4, 4);
+	struct snpu_rt2_model *m;
+	int x, b, t1, t2, t3, t4, t5, t6, t7, t8;
+
+	if (snpu_rt2_model_create(&m))
+		return NULL;
+	x = snpu_rt2_model_input(m, &s);
+	b = snpu_rt2_model_input(m, &s);
+	t1 = op2(m, SNPU_RT2_OP_RELU, x, -1);
+	t2 = op2(m, SNPU_RT2_OP_ADD, t1, b);
+	t3 = op2(m, SNPU_RT2_OP_RELU, t2, -1);
+	t4 = op2(m, SNPU_RT2_OP_ADD, t3, x);
+	t5 = op2(m, SNPU_RT2_OP_ADD, t4, t2);
+	t6 = op2(m, SNPU_RT2_OP_RELU, t5, -1);
+	t7 = op2(m, SNPU_RT2_OP_ADD, t6, t3);
+	t8 = op2(m, SNPU_RT2_OP_ADD, t7, b);
+	if (t8 < 0 || snpu_rt2_model_output(m, t8) < 0) {
+		snpu_rt2_model_destroy(m);
+		return NULL;
+	}
+	return m;
+}
+
+static void same_size_inputs(struct snpu_rt2_exec *e, unsigned int run)
+{
+	float *x, *b;
+	unsigned int i;
+
+	snpu_rt2_exec_input(e, 0, NULL, (void **)&x);
+	snpu_rt2_exec_input(e, 1, NULL, (void **)&b);
+	for (i = 0; i < 16; i++) {
+		x[i] = (float)((int)((i + run) * 5 % 13) - 6) / 3.0f;
+		b[i] = (float)((int)((i + 2 * run) % 7) - 3) / 2.0f;
+	}
+}
+
+/* FILL launches the host device ran, from its log. */
+static unsigned long fills(const struct hostdev *h)
+{
+	unsigned long n = 0;
+	unsigned int i;
+
+	for (i = 0; i < h->nlog; i++)
+		n += h->log[i].op == SNPU_OP_LAUNCH &&
+		     h->log[i].kernel == SNPU_KERNEL_FILL;
+	return n;
+}
+
+/*
+ * Reuse checked end to end: with SNPU_RT2_EXEC_POISON every block the
+ * pool hands out again is filled with a NaN pattern on the stream first,
+ * so a block reused before its last user's launch was submitted (a held
+ * block recycled a generation early, say) gives a NaN in the results.
+ * Three workers, alone in ID order and with helpers for parallel work,
+ * under every limit from one block to none: each run that does not fail
+ * with -ENOMEM equals one thread's, bit for bit, and blocks were reused.
+ */
+TEST(exec_poisoned_reuse_exact_under_limits)
+{
+	struct snpu_rt2_exec_opts o1 = { 0 };
+	struct snpu_rt2_exec_opts o3 = {
+		.flags = SNPU_RT2_EXEC_THREADS | SNPU_RT2_EXEC_POISON };
+	struct snpu_rt2_model *m = model_same_size();
+	struct snpu_rt2_exec *e1, *e3;
+	const void *out1, *out3;
+	unsigned int run, ok = 0, pol;
+	unsigned long filled = 0;
+	struct hostdev *h;
+	uint64_t limit;
+	int ret;
+
+	ASSERT_NE(NULL, m);
+	ASSERT_EQ(0, hostdev_open(&h));
+	ASSERT_EQ(0, snpu_rt2_exec_create(m, &h->head, &o1, &e1));
+	for (pol = 0; pol < 2; pol++) {
+		for (limit = 64; limit <= 12 * 64; limit += 64) {
+			ASSERT_EQ(0, snpu_rt2_exec_create(m, &h->head, &o3,
+							  &e3));
+			e3->hand.policy = pol ? RT2_HAND_EAGER : RT2_HAND_AUTO;
+			ASSERT_EQ(0, snpu_rt2_exec_set_pool_limit(e3,
+					limit < 12 * 64 ? limit : 0));
+			for (run = 0; run < 24; run++) {
+				h->nlog = 0;
+				same_size_inputs(e1, run);
+				same_size_inputs(e3, run);
+				ASSERT_EQ(0, snpu_rt2_exec_run(e1));
+				ret = snpu_rt2_exec_run(e3);
+				ASSERT_TRUE(ret == 0 || ret == -ENOMEM);
+				filled += fills(h);
+				if (ret)
+					continue;
+				ok++;
+				snpu_rt2_exec_output(e1, 0, &out1, NULL);
+				snpu_rt2_exec_output(e3, 0, &out3, NULL);
+				ASSERT_EQ(0, memcmp(out3, out1, 16 * 4)) {
+					TH_LOG("policy %u, limit %llu, run %u",
+					       pol, (unsigned long long)limit,
+					       run);
+				}
+			}
+			snpu_rt2_exec_destroy(e3);
+		}
+	}
+	TH_LOG("%u exact runs, %lu blocks poisoned on reuse", ok, filled);
+	EXPECT_GT(ok, 0U);
+	EXPECT_GT(filled, 0UL);
+	snpu_rt2_exec_destroy(e1);
+	snpu_rt2_model_destroy(m);
+	hostdev_close(h);
+}
+
+/*
+ * A0 allocates v0, producer P (kernel @pk) writes it, launch L reads it,
+ * F frees it: through the passes of three workers into an executor.
+ */
+static int placed_exec(struct hostdev *h, struct snpu_rt2_model *m,
+		       unsigned int pk, struct snpu_rt2_exec **ep)
+{
+	struct snpu_rt2_exec_opts o = {
+		.flags = SNPU_RT2_EXEC_THREADS | SNPU_RT2_EXEC_POISON };
+	struct rt2_build b = { .flags = SNPU_RT2_EXEC_THREADS };
+	int a0, p, l, f, ret;
+
+	a0 = rt2_build_node(&b, RT2_K_ALLOC_OUTPUT, -1, 0);
+	p = rt2_build_node(&b, pk, -1, 0);
+	l = rt2_build_node(&b, RT2_K_EMPTY_LAUNCH, -1, 0);
+	f = rt2_build_node(&b, RT2_K_FREE_MEM, -1, -1);
+	if (f < 0)
+		return f;
+	b.nodes[a0].out[b.nodes[a0].nout++] = 0;
+	b.nodes[p].out[b.nodes[p].nout++] = 0;
+	b.nodes[l].in[b.nodes[l].nin++] = 0;
+	b.nodes[f].in[b.nodes[f].nin++] = 0;
+	ret = rt2_build_edge(&b, a0, p);
+	ret |= rt2_build_edge(&b, p, l);
+	ret |= rt2_build_edge(&b, p, f);
+	ret |= rt2_build_edge(&b, l, f);
+	if (!ret)
+		ret = rt2_run_passes(&b);
+	if (!ret)
+		ret = rt2_exec_create_graph(m, &h->head, &o, &b, ep);
+	rt2_build_fini(&b);
+	return ret;
+}
+
+/* The dump's type of the free, and whether the launch still leads to it. */
+static void placed_free(struct __test_metadata *_metadata,
+			struct snpu_rt2_exec *e, char *type, bool *edge)
+{
+	char buf[1024], *line, *save = NULL, k[64], t;
+	unsigned int id, free_id = ~0U;
+
+	*type = '?';
+	*edge = false;
+	ASSERT_GT(snpu_rt2_exec_dump(e, buf, sizeof(buf)), 0);
+	for (line = strtok_r(buf, "\n", &save); line;
+	     line = strtok_r(NULL, "\n", &save)) {
+		if (sscanf(line, "%u %63s %c", &id, k, &t) != 3)
+			continue;
+		if (!strncmp(k, "FreeMemory", 10)) {
+			*type = t;
+			free_id = id;
+		}
+	}
+	ASSERT_NE(~0U, free_id);
+	ASSERT_GT(snpu_rt2_exec_dump(e, buf, sizeof(buf)), 0);
+	for (line = strtok_r(buf, "\n", &save); line;
+	     line = strtok_r(NULL, "\n", &save)) {
+		char *arrow = strstr(line, " -> ");
+		unsigned int succ;
+
+		if (sscanf(line, "%u %63s %c", &id, k, &t) != 3 ||
+		    strcmp(k, "EmptyLaunch") || !arrow)
+			continue;
+		for (arrow += 4; sscanf(arrow, "%u", &succ) == 1;
+		     arrow = strchr(arrow, ',') + 1) {
+			*edge |= succ == free_id;
+			if (!strchr(arrow, ','))
+				break;
+		}
+	}
+}
+
+/*
+ * Through the executor, a producer placed at run time
+ * (AccessMemCrossStream) keeps the free a plain one, with its Launch ->
+ * Free edge (no relation, no held block); a memory producer of static
+ * placement makes it a hold-address free without the edge. Both run
+ * (with reused blocks poisoned), twenty times each. (The placeholder
+ * kernel of AccessMemCrossStream does nothing: what a wrong eligibility
+ * changes is this, the graph the executor runs.)
+ */
+TEST(exec_runtime_placed_producer_keeps_edge)
+{
+	struct snpu_rt2_shape sh = shape2(F32, 2, 2);
+	struct snpu_rt2_pool_stats st;
+	struct snpu_rt2_model *m;
+	struct snpu_rt2_exec *e;
+	struct hostdev *h;
+	unsigned int run, k;
+	bool edge;
+	char type;
+
+	ASSERT_EQ(0, hostdev_open(&h));
+	ASSERT_EQ(0, snpu_rt2_model_create(&m));
+	ASSERT_EQ(0, snpu_rt2_model_input(m, &sh));	/* v0 */
+	for (k = 0; k < 2; k++) {
+		bool placed = k == 0;
+
+		ASSERT_EQ(0, placed_exec(h, m, placed ?
+					 RT2_K_ACCESS_MEM_CROSS_STREAM :
+					 RT2_K_EMPTY_MEMORY, &e));
+		placed_free(_metadata, e, &type, &edge);
+		ASSERT_EQ(0, snpu_rt2_exec_pool_stats(e, &st));
+		EXPECT_EQ(placed ? 'F' : 'H', type);
+		EXPECT_EQ(placed, edge);
+		EXPECT_EQ(placed ? 0U : 1U, st.relations);
+		EXPECT_EQ(placed ? 0U : 1U, st.hold_frees);
+		for (run = 0; run < 20; run++)
+			ASSERT_EQ(0, snpu_rt2_exec_run(e));
+		snpu_rt2_exec_destroy(e);
+	}
+	snpu_rt2_model_destroy(m);
+	hostdev_close(h);
+}
+
+/*
  * A pool limit: three workers recycle (wait, sync, recycle, retry) when
  * they reach it. Every limit gives either the single thread's results
  * exactly or -ENOMEM, never a hang nor a wrong result; a limit at the
