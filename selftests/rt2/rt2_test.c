@@ -773,4 +773,58 @@ TEST(poisoned_reuse_under_limits_equals_single_thread)
 	snpu_close(dev);
 }
 
+/* ---- the device time of each task -------------------------------------- */
+
+/*
+ * Tasks a core runs back to back (short copies on one stream, submitted
+ * at once: the driver chains them) complete each with its own time: the
+ * CQEs' times strictly increase. (With one time for the whole chain, an
+ * executor's statistics gave a chain's time to its first task, and its
+ * D2H copies none.)
+ */
+TEST(chained_tasks_complete_with_their_own_times)
+{
+	struct snpu_host_buf hb;
+	struct snpu_device *dev;
+	struct snpu_ring ring;
+	struct snpu_cqe *cqe;
+	uint64_t mem, last = 0, times[8];
+	unsigned int i, n = 0, increases = 0;
+	uint32_t s;
+
+	ASSERT_EQ(0, snpu_open(0, 0, &dev));
+	ASSERT_EQ(0, snpu_mem_alloc(dev, 4096, 64, 0, &mem));
+	ASSERT_EQ(0, snpu_host_alloc(dev, 8 * 4096, &hb));
+	ASSERT_EQ(0, snpu_stream_create(dev, SNPU_PRIO_NORMAL, 0, &s));
+	ASSERT_EQ(0, snpu_ring_init(dev, 64, 0, &ring));
+	for (i = 0; i < 8; i++) {
+		struct snpu_task *t = snpu_ring_get_sqe(&ring);
+
+		ASSERT_NE(NULL, t);
+		snpu_prep_copy(t, s, SNPU_COPY_D2H,
+			       (uintptr_t)hb.ptr + 4096ULL * i, mem, 4096);
+		t->user_data = i;
+	}
+	ASSERT_LE(0, snpu_ring_submit(&ring));
+	while (n < 8) {
+		ASSERT_EQ(0, snpu_ring_wait_cqe(&ring, &cqe));
+		ASSERT_EQ(0, cqe->result);
+		ASSERT_EQ(n, cqe->user_data);
+		times[n++] = cqe->time_ns;
+		snpu_ring_cqe_seen(&ring, cqe);
+	}
+	for (i = 0; i < 8; i++) {
+		EXPECT_GE(times[i], last);
+		increases += times[i] > last;
+		last = times[i];
+	}
+	/* Each copy of 4 KiB takes time: every completion is later. */
+	EXPECT_EQ(8U, increases);
+	snpu_ring_exit(&ring);
+	snpu_stream_destroy(dev, s, 0);
+	snpu_host_free(dev, &hb);
+	snpu_mem_free(dev, mem);
+	snpu_close(dev);
+}
+
 TEST_HARNESS_MAIN
