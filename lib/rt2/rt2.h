@@ -130,6 +130,26 @@ struct rt2_dev_ops {
  * run SNPU_RT2_EXEC_GRAPH executors (-EOPNOTSUPP).
  */
 
+/*
+ * The device time of a queue's tasks by class (dev.c): each task's CQE
+ * completion time against its submission time and the queue's last
+ * completion. Task classes, in a task's user_data bits 16..23:
+ */
+#define RT2_TC_OTHER	0
+#define RT2_TC_H2D	1
+#define RT2_TC_D2H	2
+#define RT2_TC_COMPUTE	3	/* a launch or a graph launch */
+#define RT2_TC_COUNT	4
+
+struct rt2_dev_time {
+	uint64_t sub_ns[256];	/* submission time by sequence number */
+	uint64_t last_done;
+	uint64_t ns[RT2_TC_COUNT];
+};
+
+void rt2_dev_time_done(struct rt2_dev_time *t, uint8_t seq, unsigned int cls,
+		       uint64_t done_ns);
+
 /* The common head of every device interface: its table. */
 struct snpu_rt2_dev {
 	const struct rt2_dev_ops *ops;

@@ -899,4 +899,51 @@ TEST(random_graphs_error_stop)
 	hostdev_close(h);
 }
 
+/* ---- device time by class (dev.c) --------------------------------------- */
+
+/*
+ * A run's tasks as the ring device accounts them: submitted at once, and
+ * a core running them back to back as one chain (an H2D copy, two
+ * launches, a D2H copy). With each CQE carrying its own task's completion
+ * time, each class gets exactly its tasks' times, the D2H copy's
+ * included, and they add up to the chain's span.
+ */
+TEST(device_time_per_task_in_a_chain)
+{
+	static const unsigned int cls[4] = {
+		RT2_TC_H2D, RT2_TC_COMPUTE, RT2_TC_COMPUTE, RT2_TC_D2H };
+	static const uint64_t done[4] = { 1300, 1900, 2200, 2750 };
+	struct rt2_dev_time t;
+	uint8_t seq;
+
+	memset(&t, 0, sizeof(t));
+	for (seq = 0; seq < 4; seq++)
+		t.sub_ns[seq] = 1000;
+	for (seq = 0; seq < 4; seq++)
+		rt2_dev_time_done(&t, seq, cls[seq], done[seq]);
+	EXPECT_EQ(300U, t.ns[RT2_TC_H2D]);
+	EXPECT_EQ(600U + 300U, t.ns[RT2_TC_COMPUTE]);
+	EXPECT_EQ(550U, t.ns[RT2_TC_D2H]);
+	EXPECT_EQ(done[3] - 1000, t.ns[RT2_TC_H2D] + t.ns[RT2_TC_COMPUTE] +
+				   t.ns[RT2_TC_D2H]);
+}
+
+/*
+ * A task submitted after the last completion starts at its submission:
+ * idle device time is no one's. Sequence numbers wrap (one byte).
+ */
+TEST(device_time_from_submission_when_idle)
+{
+	struct rt2_dev_time t;
+
+	memset(&t, 0, sizeof(t));
+	t.sub_ns[255] = 100;
+	rt2_dev_time_done(&t, 255, RT2_TC_COMPUTE, 400);
+	t.sub_ns[0] = 1000;	/* seq 256 */
+	rt2_dev_time_done(&t, 0, RT2_TC_D2H, 1250);
+	EXPECT_EQ(300U, t.ns[RT2_TC_COMPUTE]);
+	EXPECT_EQ(250U, t.ns[RT2_TC_D2H]);
+	EXPECT_EQ(1250U, t.last_done);
+}
+
 TEST_HARNESS_MAIN

@@ -827,4 +827,58 @@ TEST(chained_tasks_complete_with_their_own_times)
 	snpu_close(dev);
 }
 
+/*
+ * An executor's time split: relu(x) with x fed and the result read back,
+ * through the ring, each run three short tasks in order. Copies and
+ * compute each get device time of their own, the D2H copy's included,
+ * and the three together fit in the runs' wall time.
+ */
+TEST(time_split_gives_each_class_its_time)
+{
+	struct snpu_rt2_shape sx = shape2(4, 4);
+	struct snpu_rt2_exec_opts o = { .flags = SNPU_RT2_EXEC_THREADS };
+	struct snpu_rt2_exec_stats st;
+	struct snpu_rt2_model *m;
+	struct snpu_rt2_exec *e;
+	struct snpu_device *dev;
+	struct snpu_rt2_dev *rd;
+	struct timespec t0, t1;
+	unsigned int run, i;
+	uint64_t wall;
+	float *x;
+	int y;
+
+	ASSERT_EQ(0, snpu_open(0, 0, &dev));
+	ASSERT_EQ(0, snpu_rt2_dev_open(dev, 0, &rd));
+	ASSERT_EQ(0, snpu_rt2_model_create(&m));
+	ASSERT_EQ(0, snpu_rt2_model_input(m, &sx));
+	y = op2(m, SNPU_RT2_OP_RELU, 0, -1);
+	ASSERT_GT(y, 0);
+	ASSERT_EQ(0, snpu_rt2_model_output(m, y));
+	ASSERT_EQ(0, snpu_rt2_exec_create(m, rd, &o, &e));
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (run = 0; run < 20; run++) {
+		ASSERT_EQ(0, snpu_rt2_exec_input(e, 0, NULL, (void **)&x));
+		for (i = 0; i < 16; i++)
+			x[i] = (float)i - 8.0f;
+		ASSERT_EQ(0, snpu_rt2_exec_run(e));
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	wall = (uint64_t)(t1.tv_sec - t0.tv_sec) * 1000000000ULL +
+	       (uint64_t)t1.tv_nsec - (uint64_t)t0.tv_nsec;
+	ASSERT_EQ(0, snpu_rt2_exec_stats(e, &st));
+	TH_LOG("20 runs: h2d %llu ns, compute %llu ns, d2h %llu ns, wall %llu ns",
+	       (unsigned long long)st.h2d_ns,
+	       (unsigned long long)st.compute_ns,
+	       (unsigned long long)st.d2h_ns, (unsigned long long)wall);
+	EXPECT_GT(st.h2d_ns, 0U);
+	EXPECT_GT(st.compute_ns, 0U);
+	EXPECT_GT(st.d2h_ns, 0U);
+	EXPECT_LE(st.h2d_ns + st.compute_ns + st.d2h_ns, wall);
+	snpu_rt2_exec_destroy(e);
+	snpu_rt2_model_destroy(m);
+	snpu_rt2_dev_close(rd);
+	snpu_close(dev);
+}
+
 TEST_HARNESS_MAIN
