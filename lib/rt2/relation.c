@@ -749,11 +749,11 @@ static int rt2_xdata_protected(const struct rt2_xdata *x,
  */
 static int rt2_xdata_grouped(struct rt2_xdata *x, struct rt2_xnodes *cn,
 			     const struct rt2_rel *rels, unsigned int nrels,
-			     bool *unsorted)
+			     bool *unsorted, uint32_t *marked)
 {
 	const struct rt2_rel *r = rels, *end = rels + nrels;
 	uint32_t *off = x->off, *c = x->col;
-	uint32_t n = x->nnodes, f, last = 0, next = 0, down = 0;
+	uint32_t n = x->nnodes, f, last = 0, next = 0, down = 0, nm = 0;
 	const uint32_t *ow = cn->owner;
 	uint8_t *k = cn->k;
 
@@ -780,7 +780,10 @@ static int rt2_xdata_grouped(struct rt2_xdata *x, struct rt2_xnodes *cn,
 			/* A launch of the free's owner graph. */
 			if (!(kl & RT2_XK_LAUNCH) || (ow && ow[l] != fo))
 				return -EPROTO;
-			k[l] = kl | RT2_XK_REL;
+			if (!(kl & RT2_XK_REL)) {
+				k[l] = kl | RT2_XK_REL;
+				nm++;
+			}
 			*c = l;
 			/*
 			 * Strictly ascending (prev1: the last one + 1), or
@@ -799,6 +802,7 @@ static int rt2_xdata_grouped(struct rt2_xdata *x, struct rt2_xnodes *cn,
 	while (next <= n)
 		off[next++] = nrels;
 	*unsorted = down;
+	*marked = nm;
 	return 0;
 ungrouped:
 	for (r = rels; r < end; r++)
@@ -814,7 +818,8 @@ ungrouped:
  * the same launch twice in a row. The same checks on the way.
  */
 static int rt2_xdata_scatter(struct rt2_xdata *x, struct rt2_xnodes *cn,
-			     const struct rt2_rel *rels, unsigned int nrels)
+			     const struct rt2_rel *rels, unsigned int nrels,
+			     uint32_t *marked)
 {
 	const struct rt2_rel *r, *end = rels + nrels;
 	uint32_t *off = x->off, *cur = x->req, *col = x->col;
@@ -837,7 +842,10 @@ static int rt2_xdata_scatter(struct rt2_xdata *x, struct rt2_xnodes *cn,
 		if (f >= n || l >= n || !(k[f] & RT2_XK_HOLD) ||
 		    !(k[l] & RT2_XK_LAUNCH) || (ow && ow[l] != ow[f]))
 			goto out;
-		k[l] |= RT2_XK_REL;
+		if (!(k[l] & RT2_XK_REL)) {
+			k[l] |= RT2_XK_REL;
+			(*marked)++;
+		}
 		off[f + 1]++;
 		offl[l + 2]++;
 	}
@@ -892,46 +900,37 @@ static int rt2_xdata_sort_rows(struct rt2_xdata *x)
 }
 
 /*
- * No launch of a row is also a predecessor of its free: both lists are
- * sorted, one merge per free that has predecessors.
+ * No launch of row @i is also a predecessor of its free: both lists are
+ * sorted, one merge.
  */
 static int rt2_xdata_not_preds(const struct rt2_xdata *x,
-			       const struct rt2_graph *g, const uint8_t *k)
+			       const struct rt2_graph *g, uint32_t i)
 {
-	uint32_t i;
+	const uint32_t *p = g->preds + g->nodes[i].pred_off;
+	const uint32_t *pe = p + g->nodes[i].npred;
+	const uint32_t *c = x->col + x->off[i], *ce = x->col + x->off[i + 1];
 
-	for (i = 0; i < x->nnodes; i++) {
-		const uint32_t *p, *pe, *c, *ce;
-
-		if (x->off[i] == x->off[i + 1] || !(k[i] & RT2_XK_PRED))
-			continue;
-		p = g->preds + g->nodes[i].pred_off;
-		pe = p + g->nodes[i].npred;
-		c = x->col + x->off[i];
-		ce = x->col + x->off[i + 1];
-		while (p < pe && c < ce) {
-			if (*p == *c)
-				return -EPROTO;
-			if (*p < *c)
-				p++;
-			else
-				c++;
-		}
+	while (p < pe && c < ce) {
+		if (*p == *c)
+			return -EPROTO;
+		if (*p < *c)
+			p++;
+		else
+			c++;
 	}
 	return 0;
 }
 
 /*
- * Ranks: the relation launches (marked) in the strict launch order; every
- * marked launch must be in it. Each free's required generation: 1 + the
- * highest rank of its row (the last column when the launch order follows
- * the IDs, as the final graph's does).
+ * Ranks: the relation launches (@marked of them) in the strict launch
+ * order; every one must be in it. Return: whether the order follows the
+ * IDs (as the final graph's does), or -EPROTO.
  */
 static int rt2_xdata_ranks(struct rt2_xdata *x, const struct rt2_graph *g,
-			   const uint8_t *k)
+			   const uint8_t *k, uint32_t marked)
 {
-	uint32_t i, r = 0, marked = 0, last = 0, n = x->nnodes;
-	bool by_id = true;
+	uint32_t i, r = 0, last = 0, n = x->nnodes;
+	int by_id = 1;
 
 	memset(x->rank, 0xff, (n + 1) * sizeof(*x->rank));
 	for (i = 0; i < g->nlaunch; i++) {
@@ -940,42 +939,51 @@ static int rt2_xdata_ranks(struct rt2_xdata *x, const struct rt2_graph *g,
 		if (l >= n)
 			return -EPROTO;
 		if (i && l <= last)
-			by_id = false;
+			by_id = 0;
 		last = l;
 		if ((k[l] & RT2_XK_REL) && x->rank[l] < 0)
 			x->rank[l] = (int32_t)r++;
 	}
-	for (i = 0; i < n; i++)
-		marked += !!(k[i] & RT2_XK_REL);
 	if (marked != r)
 		return -EPROTO;	/* a relation launch outside the order */
 	x->nranks = r;
-	memset(x->req, 0, (n + 1) * sizeof(*x->req));
-	for (i = 0; i < n; i++) {
-		uint32_t s = x->off[i], e = x->off[i + 1], j, req = 0;
-
-		if (s == e)
-			continue;
-		if (by_id) {
-			req = (uint32_t)x->rank[x->col[e - 1]] + 1;
-		} else {
-			for (j = s; j < e; j++)
-				if ((uint32_t)x->rank[x->col[j]] + 1 > req)
-					req = (uint32_t)x->rank[x->col[j]] + 1;
-		}
-		x->req[i] = req;
-	}
-	return 0;
+	return by_id;
 }
 
-/* Every hold-address free has a row (rows are on hold-address frees). */
-static int rt2_xdata_rows_cover(const struct rt2_xdata *x, unsigned int nhold)
+/*
+ * One pass over the rows: each free's required generation, 1 + the
+ * highest rank of its row (its last column when the launch order follows
+ * the IDs: @by_id); its launches are not its predecessors; and every
+ * hold-address free has a row (rows are only on hold-address frees).
+ */
+static int rt2_xdata_rows(struct rt2_xdata *x, const struct rt2_graph *g,
+			  const struct rt2_xnodes *c, bool by_id)
 {
-	uint32_t i, rows = 0;
+	uint32_t i, rows = 0, n = x->nnodes;
+	const uint32_t *off = x->off, *col = x->col;
+	const int32_t *rank = x->rank;
+	uint32_t *req = x->req;
 
-	for (i = 0; i < x->nnodes; i++)
-		rows += x->off[i] != x->off[i + 1];
-	return rows == nhold ? 0 : -EPROTO;
+	for (i = 0; i < n; i++) {
+		uint32_t s = off[i], e = off[i + 1], j, q = 0;
+
+		if (s == e) {
+			req[i] = 0;
+			continue;
+		}
+		rows++;
+		if (by_id) {
+			q = (uint32_t)rank[col[e - 1]] + 1;
+		} else {
+			for (j = s; j < e; j++)
+				if ((uint32_t)rank[col[j]] + 1 > q)
+					q = (uint32_t)rank[col[j]] + 1;
+		}
+		req[i] = q;
+		if ((c->k[i] & RT2_XK_PRED) && rt2_xdata_not_preds(x, g, i))
+			return -EPROTO;
+	}
+	return rows == c->nhold ? 0 : -EPROTO;
 }
 
 /**
@@ -1008,6 +1016,7 @@ int rt2_xdata_build(struct rt2_xdata *x, const struct rt2_graph *g,
 {
 	struct rt2_xnodes c;
 	bool unsorted = true;
+	uint32_t marked = 0;
 	int ret;
 
 	memset(x, 0, sizeof(*x));
@@ -1022,19 +1031,20 @@ int rt2_xdata_build(struct rt2_xdata *x, const struct rt2_graph *g,
 		goto out_x;
 	ret = rt2_xnodes_init(&c, g);
 	if (!ret)
-		ret = rt2_xdata_grouped(x, &c, rels, nrels, &unsorted);
+		ret = rt2_xdata_grouped(x, &c, rels, nrels, &unsorted,
+					&marked);
 	if (ret == 1) {
 		unsorted = false;	/* the transpose sorts */
-		ret = rt2_xdata_scatter(x, &c, rels, nrels);
+		marked = 0;
+		ret = rt2_xdata_scatter(x, &c, rels, nrels, &marked);
 	}
 	if (!ret && unsorted)
 		ret = rt2_xdata_sort_rows(x);
-	if (!ret)
-		ret = rt2_xdata_rows_cover(x, c.nhold);
-	if (!ret)
-		ret = rt2_xdata_not_preds(x, g, c.k);
-	if (!ret)
-		ret = rt2_xdata_ranks(x, g, c.k);
+	if (!ret) {
+		ret = rt2_xdata_ranks(x, g, c.k, marked);
+		if (ret >= 0)
+			ret = rt2_xdata_rows(x, g, &c, ret);
+	}
 	if (!ret && c.io && c.nhold)
 		ret = rt2_xnodes_hold(&c, g);
 	if (!ret)
@@ -1125,7 +1135,9 @@ int rt2_xdata_validate(const struct rt2_xdata *x, const struct rt2_graph *g)
 	for (i = 0; i < n; i++)
 		if ((x->rank[i] >= 0) != !!(c.k[i] & RT2_XK_REL))
 			goto out;
-	ret = rt2_xdata_not_preds(x, g, c.k);
+	for (i = 0, ret = 0; i < n && !ret; i++)
+		if (x->off[i] != x->off[i + 1] && (c.k[i] & RT2_XK_PRED))
+			ret = rt2_xdata_not_preds(x, g, i);
 	if (!ret && c.io && c.nhold)
 		ret = rt2_xnodes_hold(&c, g);
 	if (!ret)
