@@ -271,7 +271,7 @@ static int rt2_s_wait(struct snpu_rt2_dev *d, const struct rt2_dev_queue *q)
 {
 	struct rt2_sdev *s = rt2_sdev(d);
 	struct rt2_sslot *sl = &s->slot[q->slot];
-	struct snpu_cqe *cqe;
+	uint64_t left;
 	int ret = 0;
 
 	for (;;) {
@@ -283,12 +283,23 @@ static int rt2_s_wait(struct snpu_rt2_dev *d, const struct rt2_dev_queue *q)
 			break;
 		pthread_mutex_lock(&s->cq_lock);
 		rt2_s_reap(s);
-		if (sl->completed ==
-		    __atomic_load_n(&sl->submitted, __ATOMIC_ACQUIRE)) {
+		left = __atomic_load_n(&sl->submitted, __ATOMIC_ACQUIRE) -
+		       sl->completed;
+		if (!left) {
 			pthread_mutex_unlock(&s->cq_lock);
 			break;
 		}
-		ret = snpu_ring_wait_cqe(&s->ring, &cqe);
+		/*
+		 * Sleep until the CQ, which the reap emptied, holds as many
+		 * completions as the queue still waits for (fewer when the
+		 * CQ is smaller): one wake-up for all of them, not one each.
+		 * Other queues' completions may come first: then again.
+		 */
+		if (left > s->ring.cq.entries)
+			left = s->ring.cq.entries;
+		ret = snpu_ring_enter(&s->ring, 0, (unsigned int)left,
+				      SNPU_ENTER_GETEVENTS, -1);
+		ret = ret == -EBUSY ? 0 : ret < 0 ? ret : 0;
 		if (!ret)
 			rt2_s_reap(s);
 		pthread_mutex_unlock(&s->cq_lock);
