@@ -36,6 +36,7 @@ struct rt2_sslot {
 	/* statistics (LIBSNPU_0.9): @entries, @seq, sub_ns under sq_lock */
 	uint64_t entries;
 	uint8_t seq;
+	bool defer;			/* under sq_lock: submit without a flush */
 	struct rt2_dev_time time;	/* the rest under cq_lock */
 };
 
@@ -261,10 +262,21 @@ static int rt2_s_submit(struct snpu_rt2_dev *d, const struct rt2_dev_queue *q,
 		__atomic_store_n(&sl->submitted, sl->submitted + 1,
 				 __ATOMIC_RELEASE);
 	}
-	ret = rt2_s_flush(s);
+	/* Deferred: the next flush (a submission, a launch, a wait). */
+	ret = sl->defer ? 0 : rt2_s_flush(s);
 out:
 	pthread_mutex_unlock(&s->sq_lock);
 	return ret;
+}
+
+static void rt2_s_defer(struct snpu_rt2_dev *d, const struct rt2_dev_queue *q,
+			bool on)
+{
+	struct rt2_sdev *s = rt2_sdev(d);
+
+	pthread_mutex_lock(&s->sq_lock);
+	s->slot[q->slot].defer = on;
+	pthread_mutex_unlock(&s->sq_lock);
 }
 
 static int rt2_s_wait(struct snpu_rt2_dev *d, const struct rt2_dev_queue *q)
@@ -529,6 +541,7 @@ static const struct rt2_dev_ops rt2_snpu_ops = {
 	.capture_end = rt2_s_capture_end,
 	.capture_forget = rt2_s_capture_forget,
 	.queue_stats = rt2_s_queue_stats,
+	.defer = rt2_s_defer,
 };
 
 int snpu_rt2_dev_open(struct snpu_device *dev, unsigned int ring_entries,

@@ -315,11 +315,19 @@ int rt2_replay_run(struct snpu_rt2_exec *e, int (*run)(struct snpu_rt2_exec *,
 
 	e->vals = r->rv;
 	r->replaying = true;
+	/*
+	 * Its tasks reach the device together: with the graph's launch,
+	 * which hands over what the ring holds, and at the drain.
+	 */
+	if (e->dev->ops->defer)
+		e->dev->ops->defer(e->dev, &e->dq, true);
 	for (i = 0; i < r->nplan && !ret; i++) {
 		const struct rt2_node *n = &e->g.nodes[r->plan[i]];
 
 		ret = run(e, n, n->worker);
 	}
+	if (e->dev->ops->defer)
+		e->dev->ops->defer(e->dev, &e->dq, false);
 	e->vals = vals;
 	r->replays++;
 	return ret;

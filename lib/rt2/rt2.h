@@ -118,6 +118,9 @@ struct rt2_dev_ops {
 	void (*queue_stats)(struct snpu_rt2_dev *d,
 			    const struct rt2_dev_queue *q,
 			    struct snpu_rt2_exec_stats *st);
+	/* graph replay (replay.c): gather @q's submissions until @on is off */
+	void (*defer)(struct snpu_rt2_dev *d, const struct rt2_dev_queue *q,
+		      bool on);
 };
 
 /*
@@ -127,7 +130,10 @@ struct rt2_dev_ops {
  * recording and launch it as one task (0), or SNPU_GRAPH_NOT_RECORDED when
  * the tasks went one by one. @queue_stats fills @entries and the device
  * times. All optional but @d2h: a device interface without them cannot
- * run SNPU_RT2_EXEC_GRAPH executors (-EOPNOTSUPP).
+ * run SNPU_RT2_EXEC_GRAPH executors (-EOPNOTSUPP). @defer (optional):
+ * while on, @q's tasks are queued but not handed to the device until
+ * another submission, a graph launch or @wait does (one system call for
+ * a replay's tasks instead of one per node).
  */
 
 /*
