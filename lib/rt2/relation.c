@@ -792,20 +792,20 @@ static int rt2_xdata_grouped(struct rt2_xdata *x, struct rt2_xnodes *cn,
 			if (l < prev1) {
 				if (l + 1 == prev1)
 					return -EPROTO;
-				down++;
+				if (++down > nrels / 16)
+					goto ungrouped;
 			}
 			prev1 = l + 1;
 		}
 	}
-	if (down > nrels / 16)
-		goto ungrouped;
 	while (next <= n)
 		off[next++] = nrels;
 	*unsorted = down;
 	*marked = nm;
 	return 0;
 ungrouped:
-	for (r = rels; r < end; r++)
+	/* Nothing past @r was marked (@r itself may have been). */
+	for (end = r + 1, r = rels; r < end; r++)
 		if (r->launch < n)
 			k[r->launch] &= (uint8_t)~RT2_XK_REL;
 	return 1;
