@@ -43,7 +43,9 @@
  * device memory, heap memory there, aside). The "dev" column counts the
  * device allocations of the timed runs: without a pool limit the pool
  * grows when a run's timing needs a block more than the runs before did,
- * which helpers running in parallel can do. The program exits 1 if
+ * which helpers running in parallel can do. The real-work rows' "recyc"
+ * counts the pool's recycles (each a wait and a stream sync) in the timed
+ * runs: none without a limit. The program exits 1 if
  * they do, 2 if the counter missed the allocations of the executors'
  * creation (it would prove nothing), 3 on an error. Timing never changes
  * the exit status.
@@ -312,6 +314,7 @@ struct row {
 	double exec, base;	/* ns per node (or per run: real work) */
 	unsigned long allocs;	/* heap, the device memory of -H's aside */
 	unsigned long dev;	/* device allocations */
+	unsigned long recycles;	/* the pool's recycles (wait, sync) */
 };
 
 /*
@@ -342,6 +345,13 @@ static unsigned long pool_allocs(const struct snpu_rt2_exec *e)
 	struct snpu_rt2_pool_stats st;
 
 	return snpu_rt2_exec_pool_stats(e, &st) ? 0 : st.dev_allocs;
+}
+
+static unsigned long pool_recycles(const struct snpu_rt2_exec *e)
+{
+	struct snpu_rt2_pool_stats st;
+
+	return snpu_rt2_exec_pool_stats(e, &st) ? 0 : st.recycles;
 }
 
 static void synth_row(struct snpu_rt2_dev *dev, enum shape sh,
@@ -459,7 +469,7 @@ static void real_row(struct snpu_rt2_dev *dev,
 {
 	struct snpu_rt2_exec_opts o = { .flags = flags };
 	struct rec_dev rd = { .head.ops = &rec_ops, .in = dev };
-	unsigned long before, dheap, dpool;
+	unsigned long before, dheap, dpool, rec;
 	struct snpu_rt2_exec *e;
 	unsigned int i;
 	float *x, *b;
@@ -491,6 +501,7 @@ static void real_row(struct snpu_rt2_dev *dev,
 	 */
 	dheap = dev_heap();
 	dpool = pool_allocs(e);
+	rec = pool_recycles(e);
 	before = alloc_count();
 	for (i = 0; i < rounds * runs; i++) {
 		t0 = now_ns();
@@ -506,6 +517,7 @@ static void real_row(struct snpu_rt2_dev *dev,
 	}
 	res->allocs = heap_since(before, dheap);
 	res->dev = pool_allocs(e) - dpool;
+	res->recycles = pool_recycles(e) - rec;
 	res->exec = (double)median(v, rounds * runs);
 	res->base = (double)median(w, rounds * runs);
 	snpu_rt2_exec_destroy(e);
@@ -620,17 +632,18 @@ int main(int argc, char **argv)
 	m = real_model();
 	printf("\nreal work: relu(x[%ux%u] * w[%ux%u] + b), x and b H2D, the result D2H; median of %u runs, each timed\n",
 	       RM, RK, RK, RN, rounds * runs);
-	printf("%-9s %5s %5s %12s %12s %12s %9s %7s %4s\n", "mode", "nodes",
-	       "tasks", "us/run", "tasks us", "overhead us", "ns/node",
-	       "allocs", "dev");
+	printf("%-9s %5s %5s %12s %12s %12s %9s %7s %4s %6s\n", "mode",
+	       "nodes", "tasks", "us/run", "tasks us", "overhead us",
+	       "ns/node", "allocs", "dev", "recyc");
 	for (md = 0; md < NMODES; md++) {
 		real_row(dev, m, modes[md], rounds, runs, v, w, &res, &nodes,
 			 &tasks);
 		total += res.allocs;
-		printf("%-9s %5u %5u %12.2f %12.2f %12.2f %9.1f %7lu %4lu\n",
+		printf("%-9s %5u %5u %12.2f %12.2f %12.2f %9.1f %7lu %4lu %6lu\n",
 		       mode_name(modes[md]), nodes, tasks, res.exec / 1000,
 		       res.base / 1000, (res.exec - res.base) / 1000,
-		       (res.exec - res.base) / nodes, res.allocs, res.dev);
+		       (res.exec - res.base) / nodes, res.allocs, res.dev,
+		       res.recycles);
 		fflush(stdout);
 	}
 	snpu_rt2_model_destroy(m);
