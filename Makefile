@@ -39,7 +39,10 @@ CORE_INC := -Iuapi -Ikmod
 # Native unit tests: every kmod/core/tests/*.c and lib/tests/*.c program.
 CORE_TESTS := $(patsubst kmod/core/tests/%.c,$(B)/unit/%,$(wildcard kmod/core/tests/*.c))
 LIB_TESTS := $(patsubst lib/tests/%.c,$(B)/unit/%,$(wildcard lib/tests/*.c))
-UNIT_TESTS := $(CORE_TESTS) $(LIB_TESTS)
+# rt2's hand-over stress test once more under ThreadSanitizer, which
+# cannot be combined with ASan: build/unit/rt2_handover_tsan_test.
+TSAN_TESTS := $(B)/unit/rt2_handover_tsan_test
+UNIT_TESTS := $(CORE_TESTS) $(LIB_TESTS) $(TSAN_TESTS)
 
 # libFuzzer targets of kmod/core: kmod/core/fuzz/<name>_fuzz.c, built with
 # clang into build/fuzz/<name>_fuzz. `make fuzz` runs each for its share
@@ -79,7 +82,8 @@ help:
 	@echo '                 snpu-bench-graph, snpu-bench-sync, snpu-bench-rt2,'
 	@echo '                 snpu-train'
 	@echo '  selftests      build/selftests: kselftest suites (run in the VM)'
-	@echo '  unit           native unit tests of kmod/core and lib under ASan/UBSan'
+	@echo '  unit           native unit tests of kmod/core and lib under ASan/UBSan;'
+	@echo '                 rt2'"'"'s hand-over stress test also under TSan'
 	@echo '  fuzz           libFuzzer targets of kmod/core, FUZZ_SECS=$(FUZZ_SECS) s in all,'
 	@echo '                 FUZZ_SEED=$(FUZZ_SEED); crashes in build/fuzz/crashes/'
 	@echo '  lint           checkpatch --strict, kernel-doc (no warning), sparse C=2,'
@@ -235,6 +239,17 @@ $(LIB_TESTS): $(B)/unit/%: lib/tests/%.c $(LIB_SRCS) $(LIB_HDRS) $(LIB_TEST_SRCS
 	@$(if $(Q),echo '  CC      $@')
 	$(Q)$(CC) -O1 -g $(WARN) $(SAN) -ffp-contract=off -D_GNU_SOURCE -I$(KSFT_INC) \
 		-Iuapi -Ilib/include -Ikmod $< $(LIB_SRCS) $(LIB_TEST_SRCS) -lpthread $(TEST_LIBS) -o $@
+
+# -Wno-tsan: lib/ring.c's fence is not one TSan models (the test does not
+# use the ring).
+$(TSAN_TESTS): $(B)/unit/%_tsan_test: lib/tests/%_test.c $(LIB_SRCS) $(LIB_HDRS) $(LIB_TEST_SRCS) \
+		$(wildcard lib/*.h lib/rt2/*.h lib/tests/*.h lib/tests/rt2/*.h) \
+		$(CORE_SRCS) $(CORE_HDRS)
+	@mkdir -p $(@D)
+	@$(if $(Q),echo '  CC      $@')
+	$(Q)$(CC) -O1 -g $(WARN) -fsanitize=thread -Wno-tsan -ffp-contract=off -D_GNU_SOURCE \
+		-I$(KSFT_INC) -Iuapi -Ilib/include -Ikmod $< $(LIB_SRCS) $(LIB_TEST_SRCS) \
+		-lpthread -o $@
 
 unit-build: ksrc
 	$(Q)$(MAKE) $(UNIT_TESTS)

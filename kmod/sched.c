@@ -531,10 +531,12 @@ static bool snpu_chainable(const struct snpu_job *job)
 /*
  * @w, a task's one block, ran without error: when its stream successor
  * is committed and chainable, leave @w's completion for later and hand
- * the successor to the core, without the scheduler lock, the ready lists
- * or a clock reading. The chain ends at SNPU_CHAIN_MAX tasks, at a task
- * that fails or whose successor is not there or not chainable; the core
- * then completes all of it at once (snpu_jobs_complete_run()).
+ * the successor to the core, without the scheduler lock or the ready
+ * lists. The core's clock is read once: @w's own completion time, which
+ * its CQE reports, so that each task of a chain keeps the device time it
+ * took. The chain ends at SNPU_CHAIN_MAX tasks, at a task that fails or
+ * whose successor is not there or not chainable; the core then completes
+ * all of it at once (snpu_jobs_complete_run()).
  *
  * Return: true when @w joined the chain and its successor is handed off.
  */
@@ -552,14 +554,14 @@ static bool snpu_chain(struct snpu_core *core, struct snpu_work *w, int error,
 		return false;
 	if (!core->chained++)
 		core->chain = job;
+	job->done_ns = snpu_core_clock(core);
 	/*
 	 * A trace shows the task complete before its successor starts: the
-	 * completion event is sent now (with a clock reading of its own), and
-	 * not again when the chain completes.
+	 * completion event is sent now, and not again when the chain
+	 * completes.
 	 */
 	if (trace_snpu_task_complete_enabled()) {
 		job->error = 0;
-		job->done_ns = snpu_core_clock(core);
 		snpu_job_trace_complete(job->ctx, job);
 	}
 	next->chained = true;
