@@ -146,7 +146,7 @@ int snpu_ioc_ctx_query(struct snpu_context *ctx, union snpu_ioc_arg *arg)
 {
 	struct snpu_ctx_query *q = &arg->ctx_query;
 
-	if (!snpu_zero(q->reserved, sizeof(q->reserved)))
+	if (q->reserved)
 		return -EINVAL;
 	snpu_ctx_usage(ctx, q);
 	return 0;

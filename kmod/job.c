@@ -510,7 +510,9 @@ void snpu_jobs_run(struct list_head *todo)
  *       before it, which the core chained (see sched.c)
  * @n: how many, at least 1
  * @error: the last one's result, 0 or -errno; the others succeeded
- * @now: when they completed (ktime_get_ns()), or 0 to read the clock here
+ * @now: when the last completed (ktime_get_ns()), or 0 to read the clock
+ *       here; the others' completion times are in their @done_ns (set
+ *       when the core chained their successor)
  * @handoff: see snpu_job_complete()
  *
  * Completes them in order under one hold of the scheduler lock, then
@@ -535,8 +537,8 @@ void snpu_jobs_complete_run(struct snpu_job *job, u32 n, int error, u64 now,
 	spin_lock(&ctx->sched_lock);
 	for (i = 0, j = job; i < n; i++, j = next) {
 		next = j->next;
-		snpu_job_finish_locked(ctx, j, i == n - 1 ? error : 0, now,
-				       &todo);
+		snpu_job_finish_locked(ctx, j, i == n - 1 ? error : 0,
+				       i == n - 1 ? now : j->done_ns, &todo);
 	}
 	snpu_jobs_settle_locked(ctx, &todo, &now);
 	spin_unlock(&ctx->sched_lock);

@@ -308,11 +308,52 @@ static bool snpu_core_wake(struct snpu_device *sdev)
 }
 
 /*
- * Take the next block of the first job of the run queue whose turn it is,
- * in the highest priority with work; that queue's turn is then over.
+ * A one-block graph node as short as a chain's tasks (see snpu_chainable()):
+ * a core may take several of one launch in one turn.
  */
-static struct snpu_work *snpu_pick(struct snpu_device *sdev, u32 *block)
+static bool snpu_short_node(const struct snpu_work *w)
 {
+	if (!w->gnode || w->nblocks != 1)
+		return false;
+	if (w->op != SNPU_OP_LAUNCH)
+		return w->copy.bytes <= SNPU_CHAIN_WORK;
+	return w->launch.kernel != SNPU_KERNEL_SPIN &&
+	       w->units <= SNPU_CHAIN_WORK && w->units <= w->chunk;
+}
+
+/*
+ * After @w, a short graph node just taken from @q: take more short nodes
+ * of the same launch from the head of @q onto @core's batch, at most
+ * their fair share of the listed works (the other cores get theirs) and
+ * fewer than SNPU_CHAIN_MAX: one turn of the context, as a chain is.
+ */
+static void snpu_pick_batch_locked(struct snpu_core *core,
+				   struct snpu_runq *q, struct snpu_work *w)
+{
+	struct snpu_device *sdev = core->sdev;
+	u32 n, max = min_t(u32, SNPU_CHAIN_MAX - 1,
+			   sdev->ready_depth / sdev->cores);
+	struct snpu_work *x;
+
+	lockdep_assert_held(&sdev->ready_lock);
+	for (n = 0; n < max && !list_empty(&q->jobs); n++) {
+		x = list_first_entry(&q->jobs, struct snpu_work, node);
+		if (x->job != w->job || x->next_block || !snpu_short_node(x))
+			break;
+		x->next_block = 1;
+		list_move_tail(&x->node, &core->batch);
+		sdev->ready_depth--;
+	}
+}
+
+/*
+ * Take the next block of the first job of the run queue whose turn it is,
+ * in the highest priority with work; that queue's turn is then over. A
+ * short graph node brings more of its launch along (@core's batch).
+ */
+static struct snpu_work *snpu_pick(struct snpu_core *core, u32 *block)
+{
+	struct snpu_device *sdev = core->sdev;
 	struct snpu_work *w = NULL;
 	struct snpu_runq *q;
 	unsigned int p;
@@ -327,6 +368,8 @@ static struct snpu_work *snpu_pick(struct snpu_device *sdev, u32 *block)
 		if (w->next_block == w->nblocks) {
 			list_del_init(&w->node);
 			sdev->ready_depth--;
+			if (snpu_short_node(w))
+				snpu_pick_batch_locked(core, q, w);
 		}
 		if (list_empty(&q->jobs))
 			list_del_init(&q->node);
@@ -494,10 +537,12 @@ static bool snpu_chainable(const struct snpu_job *job)
 /*
  * @w, a task's one block, ran without error: when its stream successor
  * is committed and chainable, leave @w's completion for later and hand
- * the successor to the core, without the scheduler lock, the ready lists
- * or a clock reading. The chain ends at SNPU_CHAIN_MAX tasks, at a task
- * that fails or whose successor is not there or not chainable; the core
- * then completes all of it at once (snpu_jobs_complete_run()).
+ * the successor to the core, without the scheduler lock or the ready
+ * lists. The core's clock is read once: @w's own completion time, which
+ * its CQE reports, so that each task of a chain keeps the device time it
+ * took. The chain ends at SNPU_CHAIN_MAX tasks, at a task that fails or
+ * whose successor is not there or not chainable; the core then completes
+ * all of it at once (snpu_jobs_complete_run()).
  *
  * Return: true when @w joined the chain and its successor is handed off.
  */
@@ -515,14 +560,14 @@ static bool snpu_chain(struct snpu_core *core, struct snpu_work *w, int error,
 		return false;
 	if (!core->chained++)
 		core->chain = job;
+	job->done_ns = snpu_core_clock(core);
 	/*
 	 * A trace shows the task complete before its successor starts: the
-	 * completion event is sent now (with a clock reading of its own), and
-	 * not again when the chain completes.
+	 * completion event is sent now, and not again when the chain
+	 * completes.
 	 */
 	if (trace_snpu_task_complete_enabled()) {
 		job->error = 0;
-		job->done_ns = snpu_core_clock(core);
 		snpu_job_trace_complete(job->ctx, job);
 	}
 	next->chained = true;
@@ -547,7 +592,8 @@ static void snpu_run_gnode_done(struct snpu_core *core, struct snpu_work *w,
 			  w->copy.bytes <= SNPU_CHAIN_WORK;
 
 	snpu_gnode_complete(w->gnode, error, handoff);
-	if (*handoff && short_node && ++core->streak < SNPU_CHAIN_MAX)
+	if ((*handoff || !list_empty(&core->batch)) && short_node &&
+	    ++core->streak < SNPU_CHAIN_MAX)
 		return;
 	core->streak = 0;
 	snpu_core_clock(core);
@@ -624,10 +670,15 @@ static int snpu_core_fn(void *data)
 		/* A work handed over by the last completion runs first. */
 		w = next;
 		next = NULL;
+		if (!w && !list_empty(&core->batch)) {
+			w = list_first_entry(&core->batch, struct snpu_work,
+					     node);
+			list_del_init(&w->node);
+		}
 		if (w)
 			block = 0;
 		else
-			w = snpu_pick(sdev, &block);
+			w = snpu_pick(core, &block);
 		if (!w) {
 			wait_event_interruptible_exclusive(sdev->ready_wq,
 							   snpu_core_wake(sdev));
@@ -638,7 +689,7 @@ static int snpu_core_fn(void *data)
 		cond_resched();
 	}
 	/* Stopped only with no context left: nothing can be handed over. */
-	WARN_ON(next);
+	WARN_ON(next || !list_empty(&core->batch));
 	return 0;
 }
 
@@ -666,6 +717,7 @@ int snpu_cores_start(struct snpu_device *sdev)
 
 		core->sdev = sdev;
 		core->index = i;
+		INIT_LIST_HEAD(&core->batch);
 		core->scratch = kmalloc_array(SNPU_COLL_TILE, SNPU_COLL_ESIZE,
 					      GFP_KERNEL);
 		if (!core->scratch) {

@@ -56,6 +56,7 @@
 #include <linux/workqueue.h>
 #include <linux/xarray.h>
 
+#include "compat.h"
 #include "core/core.h"
 #include "core/kernels.h"
 
@@ -154,6 +155,8 @@ struct snpu_dev_pcpu {
  *         has not completed yet (see sched.c)
  * @chained: how many, the task it runs now not counted
  * @streak: graph nodes it ran in a row without reading the clock
+ * @batch: short graph nodes of one launch it took in one turn, to run
+ *         next (its own thread's only; see snpu_pick())
  * @scratch: SNPU_COLL_TILE elements for the reductions of collectives
  *           of more than SNPU_COLL_PASS ranks (see core/coll.h)
  * @busy_ns: nanoseconds spent running blocks
@@ -170,6 +173,7 @@ struct snpu_core {
 	struct snpu_job *chain;
 	u32 chained;
 	u32 streak;
+	struct list_head batch;
 	void *scratch;
 	u64 busy_ns;
 	u64 blocks;
@@ -971,24 +975,6 @@ void snpu_sched_init_ctx(struct snpu_context *ctx);
 int snpu_mmap(struct file *file, struct vm_area_struct *vma);
 vm_fault_t snpu_vmalloc_fault(struct vm_fault *vmf, void *base, size_t bytes,
 			      unsigned long pgoff);
-
-/*
- * VMA flags are written through vm_flags_set() and vm_flags_clear() from
- * 6.3 on; the same calls here on kernels without them (Kbuild looks for
- * them in the kernel's headers).
- */
-#ifndef SNPU_HAVE_VM_FLAGS_SET
-static inline void vm_flags_set(struct vm_area_struct *vma, vm_flags_t flags)
-{
-	vma->vm_flags |= flags;
-}
-
-static inline void vm_flags_clear(struct vm_area_struct *vma,
-				  vm_flags_t flags)
-{
-	vma->vm_flags &= ~flags;
-}
-#endif
 
 /* ring.c */
 void snpu_ring_post_locked(struct snpu_context *ctx, struct snpu_job *job);

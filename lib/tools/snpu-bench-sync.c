@@ -66,14 +66,35 @@ static void prep_fill(struct snpu_task *t, uint32_t stream, uint64_t addr)
 	snpu_prep_launch(t, stream, SNPU_KERNEL_FILL, 1, a, 2);
 }
 
+typedef void (*make_fn)(struct bench *, unsigned int, struct snpu_task *);
+
+/*
+ * Queue up to BATCH more of @n entries made by @make, while at most half
+ * the SQ is in flight (@done of *@sent complete). Return: how many.
+ */
+static unsigned int queue_batch(struct snpu_ring *r, struct bench *b,
+				make_fn make, unsigned int n,
+				unsigned int *sent, unsigned int done)
+{
+	unsigned int k;
+
+	for (k = 0; k < BATCH && *sent < n &&
+	     *sent - done < r->sq.entries / 2; k++) {
+		struct snpu_task *sqe = snpu_ring_get_sqe(r);
+
+		if (!sqe)
+			break;
+		make(b, (*sent)++, sqe);
+	}
+	return k;
+}
+
 /*
  * Run @n entries made by @make(i, sqe) through @r, @batch per submit,
  * at most the SQ's entries in flight, every CQE checked. A CQE of a
  * callback is answered with a DONE entry. Return: ns.
  */
-static uint64_t ring_run(struct snpu_ring *r, unsigned int n,
-			 void (*make)(struct bench *, unsigned int,
-				      struct snpu_task *),
+static uint64_t ring_run(struct snpu_ring *r, unsigned int n, make_fn make,
 			 struct bench *b)
 {
 	unsigned int sent = 0, done = 0, k;
@@ -82,14 +103,7 @@ static uint64_t ring_run(struct snpu_ring *r, unsigned int n,
 	int ret;
 
 	while (done < n) {
-		for (k = 0; k < BATCH && sent < n &&
-		     sent - done < r->sq.entries / 2; k++) {
-			struct snpu_task *sqe = snpu_ring_get_sqe(r);
-
-			if (!sqe)
-				break;
-			make(b, sent++, sqe);
-		}
+		k = queue_batch(r, b, make, n, &sent, done);
 		while (!snpu_ring_peek_cqe(r, &c)) {
 			if (snpu_cqe_is_callback(c)) {
 				struct snpu_task *sqe = snpu_ring_get_sqe(r);
@@ -220,9 +234,7 @@ static uint64_t callback_ioctl_run(struct bench *b, unsigned int n)
 	int ret;
 
 	while (done < n) {
-		for (k = 0; k < BATCH && sent < n &&
-		     sent - done < r->sq.entries / 2; k++)
-			make_callback_plain(b, sent++, snpu_ring_get_sqe(r));
+		k = queue_batch(r, b, make_callback_plain, n, &sent, done);
 		if (k) {
 			ret = snpu_ring_submit(r);
 			if (ret < 0)
@@ -346,12 +358,18 @@ static uint64_t one_task_run(struct bench *b, unsigned int n)
 	int ret;
 
 	for (i = 0; i < n; i++) {
-		prep_fill(snpu_ring_get_sqe(r), b->s[0], b->buf[0]);
+		struct snpu_task *sqe = snpu_ring_get_sqe(r);
+
+		if (!sqe)
+			die("ring full", -EBUSY);
+		prep_fill(sqe, b->s[0], b->buf[0]);
 		ret = snpu_ring_submit_and_wait(r, 1);
 		if (ret < 0)
 			die("ring submit and wait", ret);
-		if (snpu_ring_peek_cqe(r, &c) || c->result)
-			die("round trip", c ? c->result : -EIO);
+		if (snpu_ring_peek_cqe(r, &c))
+			die("round trip", -EIO);
+		if (c->result)
+			die("round trip", c->result);
 		snpu_ring_cqe_seen(r, c);
 	}
 	return (now_ns() - t0) / n;

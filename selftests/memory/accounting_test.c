@@ -216,6 +216,30 @@ static long long cg_event(FIXTURE_DATA(memcg) *self, const char *name)
 	return snpu_cg_event(&self->cg, name);
 }
 
+/*
+ * memory.current once the kernel has given back the pages of a refused
+ * allocation: below @below, or the last value read after 20 s. The
+ * module's vmalloc'ed backings (device memory, host memory, rings) that
+ * fail part way are freed by __vmalloc() itself, before it returns, on
+ * 6.1 and 6.12; 7.x (mm/vmalloc.c, defer_vm_area_cleanup()) hands the area to a
+ * workqueue instead, so the pages it had charged stay in memory.current
+ * until that work runs (measured on 7.3: 6.2 MiB still charged right after
+ * the refusal, gone a moment later). The driver has released all of its
+ * own by then (its counters say so at once). The bound only limits how
+ * long a failing run waits: what passes is a charge that goes away.
+ */
+static long long cg_settled(FIXTURE_DATA(memcg) *self, long long below)
+{
+	long long v = cg_current(self);
+	int i;
+
+	for (i = 0; i < 2000 && v >= below; i++) {
+		usleep(10000);
+		v = cg_current(self);
+	}
+	return v;
+}
+
 FIXTURE_SETUP(memcg)
 {
 	self->fd = -1;
@@ -258,9 +282,15 @@ TEST_F(memcg, host_alloc_over_max_is_enomem)
 	before = cg_current(self);
 	ASSERT_EQ(0, cg_set_max(self, before + 8 * MiB));
 	EXPECT_EQ(-ENOMEM, host_alloc(self->fd, 32 * MiB, &h));
+	/*
+	 * The limit goes first: until the kernel has given the refused
+	 * pages back (cg_settled()), any charge, even an open(), could fail.
+	 */
+	ASSERT_EQ(0, cg_set_max(self, -1));
 	EXPECT_EQ(0ULL, host_used(self->fd));
-	EXPECT_LT(cg_current(self) - before, (long long)(1 * MiB));
+	EXPECT_LT(cg_settled(self, before + MiB) - before, (long long)(1 * MiB));
 	/* A size that fits still works. */
+	ASSERT_EQ(0, cg_set_max(self, before + 8 * MiB));
 	EXPECT_EQ(0, host_alloc(self->fd, 1 * MiB, &h));
 	ASSERT_EQ(0, cg_set_max(self, -1));
 	/* Failed, not OOM-killed: the OOM path was never taken. */
@@ -278,11 +308,12 @@ TEST_F(memcg, mem_alloc_over_max_is_enomem)
 	before = cg_current(self);
 	ASSERT_EQ(0, cg_set_max(self, before + 8 * MiB));
 	EXPECT_EQ(-ENOMEM, snpu_alloc(self->fd, 32 * MiB, 0, &addr));
+	/* The limit goes first, as above (cg_settled()). */
+	ASSERT_EQ(0, cg_set_max(self, -1));
 	ASSERT_EQ(0, snpu_ctx_query(self->fd, &q));
 	EXPECT_EQ(0ULL, q.mem_used);
 	EXPECT_EQ(0, dev_mem_used());
-	EXPECT_LT(cg_current(self) - before, (long long)(1 * MiB));
-	ASSERT_EQ(0, cg_set_max(self, -1));
+	EXPECT_LT(cg_settled(self, before + MiB) - before, (long long)(1 * MiB));
 	/* Failed, not OOM-killed: the OOM path was never taken. */
 	EXPECT_EQ(0LL, cg_event(self, "oom"));
 }
@@ -302,7 +333,8 @@ TEST_F(memcg, ring_setup_over_max_is_enomem)
 	EXPECT_EQ(-ENOMEM, snpu_ioc(self->fd, SNPU_IOC_RING_SETUP, &s));
 	ASSERT_EQ(0, cg_set_max(self, -1));
 	EXPECT_EQ(0LL, cg_event(self, "oom"));
-	EXPECT_LT(cg_current(self) - before, (long long)(256 * KiB));
+	EXPECT_LT(cg_settled(self, before + 256 * KiB) - before,
+		  (long long)(256 * KiB));
 	EXPECT_EQ(0, snpu_ioc(self->fd, SNPU_IOC_RING_SETUP, &s));
 }
 

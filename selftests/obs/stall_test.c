@@ -26,6 +26,7 @@
 
 #include "kselftest_harness.h"
 #include "snpu_test.h"
+#include "snpu_proc.h"
 
 #define SMI		"/opt/snpu/bin/snpu-smi"
 /* Hang guards, far above what each step needs on a slow machine. */
@@ -103,26 +104,6 @@ static int busy_stop(struct busy *b)
 	return 0;
 }
 
-/* The state letter of /proc/PID/stat, or 0 once the process is gone. */
-static char proc_state(pid_t pid)
-{
-	char path[64], buf[256], *p;
-	ssize_t n;
-	int fd;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = '\0';
-	p = strrchr(buf, ')');
-	return p && p[1] == ' ' ? p[2] : 0;
-}
-
 /*
  * Run "snpu-smi -j stats" as nobody, output dropped; wait until it has
  * exited (its status in *status) or sleeps uninterruptibly (the dump
@@ -147,7 +128,7 @@ static pid_t dump_as_nobody(int *status)
 		if (waitpid(kid, status, WNOHANG) == kid)
 			break;
 		/* 'D': blocked in the kernel, past the start of its dump. */
-		if (proc_state(kid) == 'D')
+		if (snpu_proc_state(kid) == 'D')
 			break;
 		usleep(1000);
 	}

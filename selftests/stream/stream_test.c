@@ -569,7 +569,7 @@ TEST_F(stream, every_op_behind_failure_cancelled)
 	EXPECT_EQ(64U, dev_check_u32(self->fd, dst, 64, 0xa5a5a5a5));
 	EXPECT_EQ(64U, dev_check_u32(self->fd, last, 64, 0xa5a5a5a5));
 	ASSERT_EQ(0, snpu_event_query(self->fd, e, &eq));
-	EXPECT_EQ(SNPU_EVENT_COMPLETE, eq.state);
+	EXPECT_EQ((__u32)SNPU_EVENT_COMPLETE, eq.state);
 	EXPECT_EQ(-ECANCELED, eq.error);
 }
 

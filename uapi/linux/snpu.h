@@ -284,7 +284,7 @@ struct snpu_ctx_query {
 	__u32 graphs_limit;
 	__u64 graph_mem;
 	__u64 graph_mem_limit;
-	__u64 reserved[1];
+	__u64 reserved;
 };
 
 #define SNPU_CTX_QUERY_SIZE_VER0	96
