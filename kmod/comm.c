@@ -198,14 +198,19 @@ static void snpu_coll_put(struct snpu_coll *op)
 	snpu_comm_put(comm);
 }
 
-/*
- * Bind @w as @r's next collective, described by @d, with its buffers.
+/**
+ * snpu_coll_bind() - make a work the rank's next collective
+ * @r: the rank
+ * @w: the work (a job's, or a graph node's); its part is set
+ * @d: the collective
+ * @send: kernel address of the rank's send buffer, NULL for none
+ * @recv: kernel address of its recv buffer
+ *
  * Return: 0, -ECONNRESET (broken), -ENOSPC (too far ahead), -EINVAL (not
  * the same collective as the other ranks' at that place), -ENOMEM.
  */
-static int snpu_coll_bind(struct snpu_comm_rank *r, struct snpu_work *w,
-			  const struct snpu_coll_desc *d, void *send,
-			  void *recv)
+int snpu_coll_bind(struct snpu_comm_rank *r, struct snpu_work *w,
+		   const struct snpu_coll_desc *d, void *send, void *recv)
 {
 	struct snpu_comm *comm = r->comm;
 	struct snpu_coll *op, *spare = NULL;
@@ -319,10 +324,17 @@ void snpu_coll_unbind(struct snpu_work *w)
 		snpu_comm_put(comm);
 }
 
-/* The rank handle @handle of @ctx, or NULL. */
-static struct snpu_comm_rank *snpu_comm_rank_get_locked(struct snpu_context *ctx,
-							u32 handle)
+/**
+ * snpu_comm_rank_get_locked() - look up a rank handle
+ * @ctx: the context
+ * @handle: a handle of @ctx
+ *
+ * Return: the rank, or NULL when @handle names none.
+ */
+struct snpu_comm_rank *snpu_comm_rank_get_locked(struct snpu_context *ctx,
+						 u32 handle)
 {
+	lockdep_assert_held(&ctx->lock);
 	struct snpu_object *obj;
 
 	obj = snpu_object_get_locked(ctx, handle, SNPU_OBJ_COMM);
@@ -496,6 +508,7 @@ static void snpu_coll_complete(struct snpu_coll *op)
 		p = w->coll.part;
 		rank = p->rank;
 		res = p->result;
+		w->coll.part = NULL;
 		if (w->gnode)
 			snpu_gnode_complete(w->gnode, res, NULL);
 		else

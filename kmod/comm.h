@@ -180,4 +180,9 @@ struct snpu_coll {
 	struct snpu_coll_part part[];
 };
 
+struct snpu_comm_rank *snpu_comm_rank_get_locked(struct snpu_context *ctx,
+						u32 handle);
+int snpu_coll_bind(struct snpu_comm_rank *r, struct snpu_work *w,
+		   const struct snpu_coll_desc *d, void *send, void *recv);
+
 #endif /* _SNPU_COMM_H */

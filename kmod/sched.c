@@ -313,7 +313,7 @@ static bool snpu_core_wake(struct snpu_device *sdev)
  */
 static bool snpu_short_node(const struct snpu_work *w)
 {
-	if (!w->gnode || w->nblocks != 1)
+	if (!w->gnode || w->nblocks != 1 || w->op == SNPU_OP_COLL)
 		return false;
 	if (w->op != SNPU_OP_LAUNCH)
 		return w->copy.bytes <= SNPU_CHAIN_WORK;
