@@ -11,3 +11,4 @@
 #include "../kmod/core/task.c"
 #include "../kmod/core/kernels.c"
 #include "../kmod/core/kernels_f32.c"
+#include "../kmod/core/kernels_f32_avx2.c"
