@@ -130,9 +130,15 @@ struct rt2_dev_ops {
  * run SNPU_RT2_EXEC_GRAPH executors (-EOPNOTSUPP).
  */
 
-/* The common head of every device interface: its table. */
+/*
+ * The common head of every device interface: its table, and the device's
+ * description (SNPU_IOC_GET_INFO) that launches are sized from with
+ * snpu_launch_dims(); an interface that leaves @info zero gets launches
+ * of the fewest blocks the work bound allows.
+ */
 struct snpu_rt2_dev {
 	const struct rt2_dev_ops *ops;
+	struct snpu_info info;
 };
 
 /* ---- kernel registry ---------------------------------------------------- */

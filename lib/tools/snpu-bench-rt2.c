@@ -416,7 +416,8 @@ static void real_row(struct snpu_rt2_dev *dev,
 		     unsigned int *tasks)
 {
 	struct snpu_rt2_exec_opts o = { .flags = flags };
-	struct rec_dev rd = { .head.ops = &rec_ops, .in = dev };
+	struct rec_dev rd = { .head.ops = &rec_ops, .head.info = dev->info,
+			      .in = dev };
 	struct snpu_rt2_exec *e;
 	unsigned long before;
 	unsigned int i;

@@ -231,6 +231,7 @@ static void write_svg(const char *path, const float *loss, uint32_t n,
 struct dev {
 	struct snpu_device *dev;
 	struct snpu_rt2_dev *rd;
+	struct snpu_info info;	/* launches are sized for its cores */
 };
 
 struct trainer {
@@ -252,6 +253,7 @@ static int trainer_init(struct trainer *t, struct dev *d, const struct opts *o,
 	ret = mlp_rt2_build(&t->net, &o->c, p, o->c.batch, true);
 	if (ret)
 		return ret;
+	t->net.info = d->info;
 	ret = snpu_rt2_exec_create(t->net.m, d->rd, &eo, &t->e);
 	if (!ret)
 		ret = snpu_rt2_exec_input(t->e, 0, NULL, (void **)&t->x);
@@ -356,6 +358,7 @@ static int evaluate(struct dev *d, struct data *da, const struct opts *o,
 	ret = mlp_rt2_build(&net, &o->c, p, b, false);
 	if (ret)
 		return ret;
+	net.info = d->info;
 	ret = snpu_rt2_exec_create(net.m, d->rd, &eo, &e);
 	if (ret) {
 		mlp_rt2_free(&net);
@@ -664,6 +667,8 @@ int main(int argc, char **argv)
 	}
 
 	ret = snpu_open(o.dev, 0, &d.dev);
+	if (!ret)
+		ret = snpu_get_info(d.dev, &d.info);
 	if (ret)
 		die("open", ret);
 	ret = snpu_rt2_dev_open(d.dev, 0, &d.rd);
