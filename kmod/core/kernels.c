@@ -464,6 +464,9 @@ static __u64 snpu_kernel_chunk_of(__u32 kernel, struct snpu_kdims d)
 	/* A piece of a long COLSUM column costs SNPU_KERNEL_CHUNK. */
 	if (kernel == SNPU_KERNEL_COLSUM_F32 && cost > SNPU_KERNEL_CHUNK_WORK)
 		cost = SNPU_KERNEL_CHUNK;
+	/* ncls <= 65536 for a checked launch: no overflow. */
+	if (kernel == SNPU_KERNEL_SOFTMAX_XENT_F32)
+		cost *= SNPU_KERNEL_SOFTMAX_CLASS_WORK;
 	return cost >= SNPU_KERNEL_CHUNK_WORK ? 1 :
 	       SNPU_KERNEL_CHUNK_WORK / cost;
 }
@@ -1105,13 +1108,14 @@ int snpu_kernel_run(const struct snpu_klaunch *l, __u32 block,
  * kernels inside one FPU section (preemption off): SNPU_KERNEL_CHUNK
  * units, or for the kernels whose units cost more than 1 (the GEMMs,
  * SOFTMAX_XENT, ARGMAX, COLSUM) as many units as make
- * SNPU_KERNEL_CHUNK_WORK of their cost (at least one). Every unit's cost
- * is at most SNPU_KERNEL_CHUNK_WORK (k and ncls are at most 65536) but
- * COLSUM's, its rows: a column of more rows is cut into pieces of
- * SNPU_KERNEL_CHUNK rows (see snpu_kernel_steps()), and a chunk covers
- * SNPU_KERNEL_CHUNK_WORK / SNPU_KERNEL_CHUNK of them. So no chunk does
- * more than SNPU_KERNEL_CHUNK_WORK of work, or SNPU_KERNEL_CHUNK elements
- * of an element-wise kernel.
+ * SNPU_KERNEL_CHUNK_WORK of their cost, at least one; a class of
+ * SOFTMAX_XENT counts SNPU_KERNEL_SOFTMAX_CLASS_WORK (its exp). A unit
+ * costs at most SNPU_KERNEL_CHUNK_WORK (k and ncls are at most 65536),
+ * so a chunk does at most that many multiply-adds, compares or adds,
+ * or 65536 classes of one SOFTMAX_XENT row; but for COLSUM, whose units
+ * cost their rows: a column of more than SNPU_KERNEL_CHUNK_WORK rows is
+ * cut into pieces of SNPU_KERNEL_CHUNK rows (see snpu_kernel_steps()),
+ * SNPU_KERNEL_CHUNK_WORK / SNPU_KERNEL_CHUNK of them a chunk.
  *
  * Return: steps per chunk, at least 1.
  */

@@ -33,6 +33,14 @@
 #define SNPU_KERNEL_CHUNK_WORK	65536
 
 /*
+ * What a class of SOFTMAX_XENT counts toward a chunk's
+ * SNPU_KERNEL_CHUNK_WORK: its exp and its division cost about as much as
+ * 32 multiply-adds, so that a chunk of rows takes about as long as a
+ * chunk of a GEMM. A row is the least a chunk holds.
+ */
+#define SNPU_KERNEL_SOFTMAX_CLASS_WORK	32
+
+/*
  * Longest SPIN a block may ask for, in ns: 1 s, so that no block of any
  * user holds a core for long (see the uapi header).
  */

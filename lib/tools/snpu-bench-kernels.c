@@ -365,7 +365,10 @@ static uint64_t fpu_chunks(const struct fpu_case *c)
 		       (CHUNK_WORK / 4096);
 	if (c->cost == 1)
 		return (c->units + CHUNK_ELEMS - 1) / CHUNK_ELEMS;
-	per = c->cost >= CHUNK_WORK ? 1 : CHUNK_WORK / c->cost;
+	if (c->kernel == SNPU_KERNEL_SOFTMAX_XENT_F32)
+		per = c->cost * 32 >= CHUNK_WORK ? 1 : CHUNK_WORK / (c->cost * 32);
+	else
+		per = c->cost >= CHUNK_WORK ? 1 : CHUNK_WORK / c->cost;
 	return (c->units + per - 1) / per;
 }
 

@@ -369,8 +369,9 @@ __u64 ref_unit_steps(__u32 kernel, const struct snpu_kernel_arg *a)
 
 /*
  * At most 4096 units, or for the kernels whose unit costs more (the GEMMs,
- * SOFTMAX_XENT, ARGMAX, COLSUM) 65536 of that cost: max(1, 65536 / cost);
- * a COLSUM in pieces takes 16 pieces (65536 rows) a chunk.
+ * SOFTMAX_XENT, ARGMAX, COLSUM) 65536 of that cost: max(1, 65536 / cost),
+ * a class of SOFTMAX_XENT costing 32; a COLSUM in pieces takes 16 pieces
+ * (65536 rows) a chunk.
  */
 __u64 ref_chunk(__u32 kernel, const struct snpu_kernel_arg *a)
 {
@@ -389,6 +390,8 @@ __u64 ref_chunk(__u32 kernel, const struct snpu_kernel_arg *a)
 	default:
 		return 4096;
 	}
+	if (kernel == SNPU_KERNEL_SOFTMAX_XENT_F32)
+		cost *= 32;
 	per = cost ? 65536 / cost : 1;
 	return per ? (__u64)per : 1;
 }

@@ -2230,9 +2230,15 @@ TEST(chunk_bounds_training)
 	ASSERT_EQ((__u64)(SNPU_KERNEL_CHUNK_WORK / 1000), snpu_kernel_chunk(&l));
 	l.kernel = SNPU_KERNEL_GEMM_NT_F32;
 	ASSERT_EQ((__u64)(SNPU_KERNEL_CHUNK_WORK / 1000), snpu_kernel_chunk(&l));
+	/* A class of the softmax counts SNPU_KERNEL_SOFTMAX_CLASS_WORK. */
 	l.kernel = SNPU_KERNEL_SOFTMAX_XENT_F32;
 	l.scalar[4] = 10;
-	ASSERT_EQ((__u64)(SNPU_KERNEL_CHUNK_WORK / 10), snpu_kernel_chunk(&l));
+	ASSERT_EQ((__u64)(SNPU_KERNEL_CHUNK_WORK / 10 /
+			  SNPU_KERNEL_SOFTMAX_CLASS_WORK), snpu_kernel_chunk(&l));
+	l.scalar[4] = SNPU_KERNEL_CHUNK_WORK / SNPU_KERNEL_SOFTMAX_CLASS_WORK;
+	ASSERT_EQ(1ULL, snpu_kernel_chunk(&l));
+	l.scalar[4] = 65536;
+	ASSERT_EQ(1ULL, snpu_kernel_chunk(&l));
 	l.kernel = SNPU_KERNEL_ARGMAX_F32;
 	l.scalar[2] = 65536;
 	ASSERT_EQ(1ULL, snpu_kernel_chunk(&l));
