@@ -242,10 +242,11 @@ int snpu_launch(struct snpu_device *dev, uint32_t stream, uint32_t kernel,
 /*
  * The block_dim of a launch sized to the device (LIBSNPU_0.10): enough
  * blocks to keep every core busy, none with less than SNPU_LAUNCH_MIN_WORK
- * of work (the units of SNPU_KERNEL_BLOCK_WORK_MAX), and as many more as
- * the work bound needs. See snpu_launch_dims(3).
+ * of work (the units of SNPU_KERNEL_BLOCK_WORK_MAX: a core's chunk, about
+ * half a millisecond of a GEMM under TCG), and as many more as the work
+ * bound needs. See snpu_launch_dims(3).
  */
-#define SNPU_LAUNCH_MIN_WORK	16384
+#define SNPU_LAUNCH_MIN_WORK	65536
 int snpu_launch_dims(const struct snpu_info *info, uint32_t kernel,
 		     const struct snpu_kernel_arg *args, unsigned int nargs);
 int snpu_memcpy_async(struct snpu_device *dev, uint32_t stream, uint32_t dir,

@@ -130,7 +130,8 @@ TEST(blocks_of_at_least_min_work)
 
 /*
  * Enough work keeps every core busy: snpu-train's shapes, on 1 to 8
- * cores; 64 x 10 x 128 (81920 multiply-adds) is 5 blocks' worth.
+ * cores, as many blocks as there are SNPU_LAUNCH_MIN_WORK in the work
+ * up to the cores (64 x 10 x 128, 81920 multiply-adds, is one block).
  */
 TEST(every_core_busy)
 {
