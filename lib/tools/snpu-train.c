@@ -22,6 +22,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <signal.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -555,9 +556,26 @@ static blas_threads_fn *blas_threads;
 #define BLAS_NO_TRANS	111
 #define BLAS_TRANS	112
 
+/* OpenBLAS's kernels for the wrong CPU: say what to do, not just die. */
+static void blas_sigill(int sig)
+{
+	static const char msg[] = "snpu-train: OpenBLAS ran an instruction "
+		"this CPU does not have: set OPENBLAS_CORETYPE (Prescott in "
+		"QEMU's default CPU model)\n";
+
+	if (write(2, msg, sizeof(msg) - 1) < 0)
+		_exit(128 + sig);
+	_exit(128 + sig);
+}
+
 static int blas_open(void)
 {
-	void *h = dlopen("libopenblas.so.0", RTLD_NOW | RTLD_LOCAL);
+	void *h;
+
+	/* What was printed so far must survive a crash inside OpenBLAS. */
+	fflush(stdout);
+	signal(SIGILL, blas_sigill);
+	h = dlopen("libopenblas.so.0", RTLD_NOW | RTLD_LOCAL);
 
 	if (!h)
 		return -ENOENT;
