@@ -680,6 +680,104 @@ static void device_train_plain(struct dev *d, struct data *da,
 	mlp_params_free(&p);
 }
 
+/*
+ * --bench: N steps each way, in BENCH_ROUNDS rounds that take turns (a
+ * round runs N / BENCH_ROUNDS steps of every way, each way going on with
+ * its own training), so that a host whose load changes slows every way
+ * alike and the ratios hold: rt2 with graph replay, rt2 op by op through
+ * the ring, the CPU reference, and the CPU trainer with OpenBLAS's GEMMs
+ * with 1 thread and with one per CPU.
+ */
+#define BENCH_ROUNDS	4
+
+enum { B_GRAPH, B_OPS, B_CPU, B_BLAS1, B_BLASN, B_WAYS };
+
+static void bench(struct dev *d, struct data *da, const struct opts *o)
+{
+	const uint32_t n = o->bench_steps;
+	struct snpu_rt2_exec_stats st;
+	struct mlp_params p[2];
+	struct trainer tr[2];
+	struct mlp_cpu cpu[3];
+	double secs[B_WAYS] = { 0 }, over[2] = { 0 }, loss, t0;
+	uint32_t done[B_WAYS] = { 0 }, r, k, j, right, s;
+	float *x = malloc((size_t)o->c.batch * o->c.in * 4);
+	int32_t *y = malloc(o->c.batch * 4);
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	bool blas = !blas_open();
+	unsigned int w;
+	int ret;
+
+	if (!x || !y)
+		die("bench", -ENOMEM);
+	for (w = 0; w < 2; w++) {
+		if (mlp_params_init(&o->c, &p[w]))
+			die("params", -ENOMEM);
+		ret = trainer_init(&tr[w], d, o, &p[w], w == B_GRAPH);
+		if (ret)
+			die("executor", ret);
+	}
+	for (w = 0; w < 3; w++) {
+		if (mlp_cpu_init(&cpu[w], &o->c))
+			die("cpu", -ENOMEM);
+		cpu[w].gemm = w ? blas_gemm : NULL;
+	}
+	for (r = 0; r < BENCH_ROUNDS; r++) {
+		k = n / BENCH_ROUNDS + (r < n % BENCH_ROUNDS);
+		for (w = 0; w < B_WAYS; w++) {
+			if (w >= B_BLAS1 && !blas)
+				continue;
+			if (w >= B_BLAS1)
+				blas_threads(w == B_BLAS1 || cpus < 1 ? 1 :
+					     (int)cpus);
+			t0 = now_s();
+			for (j = 0; j < k; j++) {
+				s = done[w]++;
+				if (w <= B_OPS) {
+					batch_of(da, o, s, tr[w].x, tr[w].y);
+					ret = trainer_step(&tr[w], o->c.batch,
+							   &loss, &right);
+					if (ret)
+						die("step", ret);
+				} else {
+					batch_of(da, o, s, x, y);
+					mlp_cpu_step(&cpu[w - B_CPU], x, y);
+				}
+			}
+			secs[w] += now_s() - t0;
+		}
+	}
+	for (w = 0; w < 2; w++) {
+		if (!snpu_rt2_exec_stats(tr[w].e, &st))
+			over[w] = 1 - (st.h2d_ns + st.compute_ns + st.d2h_ns) *
+				      1e-9 / secs[w];
+		trainer_fini(&tr[w]);
+		mlp_params_free(&p[w]);
+	}
+	for (w = 0; w < 3; w++)
+		mlp_cpu_free(&cpu[w]);
+	free(x);
+	free(y);
+	printf("bench: MLP %u-%u-%u, batch %u, %u steps (%u rounds taking "
+	       "turns): rt2 graph replay %.2f steps/s (runtime overhead "
+	       "%.1f%%); op by op through the ring %.2f steps/s (%.2fx, "
+	       "overhead %.1f%%); CPU reference %.2f steps/s (%.2fx)\n",
+	       o->c.in, o->c.hid, o->c.out, o->c.batch, n, BENCH_ROUNDS,
+	       n / secs[B_GRAPH], 100 * over[B_GRAPH], n / secs[B_OPS],
+	       secs[B_GRAPH] / secs[B_OPS], 100 * over[B_OPS],
+	       n / secs[B_CPU], secs[B_GRAPH] / secs[B_CPU]);
+	if (!blas) {
+		printf("bench: CPU with OpenBLAS: libopenblas.so.0 not found\n");
+		return;
+	}
+	printf("bench: MLP %u-%u-%u, batch %u, %u steps: CPU with OpenBLAS's "
+	       "GEMMs, 1 thread %.2f steps/s (graph replay %.2fx), %ld threads "
+	       "%.2f steps/s (graph replay %.2fx)\n", o->c.in, o->c.hid,
+	       o->c.out, o->c.batch, n, n / secs[B_BLAS1],
+	       secs[B_BLAS1] / secs[B_GRAPH], cpus, n / secs[B_BLASN],
+	       secs[B_BLASN] / secs[B_GRAPH]);
+}
+
 int main(int argc, char **argv)
 {
 	struct snpu_rt2_exec_stats st;
@@ -848,42 +946,8 @@ int main(int argc, char **argv)
 		}
 		mlp_cpu_free(&m);
 	}
-	if (o.bench) {
-		struct mlp_cpu m;
-		double g, r, c, og = 0, or = 0;
-		uint32_t n = o.bench_steps;
-
-		device_train_plain(&d, &da, &o, n, true, NULL, &g, &og);
-		device_train_plain(&d, &da, &o, n, false, NULL, &r, &or);
-		c = cpu_train(&m, &da, &o, n, NULL);
-		mlp_cpu_free(&m);
-		printf("bench: MLP %u-%u-%u, batch %u, %u steps: rt2 graph replay "
-		       "%.2f steps/s (runtime overhead %.1f%%); op by op through "
-		       "the ring %.2f steps/s (%.2fx, overhead %.1f%%); CPU "
-		       "reference %.2f steps/s (%.2fx)\n", o.c.in, o.c.hid,
-		       o.c.out, o.c.batch, n, n / g, 100 * og, n / r, g / r,
-		       100 * or, n / c, g / c);
-		if (blas_open()) {
-			printf("bench: CPU with OpenBLAS: libopenblas.so.0 not "
-			       "found\n");
-		} else {
-			long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-			double b1, bn;
-
-			blas_threads(1);
-			b1 = cpu_train(&m, &da, &o, n, blas_gemm);
-			mlp_cpu_free(&m);
-			blas_threads(cpus > 0 ? (int)cpus : 1);
-			bn = cpu_train(&m, &da, &o, n, blas_gemm);
-			mlp_cpu_free(&m);
-			printf("bench: MLP %u-%u-%u, batch %u, %u steps: CPU "
-			       "with OpenBLAS's GEMMs, 1 thread %.2f steps/s "
-			       "(graph replay %.2fx), %ld threads %.2f steps/s "
-			       "(graph replay %.2fx)\n", o.c.in, o.c.hid,
-			       o.c.out, o.c.batch, n, n / b1, b1 / g, cpus,
-			       n / bn, bn / g);
-		}
-	}
+	if (o.bench)
+		bench(&d, &da, &o);
 	(void)ck;
 	mlp_params_free(&p);
 	mlp_params_free(&w);
