@@ -15,12 +15,15 @@
  *       bound as one block of its first rows, the time scaled to all of
  *       them), with block_dim = the device's cores (or the least multiple
  *       of them the work bound allows), and with the block_dim
- *       snpu_launch_dims() picks (a launch submitted and synchronized,
- *       the second of two back to back, so that the cores are awake);
- *       OpenBLAS with 1 thread and with one thread per
+ *       snpu_launch_dims() picks; OpenBLAS with 1 thread and with one
+ *       thread per
  *       online CPU (openblas_set_num_threads()); the plain loop (for each
  *       element the sum over k from 0 up, as the CPU reference of
- *       snpu-train, lib/tools/mlp.h). GFLOP/s (2mnk / time) are medians of
+ *       snpu-train, lib/tools/mlp.h). Each figure is a run of back-to-back
+ *       calls worth about 2^24 multiply-adds (up to 64 launches submitted
+ *       at once, then one synchronize: a stream's throughput, in which
+ *       the cores stay awake), so small shapes measure the kernels, not
+ *       the wake-up of an idle vCPU. GFLOP/s (2mnk / time) are medians of
  *       ROUNDS rounds (default 5); the device's result is checked bit for
  *       bit against the plain loop's once per shape.
  * fpu:  how long one FPU section of each f32 kernel runs (a chunk, see
@@ -78,18 +81,31 @@ static uint64_t dev_buf(struct bench *b, const void *src, uint64_t bytes)
 	return addr;
 }
 
-/* ns from submitting @t to its stream's synchronize returning. */
-static uint64_t launch_wall(struct bench *b, const struct snpu_task *t)
+#define MAX_REPS	64
+
+/*
+ * ns per launch of @t, @reps of them submitted at once on one stream and
+ * synchronized: the device's throughput for a stream of such launches
+ * (isolated, each would also pay for waking idle cores: milliseconds for
+ * a vCPU under TCG on a busy host).
+ */
+static uint64_t launch_wall(struct bench *b, const struct snpu_task *t,
+			    unsigned int reps)
 {
-	uint64_t t0 = now_ns();
+	struct snpu_task ts[MAX_REPS];
+	uint64_t t0;
+	unsigned int i;
 	int ret;
 
-	ret = snpu_submit(b->dev, t, 1, NULL);
+	for (i = 0; i < reps; i++)
+		ts[i] = *t;
+	t0 = now_ns();
+	ret = snpu_submit(b->dev, ts, reps, NULL);
 	if (!ret)
 		ret = snpu_stream_synchronize(b->dev, b->stream, -1);
 	if (ret)
 		die("launch", ret);
-	return now_ns() - t0;
+	return (now_ns() - t0) / reps;
 }
 
 /* Device ns between events recorded just before and just after @t. */
@@ -176,24 +192,30 @@ static void blas_shape(const struct gemm_shape *s, float *c, const float *a,
 		    a, ta ? s->m : s->k, b, tb ? s->k : s->n, 0.0f, c, s->n);
 }
 
+/* ns per call, over @reps calls. */
 static uint64_t plain_time(const struct gemm_shape *s, float *c,
-			   const float *a, const float *b)
+			   const float *a, const float *b, unsigned int reps)
 {
 	uint64_t t0 = now_ns();
+	unsigned int i;
 
-	plain_shape(s, c, a, b);
-	return now_ns() - t0;
+	for (i = 0; i < reps; i++)
+		plain_shape(s, c, a, b);
+	return (now_ns() - t0) / reps;
 }
 
 static uint64_t blas_time(const struct gemm_shape *s, float *c,
-			  const float *a, const float *b, int threads)
+			  const float *a, const float *b, int threads,
+			  unsigned int reps)
 {
 	uint64_t t0;
+	unsigned int i;
 
 	openblas_set_num_threads(threads);
 	t0 = now_ns();
-	blas_shape(s, c, a, b);
-	return now_ns() - t0;
+	for (i = 0; i < reps; i++)
+		blas_shape(s, c, a, b);
+	return (now_ns() - t0) / reps;
 }
 
 /* Moderate finite values, so that the sums stay finite. */
@@ -239,7 +261,7 @@ static void gemm_bench(struct bench *b)
 		struct snpu_kernel_arg args[6], one[6];
 		struct snpu_task t;
 		uint64_t da, db, dc;
-		uint32_t bd[3], rows1;
+		uint32_t bd[3], rows1, reps;
 		bool same;
 		int ret;
 
@@ -285,36 +307,31 @@ static void gemm_bench(struct bench *b)
 		if (s->kernel == SNPU_KERNEL_GEMM_TN_F32 && rows1 < s->m)
 			die("one block of a GEMM_TN", -E2BIG);
 
+		/* Calls a figure spreads over: about 2^24 multiply-adds. */
+		reps = (uint32_t)((1ULL << 24) / ((uint64_t)s->m * s->n * s->k));
+		reps = reps < 1 ? 1 : reps > MAX_REPS ? MAX_REPS : reps;
+
 		/* The device's bits against the plain loop's, once. */
 		plain_shape(s, ref, a, bb);
 		snpu_prep_launch(&t, b->stream, s->kernel, bd[1], args, 6);
-		launch_wall(b, &t);
+		launch_wall(b, &t, 1);
 		ret = snpu_memcpy_d2h(b->dev, c, dc, nc * 4);
 		if (ret)
 			die("d2h", ret);
 		same = !memcmp(c, ref, nc * 4);
 
-		/*
-		 * Each device figure is the second of two launches back to
-		 * back: the cores a launch of more blocks than the last one
-		 * needs are awake then, as in a stream of launches (waking an
-		 * idle vCPU costs milliseconds under TCG on a busy host).
-		 */
 		for (r = 0; r < b->rounds; r++) {
 			snpu_prep_launch(&t, b->stream, s->kernel, 1, one, 6);
-			launch_wall(b, &t);
-			v[G_DEV1][r] = launch_wall(b, &t) * s->m / rows1;
+			v[G_DEV1][r] = launch_wall(b, &t, reps) * s->m / rows1;
 			for (g = 1; g < 3; g++) {
 				snpu_prep_launch(&t, b->stream, s->kernel,
 						 bd[g], args, 6);
-				launch_wall(b, &t);
-				v[G_DEV1 + g][r] = launch_wall(b, &t);
+				v[G_DEV1 + g][r] = launch_wall(b, &t, reps);
 			}
-			v[G_BLAS1][r] = blas_time(s, c, a, bb, 1);
-			/* Its threads awake too. */
-			blas_time(s, c, a, bb, (int)b->cpus);
-			v[G_BLASN][r] = blas_time(s, c, a, bb, (int)b->cpus);
-			v[G_PLAIN][r] = plain_time(s, c, a, bb);
+			v[G_BLAS1][r] = blas_time(s, c, a, bb, 1, reps);
+			v[G_BLASN][r] = blas_time(s, c, a, bb, (int)b->cpus,
+						  reps);
+			v[G_PLAIN][r] = plain_time(s, c, a, bb, reps);
 		}
 		for (g = 0; g < G_COUNT; g++)
 			med[g] = median(v[g], b->rounds);
