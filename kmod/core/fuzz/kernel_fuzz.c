@@ -9,7 +9,8 @@
  * to give snpu_kernel_run() (4 + 4 * 8), where a window of slices is
  * checked (2), and for a launch that is run a PRNG seed of the buffers'
  * contents (8) and a mode (1: f32 inputs as small integers, 2 and 4:
- * block order, 8: one SOFTMAX_XENT label out of range, 16: which one).
+ * block order, 8: one SOFTMAX_XENT label out of range, 16: which one,
+ * 32: the AVX2 loops when the CPU has them, else SSE2).
  *
  * Properties, each a trap when it does not hold:
  * - snpu_kernel_check() answers 0 or -EINVAL, 0 exactly when the
@@ -572,6 +573,8 @@ static void run(const struct launch *ln, struct snpu_klaunch *l,
 	if ((__u64)size0 * (l->block_dim + n / chunk + 1) <= RUN_MAX_FENCE)
 		fence = malloc(size0);
 
+	if (mode & 32 && __builtin_cpu_supports("avx2"))
+		FUZZ_CHECK(!snpu_kernel_set_isa(SNPU_ISA_AVX2), "avx2");
 	for (j = 0; j < l->block_dim; j++) {
 		blk = order[j];
 		snpu_kernel_slice(l, blk, &b, &e);
@@ -617,6 +620,7 @@ static void run(const struct launch *ln, struct snpu_klaunch *l,
 		FUZZ_CHECK(calls == want_calls, "block %u: %llu calls", blk,
 			   (unsigned long long)calls);
 	}
+	snpu_kernel_set_isa(SNPU_ISA_SSE2);
 
 	for (a = 1; a < SNPU_KERNEL_MAX_ARGS; a++)
 		if (init[a] && !(writes & (1U << a)))
