@@ -39,7 +39,10 @@ CORE_INC := -Iuapi -Ikmod
 # Native unit tests: every kmod/core/tests/*.c and lib/tests/*.c program.
 CORE_TESTS := $(patsubst kmod/core/tests/%.c,$(B)/unit/%,$(wildcard kmod/core/tests/*.c))
 LIB_TESTS := $(patsubst lib/tests/%.c,$(B)/unit/%,$(wildcard lib/tests/*.c))
-UNIT_TESTS := $(CORE_TESTS) $(LIB_TESTS)
+# rt2's hand-over stress test once more under ThreadSanitizer, which
+# cannot be combined with ASan: build/unit/rt2_handover_tsan_test.
+TSAN_TESTS := $(B)/unit/rt2_handover_tsan_test
+UNIT_TESTS := $(CORE_TESTS) $(LIB_TESTS) $(TSAN_TESTS)
 
 # libFuzzer targets of kmod/core: kmod/core/fuzz/<name>_fuzz.c, built with
 # clang into build/fuzz/<name>_fuzz. `make fuzz` runs each for its share
@@ -66,7 +69,7 @@ DKMS_KVER ?= $(notdir $(patsubst %/,%,$(dir $(KDIR))))
 
 .PHONY: all module kbuild vm-check lib tools selftests unit unit-build deps ksrc lint check run \
 	vm-image vm-shell bench bench-native install clean help debug-module debug-image check-debug fuzz fuzz-build fuzz-bins \
-	dkms dkms-src
+	dkms dkms-src check-kernels kernel-image check-release dkms-version
 
 all: module lib tools selftests
 
@@ -76,10 +79,11 @@ help:
 	@echo '  module         snpu.ko with kbuild against KDIR ($(KDIR))'
 	@echo '  lib            build/lib: libsnpu.a, libsnpu.so (versioned symbols)'
 	@echo '  tools          build/tools: snpu-smi, snpu-bench, snpu-bench-snapshot,'
-	@echo '                 snpu-bench-graph, snpu-bench-rt2, snpu-bench-kernels,'
-	@echo '                 snpu-train'
+	@echo '                 snpu-bench-graph, snpu-bench-sync, snpu-bench-rt2,'
+	@echo '                 snpu-bench-kernels, snpu-train'
 	@echo '  selftests      build/selftests: kselftest suites (run in the VM)'
-	@echo '  unit           native unit tests of kmod/core and lib under ASan/UBSan'
+	@echo '  unit           native unit tests of kmod/core and lib under ASan/UBSan;'
+	@echo '                 rt2'"'"'s hand-over stress test also under TSan'
 	@echo '  fuzz           libFuzzer targets of kmod/core, FUZZ_SECS=$(FUZZ_SECS) s in all,'
 	@echo '                 FUZZ_SEED=$(FUZZ_SEED); crashes in build/fuzz/crashes/'
 	@echo '  lint           checkpatch --strict, kernel-doc (no warning), sparse C=2,'
@@ -91,6 +95,14 @@ help:
 	@echo '                 kmemleak, UBSAN), built once and cached, the fuzz suite'
 	@echo '                 for a million operations; same last line. CI runs it'
 	@echo '                 after check'
+	@echo '  check-kernels  for each kernel of scripts/kernels.list (6.1, 6.12, 7.x,'
+	@echo '                 fetched from Debian into ~/.cache/snpu/kernels): the module'
+	@echo '                 with -Werror, a dkms build, the kselftests in the VM on that'
+	@echo '                 kernel; one line per kernel. KERNELS="6.12 ..." picks rows,'
+	@echo '                 KERNELS_VM="7.x ..." the rows whose kselftests run'
+	@echo '  check-release  make check in a fresh Debian RELEASE=$(RELEASE) system'
+	@echo '                 (debootstrap, cached), from a clone of HEAD, with that'
+	@echo "                 release's packages and kernel"
 	@echo '  run            train an MLP on Fashion-MNIST in the VM (snpu-train, about'
 	@echo '                 3 min): test accuracy, time split, build/run/*.svg;'
 	@echo '                 EPOCHS=N for N full epochs, RUN_ARGS= snpu-train options'
@@ -101,8 +113,11 @@ help:
 	@echo '                 attached-stream misses; snpu-bench-snapshot:'
 	@echo '                 backup/restore GB/s, lock latency, checkpoint cost;'
 	@echo '                 snpu-bench-graph: ns per node of a graph launch against'
-	@echo '                 the same tasks through the ring, stitched against'
-	@echo '                 unstitched launches, hazard-list visits; snpu-bench-rt2:'
+	@echo '                 the same tasks through the ring, the fixed and'
+	@echo '                 per-node cost fitted, stitched against unstitched'
+	@echo '                 launches, hazard-list visits; snpu-bench-sync: event'
+	@echo '                 ping-pongs, callbacks (ioctl and ring) against FILLs,'
+	@echo '                 one task round trip against a pipe; snpu-bench-rt2:'
 	@echo '                 the rt2 executor per node through the ring;'
 	@echo '                 snpu-bench-kernels: device GEMM GFLOP/s at block_dim 1,'
 	@echo '                 the cores and snpu_launch_dims beside OpenBLAS (1 and N'
@@ -233,6 +248,17 @@ $(LIB_TESTS): $(B)/unit/%: lib/tests/%.c $(LIB_SRCS) $(LIB_HDRS) $(LIB_TEST_SRCS
 	$(Q)$(CC) -O1 -g $(WARN) $(SAN) -ffp-contract=off -D_GNU_SOURCE -I$(KSFT_INC) \
 		-Iuapi -Ilib/include -Ikmod $< $(LIB_SRCS) $(LIB_TEST_SRCS) -lpthread $(TEST_LIBS) -o $@
 
+# -Wno-tsan: lib/ring.c's fence is not one TSan models (the test does not
+# use the ring).
+$(TSAN_TESTS): $(B)/unit/%_tsan_test: lib/tests/%_test.c $(LIB_SRCS) $(LIB_HDRS) $(LIB_TEST_SRCS) \
+		$(wildcard lib/*.h lib/rt2/*.h lib/tests/*.h lib/tests/rt2/*.h) \
+		$(CORE_SRCS) $(CORE_HDRS)
+	@mkdir -p $(@D)
+	@$(if $(Q),echo '  CC      $@')
+	$(Q)$(CC) -O1 -g $(WARN) -fsanitize=thread -Wno-tsan -ffp-contract=off -D_GNU_SOURCE \
+		-I$(KSFT_INC) -Iuapi -Ilib/include -Ikmod $< $(LIB_SRCS) $(LIB_TEST_SRCS) \
+		-lpthread -o $@
+
 unit-build: ksrc
 	$(Q)$(MAKE) $(UNIT_TESTS)
 
@@ -350,6 +376,7 @@ bench: vm-image
 	$(Q)scripts/vm run -t 900 'OPENBLAS_CORETYPE=Prescott snpu-bench-kernels'
 	$(Q)scripts/vm run -t 900 -m 2048 -p "mem_mb=1024" snpu-bench-snapshot
 	$(Q)scripts/vm run -t 600 snpu-bench-graph
+	$(Q)scripts/vm run -t 600 snpu-bench-sync
 	$(Q)scripts/vm run -t 900 '$(TRAIN_BENCH) --bench 40 && \
 		$(TRAIN_BENCH) --hidden 16 -b 8 --bench 400'
 
@@ -415,6 +442,32 @@ debug-image: lib tools selftests debug-module $(MINI_DATA)/.stamp
 check-debug:
 	$(Q)scripts/check debug
 
+# ---- kernel matrix ---------------------------------------------------------
+
+# The module built against each kernel of scripts/kernels.list with
+# warnings as errors, and the kselftests run on each in the VM
+# (scripts/check kernels; the kernels come from Debian's packages, fetched
+# by scripts/kernels into ~/.cache/snpu/kernels). KERNELS="NAME..." picks
+# rows; KERNELS_VM="NAME..." runs the kselftests of those rows only (the
+# others are built, also by DKMS).
+KERNELS ?=
+KERNELS_VM ?=
+check-kernels:
+	$(Q)KERNELS_VM="$(KERNELS_VM)" scripts/check kernels $(KERNELS)
+
+# make check as on a fresh system of another Debian release (RELEASE, a
+# suite name; Debian 13 by default), from a clone of HEAD, with that
+# release's packages and kernel (scripts/check-release).
+RELEASE ?= trixie
+check-release:
+	$(Q)scripts/check-release $(RELEASE)
+
+# build/kernels/NAME/initramfs.cpio.gz (KERNEL_DIR): the VM image with the
+# module built for that kernel (KERNEL_KO).
+kernel-image: lib tools selftests $(MINI_DATA)/.stamp
+	$(Q)scripts/deps vm
+	$(call vm-root,$(KERNEL_KO),$(KERNEL_DIR))
+
 # ---- install / clean -------------------------------------------------------
 
 # The tools are linked for build/lib (rpath $ORIGIN/../lib): installed in
@@ -442,6 +495,10 @@ dkms-src:
 		-not -path 'kmod/core/fuzz/*') | tar -xf - -C $(DESTDIR)$(DKMS_SRC)
 	$(Q)sed 's/@VERSION@/$(MODVER)/' dkms.conf > $(DESTDIR)$(DKMS_SRC)/dkms.conf
 	@echo '  DKMS    sources in $(DESTDIR)$(DKMS_SRC)'
+
+# The version DKMS knows the module by (scripts/check kernels).
+dkms-version:
+	@echo $(MODVER)
 
 # A version added before is removed first, so that the target can repeat.
 dkms:

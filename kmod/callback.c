@@ -3,6 +3,9 @@
  * snpu host callbacks: a HOST_FUNC job that becomes ready is queued for
  * the process, which takes it with CALLBACK_WAIT (or learns of it with
  * poll) and completes it with CALLBACK_DONE; its stream waits meanwhile.
+ * A file whose rings were set up with SNPU_RING_CALLBACK_CQE gets its
+ * callbacks as CQEs instead (ring.c) and may complete them with
+ * SNPU_OP_CALLBACK_DONE SQEs: both ways end in snpu_callback_complete().
  */
 #include <linux/poll.h>
 
@@ -12,9 +15,32 @@
 #define SNPU_COOKIE_SHIFT	16
 #define SNPU_COOKIE_MASK	((1U << SNPU_COOKIE_SHIFT) - 1)
 
-static u32 snpu_cookie(struct snpu_context *ctx, struct snpu_job *job)
+/**
+ * snpu_callback_cookie() - the cookie that names a delivered callback
+ * @job: the HOST_FUNC job
+ *
+ * Return: its pool slot and its use of it: a stale cookie names nothing.
+ */
+u32 snpu_callback_cookie(const struct snpu_job *job)
 {
 	return (job->gen << SNPU_COOKIE_SHIFT) | job->index;
+}
+
+/**
+ * snpu_callback_delivered_locked() - a callback has reached the process
+ * @ctx: the context
+ * @job: the HOST_FUNC job, taken off any queue
+ *
+ * From now on only its cookie completes it (or the file's release).
+ */
+void snpu_callback_delivered_locked(struct snpu_context *ctx,
+				    struct snpu_job *job)
+{
+	lockdep_assert_held(&ctx->sched_lock);
+	job->state = SNPU_JOB_DELIVERED;
+	/* A callback requeued and delivered again started once. */
+	if (!job->start_ns)
+		snpu_job_trace_start(ctx, job);
 }
 
 static bool snpu_callback_pending(struct snpu_context *ctx)
@@ -31,10 +57,7 @@ static struct snpu_job *snpu_callback_take(struct snpu_context *ctx)
 	if (!list_empty(&ctx->callbacks)) {
 		job = list_first_entry(&ctx->callbacks, struct snpu_job, node);
 		list_del_init(&job->node);
-		job->state = SNPU_JOB_DELIVERED;
-		/* A callback requeued and delivered again started once. */
-		if (!job->start_ns)
-			snpu_job_trace_start(ctx, job);
+		snpu_callback_delivered_locked(ctx, job);
 	}
 	spin_unlock(&ctx->sched_lock);
 	return job;
@@ -50,7 +73,7 @@ static void snpu_callback_requeue(struct snpu_context *ctx,
 {
 	spin_lock(&ctx->sched_lock);
 	if (job->state == SNPU_JOB_DELIVERED &&
-	    snpu_cookie(ctx, job) == cookie) {
+	    snpu_callback_cookie(job) == cookie) {
 		job->state = SNPU_JOB_CALLBACK;
 		list_add(&job->node, &ctx->callbacks);
 		wake_up_all(&ctx->wq);
@@ -91,7 +114,7 @@ int snpu_ioc_callback_wait(struct snpu_context *ctx, union snpu_ioc_arg *arg)
 
 	cb->user_data = job->user_data;
 	cb->stream = job->stream_handle;
-	cb->cookie = snpu_cookie(ctx, job);
+	cb->cookie = snpu_callback_cookie(job);
 	/* Delivered only once the caller has it: nobody else could answer. */
 	ret = snpu_ioc_copy_out(arg);
 	if (ret)
@@ -99,30 +122,43 @@ int snpu_ioc_callback_wait(struct snpu_context *ctx, union snpu_ioc_arg *arg)
 	return ret;
 }
 
-int snpu_ioc_callback_done(struct snpu_context *ctx, union snpu_ioc_arg *arg)
+/**
+ * snpu_callback_complete() - the process is done with a callback
+ * @ctx: the context
+ * @cookie: the callback's cookie, as delivered
+ * @status: 0, or a -errno (checked by the caller) that fails its task
+ *
+ * Return: 0, or -ENOENT when @cookie names no callback of @ctx that is
+ * delivered and not yet complete.
+ */
+int snpu_callback_complete(struct snpu_context *ctx, u32 cookie, int status)
 {
-	struct snpu_callback *cb = &arg->callback;
-	u32 index = cb->cookie & SNPU_COOKIE_MASK;
-	struct snpu_job *job;
+	struct snpu_job *job = snpu_pool_job(ctx, cookie & SNPU_COOKIE_MASK);
 
-	/* WAIT's fields (@timeout_ns and its outputs) are ignored. */
-	if (!snpu_zero(cb->reserved, sizeof(cb->reserved)) || cb->pad ||
-	    cb->status > 0 || cb->status < -MAX_ERRNO)
-		return -EINVAL;
-	job = snpu_pool_job(ctx, index);
 	if (!job)
 		return -ENOENT;
 	spin_lock(&ctx->sched_lock);
 	if (job->state != SNPU_JOB_DELIVERED ||
-	    snpu_cookie(ctx, job) != cb->cookie) {
+	    snpu_callback_cookie(job) != cookie) {
 		spin_unlock(&ctx->sched_lock);
 		return -ENOENT;
 	}
 	job->state = SNPU_JOB_READY;
 	spin_unlock(&ctx->sched_lock);
 
-	snpu_job_complete(job, cb->status, 0, NULL);
+	snpu_job_complete(job, status, 0, NULL);
 	return 0;
+}
+
+int snpu_ioc_callback_done(struct snpu_context *ctx, union snpu_ioc_arg *arg)
+{
+	struct snpu_callback *cb = &arg->callback;
+
+	/* WAIT's fields (@timeout_ns and its outputs) are ignored. */
+	if (!snpu_zero(cb->reserved, sizeof(cb->reserved)) || cb->pad ||
+	    cb->status > 0 || cb->status < -MAX_ERRNO)
+		return -EINVAL;
+	return snpu_callback_complete(ctx, cb->cookie, cb->status);
 }
 
 /**

@@ -115,41 +115,37 @@ int snpu_object_add_locked(struct snpu_context *ctx, struct snpu_object *obj,
  * @ctx: the context
  * @q: out: the usage and limit fields of a CTX_QUERY (not @q->reserved)
  *
- * Takes the context's lock, then its sched_lock for the tasks in flight.
+ * Takes no lock: each figure is read once as its writer left it (under
+ * the context's lock or its sched_lock), so a reader never waits for a
+ * context busy with a long call, such as a snapshot BACKUP holding its
+ * lock. The figures are each exact, together a moment's view.
  *
  * Return: the tasks the context completed since it was opened.
  */
 u64 snpu_ctx_usage(struct snpu_context *ctx, struct snpu_ctx_query *q)
 {
-	u64 done;
-
-	mutex_lock(&ctx->lock);
 	q->mem_used = atomic64_read(&ctx->mem_used);
 	q->mem_limit = snpu_quota.mem ?: ctx->sdev->mem_total;
 	q->host_used = atomic64_read(&ctx->host_used);
 	q->host_limit = snpu_quota.host;
-	q->streams = ctx->streams;
+	q->streams = READ_ONCE(ctx->streams);
 	q->streams_limit = snpu_quota.streams;
-	q->events = ctx->events;
+	q->events = READ_ONCE(ctx->events);
 	q->events_limit = snpu_quota.events;
-	spin_lock(&ctx->sched_lock);
-	q->tasks = ctx->inflight;
-	done = ctx->tasks_done;
-	spin_unlock(&ctx->sched_lock);
+	q->tasks = READ_ONCE(ctx->inflight);
 	q->tasks_limit = snpu_quota.tasks;
-	q->graphs = ctx->graphs;
+	q->graphs = READ_ONCE(ctx->graphs);
 	q->graphs_limit = snpu_quota.graphs;
 	q->graph_mem = atomic64_read(&ctx->graph_mem);
 	q->graph_mem_limit = snpu_quota.graph_mem;
-	mutex_unlock(&ctx->lock);
-	return done;
+	return READ_ONCE(ctx->tasks_done);
 }
 
 int snpu_ioc_ctx_query(struct snpu_context *ctx, union snpu_ioc_arg *arg)
 {
 	struct snpu_ctx_query *q = &arg->ctx_query;
 
-	if (!snpu_zero(q->reserved, sizeof(q->reserved)))
+	if (q->reserved)
 		return -EINVAL;
 	snpu_ctx_usage(ctx, q);
 	return 0;

@@ -59,6 +59,39 @@ static struct attribute *snpu_dev_attrs[] = {
 };
 ATTRIBUTE_GROUPS(snpu_dev);
 
+/**
+ * snpu_device_ctx_next() - the next open context of a device, referenced
+ * @sdev: the device
+ * @cursor: in: the id of the last context returned, 0 at first; out: the
+ *          id of the context returned
+ *
+ * Contexts are on the device's list in the order of their ids, so a walk
+ * resumes after the last id it saw, whatever opened or closed meanwhile.
+ * The device's ctx_lock is held only to find the context: the caller may
+ * then wait for the context's lock or work without stalling the device's
+ * opens and closes.
+ *
+ * Return: the context, with a reference the caller drops with
+ * snpu_ctx_put(), or NULL when no context with a larger id is open.
+ */
+struct snpu_context *snpu_device_ctx_next(struct snpu_device *sdev,
+					  u64 *cursor)
+{
+	struct snpu_context *ctx;
+
+	mutex_lock(&sdev->ctx_lock);
+	list_for_each_entry(ctx, &sdev->ctx_list, dev_node) {
+		if (ctx->id <= *cursor)
+			continue;
+		snpu_ctx_get(ctx);
+		*cursor = ctx->id;
+		mutex_unlock(&sdev->ctx_lock);
+		return ctx;
+	}
+	mutex_unlock(&sdev->ctx_lock);
+	return NULL;
+}
+
 /* Poison of device memory after a reset: not zero, not the old bytes. */
 #define SNPU_RESET_POISON	0xa5
 
@@ -78,12 +111,14 @@ void snpu_device_reset(struct snpu_device *sdev)
 	struct snpu_stream *s;
 	struct snpu_mem *mem;
 	unsigned long index;
+	u64 cursor = 0;
 	LIST_HEAD(todo);
 
 	trace_snpu_device_reset(sdev->index, atomic_read(&sdev->contexts));
-	mutex_lock(&sdev->ctx_lock);
-	list_for_each_entry(ctx, &sdev->ctx_list, dev_node) {
+	while ((ctx = snpu_device_ctx_next(sdev, &cursor))) {
 		mutex_lock(&ctx->lock);
+		if (ctx->closed)
+			goto next;
 		spin_lock(&ctx->sched_lock);
 		xa_for_each(&ctx->handles, index, obj) {
 			s = snpu_stream_get_locked(ctx, index);
@@ -97,9 +132,10 @@ void snpu_device_reset(struct snpu_device *sdev)
 			memset(mem->vaddr, SNPU_RESET_POISON, mem->charged);
 			cond_resched();
 		}
+next:
 		mutex_unlock(&ctx->lock);
+		snpu_ctx_put(ctx);
 	}
-	mutex_unlock(&sdev->ctx_lock);
 	dev_warn(sdev->misc.this_device, "reset by fault injection\n");
 }
 

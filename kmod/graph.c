@@ -36,9 +36,20 @@ static void *snpu_graph_alloc(struct snpu_graph *g, size_t n, size_t size)
 	return p;
 }
 
+/*
+ * Give a graph's memory back to its context's quota. At the last put by
+ * a launch this happens at once, before the launch completes, so that
+ * the room is there when a synchronize returns; the memory itself goes
+ * when snpu_free_wq gets to it (as device and host memory do).
+ */
+static void snpu_graph_uncharge(struct snpu_graph *g)
+{
+	atomic64_sub(g->charged, &g->ctx->graph_mem);
+	g->charged = 0;
+}
+
 static void snpu_graph_free(struct snpu_graph *g)
 {
-	struct snpu_context *ctx = g->ctx;
 	struct snpu_ginst *inst, *tmp;
 	u32 i;
 
@@ -57,7 +68,7 @@ static void snpu_graph_free(struct snpu_graph *g)
 	kvfree(g->haz_off);
 	kvfree(g->haz);
 	kvfree(g->plain);
-	atomic64_sub(g->charged, &ctx->graph_mem);
+	snpu_graph_uncharge(g);
 	kfree_rcu(g, obj.rcu);
 }
 
@@ -75,6 +86,7 @@ static void snpu_graph_release_deferred(struct kref *ref)
 {
 	struct snpu_graph *g = container_of(ref, struct snpu_graph, ref);
 
+	snpu_graph_uncharge(g);
 	queue_work(snpu_free_wq, &g->free_work);
 }
 
@@ -624,6 +636,14 @@ int snpu_graph_prepare_locked(struct snpu_context *ctx, struct snpu_job *job,
 	kref_get(&g->ref);
 	job->ginst = inst;
 	inst->job = job;
+	/*
+	 * A reused instance still has its last launch's counts: cleared
+	 * before anything can fail, or the put of a launch refused below
+	 * would count that launch in the device's statistics again.
+	 */
+	inst->dispatched = false;
+	atomic_set(&inst->visits, 0);
+	atomic_set(&inst->invalid, 0);
 	for (r = 0; r < SNPU_GRES_COUNT; r++) {
 		u64 addr = r == SNPU_GRES_SCRATCH ? t->graph.scratch :
 			   r < g->slots ? t->graph.slots[r] : 0;
@@ -647,15 +667,12 @@ int snpu_graph_prepare_locked(struct snpu_context *ctx, struct snpu_job *job,
 		struct snpu_gnode *node = &inst->nodes[n];
 
 		node->work.job = job;
-		node->pending = g->fanin[n] + !g->fanin[n];
-		node->done = false;
+		atomic_set(&node->pending, g->fanin[n] + !g->fanin[n]);
+		atomic_set(&node->state, 0);
 	}
 	inst->next = NULL;
-	inst->hold = g->nodes + 1;
-	inst->error = 0;
-	inst->dispatched = false;
-	inst->visits = 0;
-	inst->invalid = 0;
+	atomic_set(&inst->hold, g->nodes + 1);
+	atomic_set(&inst->error, 0);
 	return 0;
 }
 
@@ -682,8 +699,10 @@ void snpu_graph_put_job(struct snpu_job *job)
 	if (inst->dispatched) {
 		atomic64_inc(&sdev->gstats.launches);
 		atomic64_add(g->nodes, &sdev->gstats.nodes);
-		atomic64_add(inst->visits, &sdev->gstats.hazard_visits);
-		atomic64_add(inst->invalid, &sdev->gstats.hazard_invalid);
+		atomic64_add(atomic_read(&inst->visits),
+			     &sdev->gstats.hazard_visits);
+		atomic64_add(atomic_read(&inst->invalid),
+			     &sdev->gstats.hazard_invalid);
 	}
 	/*
 	 * The launch may still be its stream's tail: a commit looking at it
@@ -699,20 +718,42 @@ void snpu_graph_put_job(struct snpu_job *job)
 }
 
 /*
- * Node @n of the next launch waits for the listed nodes of this one that
- * are not complete. Each visit checks that the pair does conflict: the
- * lists hold nothing else, so the invalid count stays 0.
+ * At a stitch: count the visits of node @n's hazard-list entries @list,
+ * @count of them, and check that each pair does conflict. The lists hold
+ * nothing else, so the invalid count stays 0 (debugfs shows both). A
+ * completion only counts its visits: the pairs were checked here.
  */
-static void snpu_graph_visit_locked(const struct snpu_graph *g,
-				    struct snpu_ginst *inst, u32 n, u32 m)
+static void snpu_graph_visit(const struct snpu_graph *g,
+			     struct snpu_ginst *next, u32 n, const u32 *list,
+			     u32 count)
 {
 	const struct snpu_gacc *a = &g->acc[g->acc_off[n]];
-	const struct snpu_gacc *b = &g->acc[g->acc_off[m]];
+	u32 na = g->acc_off[n + 1] - g->acc_off[n], i, bad = 0;
 
-	inst->visits++;
-	if (!snpu_gnode_conflict(a, g->acc_off[n + 1] - g->acc_off[n],
-				 b, g->acc_off[m + 1] - g->acc_off[m]))
-		inst->invalid++;
+	for (i = 0; i < count; i++) {
+		u32 m = list[i];
+
+		if (!snpu_gnode_conflict(a, na, &g->acc[g->acc_off[m]],
+					 g->acc_off[m + 1] - g->acc_off[m]))
+			bad++;
+	}
+	atomic_add(count, &next->visits);
+	if (bad)
+		atomic_add(bad, &next->invalid);
+}
+
+/**
+ * snpu_graph_commit_work() - what committing a prepared launch may cost
+ * @job: the launch
+ *
+ * Return: its nodes plus its graph's hazard-list entries, which a stitch
+ * visits (snpu_jobs_commit() bounds a hold of sched_lock with it).
+ */
+u32 snpu_graph_commit_work(const struct snpu_job *job)
+{
+	const struct snpu_graph *g = job->ginst->graph;
+
+	return 1 + g->nodes + (g->haz_off ? g->haz_off[g->nodes] : 0);
 }
 
 /**
@@ -728,6 +769,15 @@ static void snpu_graph_visit_locked(const struct snpu_graph *g,
  * A @prev that is completing has given its instance back already (its
  * nodes are all complete): the launch then simply waits for it.
  *
+ * @prev's nodes complete meanwhile without a lock. For each node m of
+ * @prev not known complete, the nodes its list names first count one
+ * more wait, then m is marked SNPU_GNODE_STITCHED; a completion marks its
+ * node SNPU_GNODE_DONE. Both marks are set with a fully ordered
+ * atomic_fetch_or(), so exactly one side sees the other's: the stitch,
+ * when m was already done (it takes its waits back), or m's completion,
+ * which then tells the nodes through @prev's @next. None of those nodes
+ * can run yet: the launch has not started.
+ *
  * Return: true when stitched: the launch does not wait for @prev to start.
  */
 bool snpu_graph_stitch_locked(struct snpu_context *ctx, struct snpu_job *prev,
@@ -735,7 +785,7 @@ bool snpu_graph_stitch_locked(struct snpu_context *ctx, struct snpu_job *prev,
 {
 	struct snpu_ginst *p = prev->ginst, *inst = job->ginst;
 	struct snpu_graph *g = inst->graph;
-	u32 n, i;
+	u32 m, i;
 
 	lockdep_assert_held(&ctx->sched_lock);
 	if (prev->op != SNPU_OP_GRAPH || prev->state != SNPU_JOB_READY ||
@@ -743,17 +793,26 @@ bool snpu_graph_stitch_locked(struct snpu_context *ctx, struct snpu_job *prev,
 	    memcmp(p->addr, inst->addr, sizeof(p->addr)))
 		return false;
 
-	for (n = 0; n < g->nodes; n++) {
-		for (i = g->haz_off[n]; i < g->haz_off[n + 1]; i++) {
-			u32 m = g->haz[i];
+	WRITE_ONCE(p->next, inst);
+	for (m = 0; m < g->nodes; m++) {
+		const u32 *list = &g->haz[g->haz_off[m]];
+		u32 count = g->haz_off[m + 1] - g->haz_off[m];
 
-			snpu_graph_visit_locked(g, inst, n, m);
-			if (!p->nodes[m].done)
-				inst->nodes[n].pending++;
-		}
+		if (!count)
+			continue;
+		snpu_graph_visit(g, inst, m, list, count);
+		if (atomic_read(&p->nodes[m].state) & SNPU_GNODE_DONE)
+			continue;
+		for (i = 0; i < count; i++)
+			atomic_inc(&inst->nodes[list[i]].pending);
+		if (!(atomic_fetch_or(SNPU_GNODE_STITCHED, &p->nodes[m].state) &
+		      SNPU_GNODE_DONE))
+			continue;
+		/* m completed meanwhile without seeing the mark. */
+		for (i = 0; i < count; i++)
+			atomic_dec(&inst->nodes[list[i]].pending);
 	}
-	p->next = inst;
-	inst->hold++;
+	atomic_inc(&inst->hold);
 	atomic64_inc(&ctx->sdev->gstats.stitched);
 	return true;
 }
@@ -774,23 +833,20 @@ void snpu_graph_start_locked(struct snpu_context *ctx, struct snpu_job *job)
 
 	lockdep_assert_held(&ctx->sched_lock);
 	if (job->cancel)
-		inst->error = -ECANCELED;
+		atomic_cmpxchg(&inst->error, 0, -ECANCELED);
 	for (i = 0; i < g->nroots; i++) {
 		struct snpu_gnode *node = &inst->nodes[g->roots[i]];
 
-		if (!--node->pending)
+		if (atomic_dec_and_test(&node->pending))
 			list_add_tail(&node->work.node, &inst->ready);
 	}
 }
 
 /* One hold of a launch less; with the last, it goes to @todo to end. */
-static void snpu_graph_unhold_locked(struct snpu_ginst *inst,
-				     struct list_head *todo)
+static void snpu_graph_unhold(struct snpu_ginst *inst, struct list_head *todo)
 {
-	if (--inst->hold)
-		return;
-	inst->job->state = SNPU_JOB_READY;
-	list_add_tail(&inst->job->node, todo);
+	if (atomic_dec_and_test(&inst->hold))
+		list_add_tail(&inst->job->node, todo);
 }
 
 /**
@@ -802,44 +858,52 @@ void snpu_graph_unstitch_locked(struct snpu_job *job, struct list_head *todo)
 {
 	lockdep_assert_held(&job->ctx->sched_lock);
 	job->stitched = false;
-	snpu_graph_unhold_locked(job->ginst, todo);
+	snpu_graph_unhold(job->ginst, todo);
+}
+
+/* The nodes @list of @inst, @count of them, wait one completion less. */
+static void snpu_gnodes_release(struct snpu_ginst *inst, const u32 *list,
+				u32 count, struct list_head *nodes)
+{
+	u32 i;
+
+	for (i = 0; i < count; i++) {
+		struct snpu_gnode *s = &inst->nodes[list[i]];
+
+		if (atomic_dec_and_test(&s->pending))
+			list_add_tail(&s->work.node, nodes);
+	}
 }
 
 /*
  * A node is complete: resolve its successors in its launch and, when a
  * launch is stitched to it, that launch's nodes its hazard list names.
- * Ready nodes go to @nodes, a launch now complete to @todo.
+ * No lock: each node ready now is this caller's alone and goes to
+ * @nodes; the launch, when this was the last of its holds, to @todo.
  */
 static void snpu_gnode_finish(struct snpu_gnode *node, int error,
 			      struct list_head *nodes, struct list_head *todo)
 {
-	struct snpu_ginst *inst = node->inst, *next;
+	struct snpu_ginst *inst = node->inst;
 	struct snpu_graph *g = inst->graph;
-	struct snpu_context *ctx = g->ctx;
-	u32 n = node->index, i;
+	u32 n = node->index;
 
-	spin_lock(&ctx->sched_lock);
-	node->done = true;
-	if (error && !inst->error)
-		WRITE_ONCE(inst->error, error);
-	for (i = g->fanout_off[n]; i < g->fanout_off[n + 1]; i++) {
-		struct snpu_gnode *s = &inst->nodes[g->fanout[i]];
+	if (error)
+		atomic_cmpxchg(&inst->error, 0, error);
+	snpu_gnodes_release(inst, &g->fanout[g->fanout_off[n]],
+			    g->fanout_off[n + 1] - g->fanout_off[n], nodes);
+	/* Pairs with the stitch's mark: see snpu_graph_stitch_locked(). */
+	if (atomic_fetch_or(SNPU_GNODE_DONE, &node->state) &
+	    SNPU_GNODE_STITCHED) {
+		struct snpu_ginst *next = READ_ONCE(inst->next);
+		u32 count = g->haz_off[n + 1] - g->haz_off[n];
 
-		if (!--s->pending)
-			list_add_tail(&s->work.node, nodes);
+		atomic_add(count, &next->visits);
+		snpu_gnodes_release(next, &g->haz[g->haz_off[n]], count,
+				    nodes);
 	}
-	next = inst->next;
-	if (next) {
-		for (i = g->haz_off[n]; i < g->haz_off[n + 1]; i++) {
-			struct snpu_gnode *s = &next->nodes[g->haz[i]];
-
-			snpu_graph_visit_locked(g, next, g->haz[i], n);
-			if (!--s->pending)
-				list_add_tail(&s->work.node, nodes);
-		}
-	}
-	snpu_graph_unhold_locked(inst, todo);
-	spin_unlock(&ctx->sched_lock);
+	/* Last: once the hold is down, the instance may be given back. */
+	snpu_graph_unhold(inst, todo);
 }
 
 /* Should a ready node be finished without a core? */
@@ -847,23 +911,67 @@ static bool snpu_gnode_cancelled(const struct snpu_gnode *node)
 {
 	const struct snpu_job *job = node->work.job;
 
-	return READ_ONCE(node->inst->error) || READ_ONCE(job->ctx->dying) ||
+	return atomic_read(&node->inst->error) || READ_ONCE(job->ctx->dying) ||
 	       READ_ONCE(job->stream->error);
 }
 
-/* Hand ready nodes to the cores, or finish the cancelled ones. */
+/* Does a ready node need a core? NOP launches complete where they are. */
+static bool snpu_gnode_needs_core(const struct snpu_gnode *node)
+{
+	const struct snpu_work *w = &node->work;
+
+	return w->op != SNPU_OP_LAUNCH || w->launch.kernel != SNPU_KERNEL_NOP;
+}
+
+/* A node that needs no core runs where it is: its event, core -1. */
+static void snpu_gnode_trace_nocore(const struct snpu_gnode *node)
+{
+	const struct snpu_job *job = node->work.job;
+	const struct snpu_context *ctx = job->ctx;
+
+	trace_snpu_graph_node(ctx->sdev->index, ctx->id, job->stream_handle,
+			      job->seq, node->index, -1);
+}
+
+/*
+ * Ready nodes of one launch: the cancelled ones and those that need no
+ * core complete here (and what they make ready with them); the others go
+ * to the cores together (snpu_sched_ready_list()), one of them to the
+ * calling core's hand-off slot when it may run it next.
+ */
 static void snpu_gnodes_run(struct list_head *nodes, struct list_head *todo,
 			    struct snpu_work **handoff)
 {
 	struct snpu_gnode *node;
+	LIST_HEAD(run);
 
+again:
 	while (!list_empty(nodes)) {
 		node = list_first_entry(nodes, struct snpu_gnode, work.node);
-		list_del_init(&node->work.node);
-		if (snpu_gnode_cancelled(node) ||
-		    !snpu_sched_ready(&node->work, handoff))
+		list_del(&node->work.node);
+		if (snpu_gnode_cancelled(node)) {
 			snpu_gnode_finish(node, -ECANCELED, nodes, todo);
+		} else if (!snpu_gnode_needs_core(node)) {
+			snpu_gnode_trace_nocore(node);
+			snpu_gnode_finish(node, 0, nodes, todo);
+		} else {
+			list_add_tail(&node->work.node, &run);
+		}
 	}
+	if (list_empty(&run))
+		return;
+	if (snpu_sched_ready_list(&run, handoff))
+		return;
+	/*
+	 * The context is closing (it is dying, so every node made ready
+	 * from here on is cancelled above): none of them runs.
+	 */
+	while (!list_empty(&run)) {
+		node = list_first_entry(&run, struct snpu_gnode, work.node);
+		list_del(&node->work.node);
+		snpu_gnode_finish(node, -ECANCELED, nodes, todo);
+	}
+	goto again;
 }
 
 /**
@@ -897,14 +1005,15 @@ void snpu_graph_dispatch(struct snpu_job *job, struct list_head *todo,
 						job->stitched);
 		}
 		list_splice_init(&inst->ready, &nodes);
-		first = --inst->hold;
 	}
 	spin_unlock(&ctx->sched_lock);
 	if (!first) {
-		snpu_job_finish(job, inst->error, 0, todo);
+		snpu_job_finish(job, atomic_read(&inst->error), 0, todo);
 		return;
 	}
 	snpu_gnodes_run(&nodes, todo, handoff);
+	/* The dispatch's own hold, after its nodes are on their way. */
+	snpu_graph_unhold(inst, todo);
 }
 
 /**
@@ -912,6 +1021,9 @@ void snpu_graph_dispatch(struct snpu_job *job, struct list_head *todo,
  * @node: the node
  * @error: 0 or -errno
  * @handoff: see snpu_job_complete()
+ *
+ * Takes no lock unless the launch completes, or nodes it makes ready go
+ * to the cores' lists.
  */
 void snpu_gnode_complete(struct snpu_gnode *node, int error,
 			 struct snpu_work **handoff)

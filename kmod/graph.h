@@ -23,21 +23,32 @@ struct snpu_gdef {
 	u64 off[SNPU_GNODE_MAX_ACC];
 };
 
+/* snpu_gnode.state: the node has completed; a launch is stitched to it. */
+#define SNPU_GNODE_DONE		BIT(0)
+#define SNPU_GNODE_STITCHED	BIT(1)
+
 /**
  * struct snpu_gnode - a node of one launch
  * @work: what the cores run
  * @inst: the launch's instance
  * @index: the node's index in the definition
  * @pending: predecessors not complete, hazards of the launch before not
- *           complete, and for a root the launch's start (under sched_lock)
- * @done: complete (under sched_lock)
+ *           complete, and for a root the launch's start; whoever brings
+ *           it to 0 owns the node's run
+ * @state: SNPU_GNODE_DONE, set by the node's completion, and
+ *         SNPU_GNODE_STITCHED, set by the commit that stitches the next
+ *         launch to this one: whichever of the two comes second tells the
+ *         next launch's nodes (see snpu_graph_stitch_locked())
+ *
+ * A node's completion takes no lock: @pending of its successors, @state
+ * and the instance's hold are atomics.
  */
 struct snpu_gnode {
 	struct snpu_work work;
 	struct snpu_ginst *inst;
 	u32 index;
-	u32 pending;
-	bool done;
+	atomic_t pending;
+	atomic_t state;
 };
 
 /**
@@ -46,17 +57,18 @@ struct snpu_gnode {
  * @graph: the graph
  * @job: the launch, while in use
  * @next: the launch stitched to this one, which it tells of its nodes'
- *        completions (under sched_lock)
+ *        completions (set under sched_lock before any node is marked
+ *        SNPU_GNODE_STITCHED; read by completions that find the mark)
  * @ready: nodes ready before the launch was dispatched (under sched_lock)
  * @hold: what the launch's completion waits for: its nodes, the launch
- *        before it when stitched, its own first dispatch (under
- *        sched_lock)
- * @error: the first node's failure, or -ECANCELED (under sched_lock)
+ *        before it when stitched, its own first dispatch; the one who
+ *        brings it to 0 completes the launch
+ * @error: the first node's failure, or -ECANCELED
  * @dispatched: the launch was dispatched once (under sched_lock)
  * @aliased: two of the bound ranges, or one and a plain address of the
  *           graph, overlap: the launch after this one is not stitched
  * @bound: @addr and @base are what the node works were filled with
- * @visits: hazard-list entries visited for this launch (under sched_lock)
+ * @visits: hazard-list entries visited for this launch
  * @invalid: of those, entries whose nodes do not conflict
  * @addr: device address of each slot and of the scratch, as bound
  * @base: kernel address of each
@@ -69,13 +81,13 @@ struct snpu_ginst {
 	struct snpu_job *job;
 	struct snpu_ginst *next;
 	struct list_head ready;
-	u32 hold;
-	int error;
+	atomic_t hold;
+	atomic_t error;
 	bool dispatched;
 	bool aliased;
 	bool bound;
-	u32 visits;
-	u32 invalid;
+	atomic_t visits;
+	atomic_t invalid;
 	u64 addr[SNPU_GRES_COUNT];
 	void *base[SNPU_GRES_COUNT];
 	struct snpu_mem *mem[SNPU_GRES_COUNT];

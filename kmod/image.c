@@ -237,7 +237,7 @@ int snpu_image_backup(struct snpu_proc *p, struct file *reuse,
 	lockdep_assert_held(&p->op_lock);
 	*image = reuse;
 	if (!f) {
-		f = shmem_file_setup("snpu-image", 0, VM_NORESERVE);
+		f = snpu_shmem_file_noreserve("snpu-image", 0);
 		if (IS_ERR(f))
 			return PTR_ERR(f) == -ENOSPC ? -ENOMEM : PTR_ERR(f);
 	}

@@ -261,6 +261,8 @@ static void snpu_job_ready_locked(struct snpu_context *ctx,
 	job->cancel = ctx->dying || job->stream->error;
 	if (!job->cancel && job->op == SNPU_OP_HOST_FUNC) {
 		job->state = SNPU_JOB_CALLBACK;
+		if (snpu_ring_callback_locked(ctx, job))
+			return;
 		list_add_tail(&job->node, &ctx->callbacks);
 		wake_up_all(&ctx->wq);
 		return;
@@ -332,6 +334,59 @@ static void snpu_job_finish_locked(struct snpu_context *ctx,
 		wake_up_all(&ctx->wq);
 }
 
+/*
+ * Does a ready job complete where it is, with no core and no callback? A
+ * record is a marker (its capture is its sequence number), a stream wait
+ * a count that reached 0, a NOP launch nothing: they complete under the
+ * same hold of the lock that made them ready.
+ */
+static bool snpu_job_inline(const struct snpu_job *job)
+{
+	switch (job->op) {
+	case SNPU_OP_EVENT_RECORD:
+	case SNPU_OP_STREAM_WAIT:
+		return true;
+	case SNPU_OP_LAUNCH:
+		return job->work.launch.kernel == SNPU_KERNEL_NOP;
+	default:
+		return false;
+	}
+}
+
+/*
+ * Complete the jobs of @todo that need no core (snpu_job_inline()), and
+ * those they make ready in turn, at *@now (the clock is read if 0 and
+ * one is found), without dropping the lock: a
+ * task's completion releases the waits on its stream's events and the
+ * tasks behind them in one hold, and only what needs a core is left on
+ * @todo to dispatch. Iterative, in @todo's order, in constant stack.
+ */
+static void snpu_jobs_settle_locked(struct snpu_context *ctx,
+				    struct list_head *todo, u64 *now)
+{
+	struct list_head *pos = todo->next, *prev;
+	struct snpu_job *job;
+
+	lockdep_assert_held(&ctx->sched_lock);
+	while (pos != todo) {
+		job = list_entry(pos, struct snpu_job, node);
+		if (!snpu_job_inline(job)) {
+			pos = pos->next;
+			continue;
+		}
+		/* What the completion appends comes after @prev. */
+		prev = pos->prev;
+		list_del_init(&job->node);
+		if (!job->cancel)
+			snpu_job_trace_start(ctx, job);
+		if (!*now)
+			*now = ktime_get_ns();
+		snpu_job_finish_locked(ctx, job, job->cancel ? -ECANCELED : 0,
+				       *now, todo);
+		pos = prev->next;
+	}
+}
+
 /**
  * snpu_job_finish() - complete one job
  * @job: the job
@@ -348,8 +403,11 @@ void snpu_job_finish(struct snpu_job *job, int error, u64 now,
 	struct snpu_context *ctx = job->ctx;
 
 	snpu_job_release(job);
+	if (!now)
+		now = ktime_get_ns();
 	spin_lock(&ctx->sched_lock);
-	snpu_job_finish_locked(ctx, job, error, now ?: ktime_get_ns(), todo);
+	snpu_job_finish_locked(ctx, job, error, now, todo);
+	snpu_jobs_settle_locked(ctx, todo, &now);
 	spin_unlock(&ctx->sched_lock);
 }
 
@@ -447,7 +505,9 @@ void snpu_jobs_run(struct list_head *todo)
  *       before it, which the core chained (see sched.c)
  * @n: how many, at least 1
  * @error: the last one's result, 0 or -errno; the others succeeded
- * @now: when they completed (ktime_get_ns()), or 0 to read the clock here
+ * @now: when the last completed (ktime_get_ns()), or 0 to read the clock
+ *       here; the others' completion times are in their @done_ns (set
+ *       when the core chained their successor)
  * @handoff: see snpu_job_complete()
  *
  * Completes them in order under one hold of the scheduler lock, then
@@ -472,9 +532,10 @@ void snpu_jobs_complete_run(struct snpu_job *job, u32 n, int error, u64 now,
 	spin_lock(&ctx->sched_lock);
 	for (i = 0, j = job; i < n; i++, j = next) {
 		next = j->next;
-		snpu_job_finish_locked(ctx, j, i == n - 1 ? error : 0, now,
-				       &todo);
+		snpu_job_finish_locked(ctx, j, i == n - 1 ? error : 0,
+				       i == n - 1 ? now : j->done_ns, &todo);
 	}
+	snpu_jobs_settle_locked(ctx, &todo, &now);
 	spin_unlock(&ctx->sched_lock);
 	snpu_jobs_run_handoff(&todo, handoff);
 }
@@ -876,6 +937,13 @@ int snpu_jobs_reserve(struct snpu_context *ctx, u32 count,
 	return 0;
 }
 
+/*
+ * Most work one hold of sched_lock does in a commit: a job counts 1, a
+ * graph launch its nodes and hazard-list entries, all of which its
+ * stitch may visit. About a few milliseconds under TCG.
+ */
+#define SNPU_COMMIT_WORK	16384
+
 /**
  * snpu_jobs_commit() - queue prepared jobs, in order
  * @ctx: the context
@@ -889,6 +957,7 @@ u64 snpu_jobs_commit(struct snpu_context *ctx, struct list_head *batch)
 	struct snpu_job *job, *tmp;
 	LIST_HEAD(ready);
 	u64 seq = 0, now = 0;
+	u32 work = 0;
 
 	lockdep_assert_held(&ctx->lock);
 	if (list_empty(batch))
@@ -899,9 +968,28 @@ u64 snpu_jobs_commit(struct snpu_context *ctx, struct list_head *batch)
 	 * committed; the walk has the next one already, and @batch is reset
 	 * after the last instead of unlinking every job from it.
 	 */
-	list_for_each_entry_safe(job, tmp, batch, node)
+	list_for_each_entry_safe(job, tmp, batch, node) {
+		/*
+		 * A bounded hold: past SNPU_COMMIT_WORK, what is committed
+		 * goes to the cores and the CPU to whoever wants it before
+		 * the rest is. The jobs left are this caller's alone (it
+		 * holds the context lock), so the order is the same.
+		 */
+		if (work >= SNPU_COMMIT_WORK) {
+			snpu_jobs_settle_locked(ctx, &ready, &now);
+			spin_unlock(&ctx->sched_lock);
+			snpu_jobs_run_handoff(&ready, NULL);
+			cond_resched();
+			work = 0;
+			now = 0;
+			spin_lock(&ctx->sched_lock);
+		}
+		work += job->op == SNPU_OP_GRAPH ?
+			snpu_graph_commit_work(job) : 1;
 		seq = snpu_job_commit_locked(ctx, job, &ready, &now);
+	}
 	INIT_LIST_HEAD(batch);
+	snpu_jobs_settle_locked(ctx, &ready, &now);
 	spin_unlock(&ctx->sched_lock);
 
 	snpu_jobs_run_handoff(&ready, NULL);

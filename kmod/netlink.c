@@ -346,12 +346,12 @@ static int snpu_nl_get_doit(struct sk_buff *skb, struct genl_info *info)
  */
 static int snpu_nl_get_start(struct netlink_callback *cb)
 {
-	const struct genl_dumpit_info *info = genl_dumpit_info(cb);
+	struct nlattr **attrs = snpu_genl_dump_attrs(cb);
 	struct snpu_nl_dump *d = (struct snpu_nl_dump *)cb->ctx;
 	struct socket *sock = NETLINK_CB(cb->skb).sk->sk_socket;
 
 	/* A dump takes no attribute (extack is not available here). */
-	if (info->attrs && info->attrs[SNPU_ATTR_DEV_INDEX])
+	if (attrs && attrs[SNPU_ATTR_DEV_INDEX])
 		return -EINVAL;
 
 	d->euid = current_euid();

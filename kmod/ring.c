@@ -56,22 +56,50 @@ static u32 snpu_cq_used_locked(struct snpu_ring *ring)
 	return used > ring->cq_entries ? ring->cq_entries : used;
 }
 
+/* The next CQE, filled by the caller before snpu_cq_push_locked(). */
+static struct snpu_cqe *snpu_cq_next_locked(struct snpu_ring *ring)
+{
+	return &ring->cqes[ring->cq_tail & ring->cq_mask];
+}
+
+static void snpu_cq_push_locked(struct snpu_context *ctx,
+				struct snpu_ring *ring)
+{
+	this_cpu_inc(ctx->sdev->pcpu->cqes);
+	WRITE_ONCE(ring->cq_tail, ring->cq_tail + 1);
+	/* Entries first, then the tail the process reads with acquire. */
+	smp_store_release(ring->cq_tail_user, ring->cq_tail);
+}
+
 static void snpu_cq_write_locked(struct snpu_context *ctx,
 				 struct snpu_ring *ring, u64 user_data,
 				 int result, u64 time_ns, u64 seq)
 {
-	struct snpu_cqe *cqe = &ring->cqes[ring->cq_tail & ring->cq_mask];
-
-	this_cpu_inc(ctx->sdev->pcpu->cqes);
+	struct snpu_cqe *cqe = snpu_cq_next_locked(ring);
 
 	cqe->user_data = user_data;
 	cqe->result = result;
 	cqe->flags = 0;
 	cqe->time_ns = time_ns;
 	cqe->seq = seq;
-	WRITE_ONCE(ring->cq_tail, ring->cq_tail + 1);
-	/* Entries first, then the tail the process reads with acquire. */
-	smp_store_release(ring->cq_tail_user, ring->cq_tail);
+	snpu_cq_push_locked(ctx, ring);
+}
+
+/* A ready callback's entry: it is delivered (see snpu_ring_callback_locked()). */
+static void snpu_cq_write_callback_locked(struct snpu_context *ctx,
+					  struct snpu_ring *ring,
+					  struct snpu_job *job)
+{
+	struct snpu_cqe *cqe = snpu_cq_next_locked(ring);
+
+	cqe->user_data = job->user_data;
+	cqe->result = 0;
+	cqe->flags = SNPU_CQE_F_CALLBACK;
+	cqe->callback.cookie = snpu_callback_cookie(job);
+	cqe->callback.stream = job->stream_handle;
+	cqe->seq = job->seq;
+	snpu_callback_delivered_locked(ctx, job);
+	snpu_cq_push_locked(ctx, ring);
 }
 
 /* Wake ENTER only once the CQ holds what it waits for. */
@@ -112,6 +140,35 @@ void snpu_ring_post_locked(struct snpu_context *ctx, struct snpu_job *job)
 }
 
 /**
+ * snpu_ring_callback_locked() - deliver a ready callback through the CQ
+ * @ctx: the context
+ * @job: a HOST_FUNC job that became ready, not queued anywhere
+ *
+ * With SNPU_RING_CALLBACK_CQE, the callback goes to the CQ as an entry
+ * flagged SNPU_CQE_F_CALLBACK, and is delivered from then on, when the
+ * CQ has room and no callback waits before it.
+ *
+ * Return: true when delivered; false when the caller queues it for
+ * CALLBACK_WAIT, where snpu_ring_flush() takes it when room appears.
+ */
+bool snpu_ring_callback_locked(struct snpu_context *ctx, struct snpu_job *job)
+{
+	struct snpu_ring *ring = ctx->ring;
+
+	lockdep_assert_held(&ctx->sched_lock);
+	if (!ring || !ring->callback_cqe)
+		return false;
+	if (!list_empty(&ctx->callbacks) ||
+	    snpu_cq_used_locked(ring) >= ring->cq_entries) {
+		WRITE_ONCE(*ring->cq_flags, SNPU_CQ_OVERFLOW);
+		return false;
+	}
+	snpu_cq_write_callback_locked(ctx, ring, job);
+	snpu_ring_wake_locked(ring);
+	return true;
+}
+
+/**
  * snpu_ring_flush() - move parked completions into the CQ while there is room
  * @ctx: the context
  * @ring: its rings
@@ -127,7 +184,8 @@ bool snpu_ring_flush(struct snpu_context *ctx, struct snpu_ring *ring)
 	 * Nothing parked, the common case: no lock. A completion parked just
 	 * after this look is one parked just after the flush.
 	 */
-	if (list_empty(&ring->overflow))
+	if (list_empty(&ring->overflow) &&
+	    (!ring->callback_cqe || list_empty_careful(&ctx->callbacks)))
 		return true;
 	spin_lock(&ctx->sched_lock);
 	while (!list_empty(&ring->overflow) &&
@@ -139,9 +197,18 @@ bool snpu_ring_flush(struct snpu_context *ctx, struct snpu_ring *ring)
 				     job->done_ns, job->seq);
 		snpu_job_put_locked(ctx, job);
 	}
-	empty = list_empty(&ring->overflow);
+	/* Callbacks that found the CQ full go in, in the order they came. */
+	while (ring->callback_cqe && !list_empty(&ctx->callbacks) &&
+	       snpu_cq_used_locked(ring) < ring->cq_entries) {
+		job = list_first_entry(&ctx->callbacks, struct snpu_job, node);
+		list_del_init(&job->node);
+		snpu_cq_write_callback_locked(ctx, ring, job);
+	}
+	empty = list_empty(&ring->overflow) &&
+		(!ring->callback_cqe || list_empty(&ctx->callbacks));
 	if (empty)
 		WRITE_ONCE(*ring->cq_flags, 0);
+	snpu_ring_wake_locked(ring);
 	spin_unlock(&ctx->sched_lock);
 	return empty;
 }
@@ -194,43 +261,78 @@ static void snpu_ring_nop_trace(struct snpu_context *ctx, u32 stream, u64 seq)
 }
 
 /*
- * A NOP launch on an idle stream, with room in the CQ, completes here,
- * without a job (see snpu_stream_nop_locked()): its entry is given back,
- * then its CQE written. Returns false, with the entry still at the SQ
- * head, when it must take the job path, which checks it again and
- * reports its error.
+ * NOP launches on idle streams, with room in the CQ, complete here,
+ * without a job (see snpu_stream_nop_locked()): @t, the entry at the SQ
+ * head, and those right after it, up to @max in all, while each is such
+ * a NOP. A run of them takes one hold of sched_lock, one clock reading,
+ * and one store of each of the SQ head and the CQ tail the process
+ * reads: the entries are given back before their CQEs are seen. Returns
+ * how many were consumed; 0 leaves @t at the SQ head for the job path,
+ * which checks it again and reports its error.
  */
-static bool snpu_ring_nop_locked(struct snpu_context *ctx,
-				 struct snpu_ring *ring,
-				 const struct snpu_task *t, u64 *now)
+static u32 snpu_ring_nops_locked(struct snpu_context *ctx,
+				 struct snpu_ring *ring, struct snpu_task *t,
+				 u32 max, u64 *now)
 {
 	struct snpu_stream *s;
-	u64 seq = 0;
+	struct snpu_cqe *cqe;
+	u32 done = 0;
+	u64 seq;
 
 	lockdep_assert_held(&ctx->lock);
-	if (snpu_task_check(t))
-		return false;
-	s = snpu_stream_get_locked(ctx, t->stream);
-	if (!s || s->destroying)
-		return false;
 	spin_lock(&ctx->sched_lock);
-	if (list_empty(&ring->overflow) &&
-	    snpu_cq_used_locked(ring) < ring->cq_entries)
+	while (done < max) {
+		if (done)
+			memcpy(t, &ring->sqes[ring->sq_head & ring->sq_mask],
+			       sizeof(*t));
+		if (!snpu_task_is_nop(t) || snpu_task_check(t))
+			break;
+		s = snpu_stream_get_locked(ctx, t->stream);
+		if (!s || s->destroying || !list_empty(&ring->overflow) ||
+		    snpu_cq_used_locked(ring) >= ring->cq_entries)
+			break;
 		seq = snpu_stream_nop_locked(ctx, s);
-	if (seq) {
-		/* The entry is free before its CQE is seen. */
-		snpu_sq_advance(ring);
-		/* The NOPs of one stretch complete together: one clock read. */
+		if (!seq)
+			break;
+		ring->sq_head++;
 		if (!*now)
 			*now = ktime_get_ns();
 		snpu_ring_nop_trace(ctx, t->stream, seq);
-		ctx->tasks_done++;
-		snpu_stats_task_done(ctx, 0);
-		snpu_cq_write_locked(ctx, ring, t->user_data, 0, *now, seq);
+		cqe = snpu_cq_next_locked(ring);
+		cqe->user_data = t->user_data;
+		cqe->result = 0;
+		cqe->flags = 0;
+		cqe->time_ns = *now;
+		cqe->seq = seq;
+		WRITE_ONCE(ring->cq_tail, ring->cq_tail + 1);
+		done++;
+	}
+	if (done) {
+		ctx->tasks_done += done;
+		this_cpu_add(ctx->sdev->pcpu->tasks, done);
+		this_cpu_add(ctx->sdev->pcpu->cqes, done);
+		/* Pairs with the process's acquire of the SQ head. */
+		smp_store_release(ring->sq_head_user, ring->sq_head);
+		/* Entries first, then the tail the process reads. */
+		smp_store_release(ring->cq_tail_user, ring->cq_tail);
 		snpu_ring_wake_locked(ring);
 	}
 	spin_unlock(&ctx->sched_lock);
-	return seq;
+	return done;
+}
+
+/*
+ * An SNPU_OP_CALLBACK_DONE entry: checked, then the callback it names
+ * completed. It takes no job: a completion entry is written only for an
+ * error, which the caller has the job path write. Return: 0 or -errno.
+ */
+static int snpu_ring_callback_done(struct snpu_context *ctx,
+				   const struct snpu_task *t)
+{
+	int ret = snpu_task_check_callback_done(t);
+
+	return ret ?: snpu_callback_complete(ctx, t->callback.cookie,
+					     t->callback.status);
 }
 
 /*
@@ -273,7 +375,8 @@ u32 snpu_ring_consume_locked(struct snpu_context *ctx, u32 max)
 	LIST_HEAD(jobs);
 	struct snpu_task t;
 	u64 now = 0;
-	int ret;
+	int ret, done;
+	u32 k;
 
 	lockdep_assert_held(&ctx->lock);
 	/* Pairs with the process's release of the tail after the entries. */
@@ -288,15 +391,33 @@ u32 snpu_ring_consume_locked(struct snpu_context *ctx, u32 max)
 	for (n = 0; n < avail; n++) {
 		memcpy(&t, &ring->sqes[ring->sq_head & ring->sq_mask],
 		       sizeof(t));
-		if (snpu_task_is_nop(&t)) {
+		done = 0;
+		if (t.op == SNPU_OP_CALLBACK_DONE) {
+			/* After the tasks before it, as for a NOP. */
+			if (!list_empty(&jobs) &&
+			    list_first_entry(&jobs, struct snpu_job, node) != next) {
+				snpu_ring_commit_prepared(ctx, &jobs, next);
+				now = 0;
+			}
+			done = snpu_ring_callback_done(ctx, &t);
+			if (!done) {
+				snpu_sq_advance(ring);
+				continue;
+			}
+			/* Failed: the job path carries its error CQE. */
+		} else if (snpu_task_is_nop(&t)) {
 			/* Only behind the tasks before it: link them first. */
 			if (!list_empty(&jobs) &&
 			    list_first_entry(&jobs, struct snpu_job, node) != next) {
 				snpu_ring_commit_prepared(ctx, &jobs, next);
 				now = 0;
 			}
-			if (snpu_ring_nop_locked(ctx, ring, &t, &now))
+			k = snpu_ring_nops_locked(ctx, ring, &t, avail - n,
+						  &now);
+			if (k) {
+				n += k - 1;
 				continue;
+			}
 		}
 		if (!next) {
 			/* Slots for a stretch: one reservation and one commit. */
@@ -313,7 +434,7 @@ u32 snpu_ring_consume_locked(struct snpu_context *ctx, u32 max)
 		job = next;
 		next = list_is_last(&job->node, &jobs) ? NULL :
 						       list_next_entry(job, node);
-		ret = snpu_job_prepare_locked(ctx, job, &t);
+		ret = done ?: snpu_job_prepare_locked(ctx, job, &t);
 		if (ret) {
 			list_del_init(&job->node);
 			snpu_ring_refuse(ctx, job, t.user_data, ret);
@@ -475,6 +596,7 @@ int snpu_ioc_ring_setup(struct snpu_context *ctx, union snpu_ioc_arg *arg)
 	ring->cq_entries = s->cq_entries ?: 2 * s->sq_entries;
 	ring->cq_mask = ring->cq_entries - 1;
 	ring->idle_ms = s->idle_ms ?: SNPU_RING_IDLE_MS;
+	ring->callback_cqe = s->flags & SNPU_RING_CALLBACK_CQE;
 	INIT_LIST_HEAD(&ring->overflow);
 	init_waitqueue_head(&ring->cq_wq);
 	init_waitqueue_head(&ring->poll_wq);

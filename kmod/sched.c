@@ -109,6 +109,88 @@ bool snpu_sched_ready(struct snpu_work *w, struct snpu_work **handoff)
 }
 
 /*
+ * Is work of another context waiting for a core at @prio or above? A
+ * hint, read without the lock: @ctx's own run queue alone at the head of
+ * its rotation does not count.
+ */
+static bool snpu_others_ready(struct snpu_device *sdev,
+			      struct snpu_context *ctx, unsigned int prio)
+{
+	struct list_head *head = &sdev->ready[prio], *first;
+	unsigned int p;
+
+	for (p = 0; p < prio; p++)
+		if (!list_empty_careful(&sdev->ready[p]))
+			return true;
+	first = READ_ONCE(head->next);
+	if (first == head)
+		return false;
+	return first != &ctx->runq[prio].node || READ_ONCE(first->next) != head;
+}
+
+/**
+ * snpu_sched_ready_list() - hand ready graph nodes of one launch to the
+ * cores
+ * @works: the nodes' works, linked by their @node; emptied on success
+ * @handoff: as for snpu_sched_ready(): a core that completed a node of
+ *           the launch passes its hand-off slot, and runs the first
+ *           one-block node next (a continuation, with no list, lock or
+ *           wake-up) unless another context has work waiting at the same
+ *           priority or above, whose turn comes first
+ *
+ * The others go to the context's run queue in one hold of the ready
+ * lock, and as many sleeping cores as they have blocks (at most all)
+ * are woken at once.
+ *
+ * Return: true, or false when the context is closing: the nodes left in
+ * @works are the caller's to finish with -ECANCELED.
+ */
+bool snpu_sched_ready_list(struct list_head *works, struct snpu_work **handoff)
+{
+	struct snpu_work *w = list_first_entry(works, struct snpu_work, node);
+	struct snpu_context *ctx = w->job->ctx;
+	struct snpu_device *sdev = ctx->sdev;
+	unsigned int prio = snpu_work_prio(w);
+	struct snpu_runq *q = &ctx->runq[prio];
+	u32 blocks = 0, n = 0;
+
+	list_for_each_entry(w, works, node) {
+		w->next_block = 0;
+		atomic_set(&w->blocks_left, w->nblocks);
+		atomic_set(&w->fail, 0);
+		blocks += w->nblocks;
+		n++;
+	}
+	w = list_first_entry(works, struct snpu_work, node);
+	if (handoff && !*handoff && w->nblocks == 1 &&
+	    !snpu_others_ready(sdev, ctx, prio)) {
+		list_del(&w->node);
+		w->next_block = 1;
+		*handoff = w;
+		if (!--n)
+			return true;
+		blocks--;
+	}
+
+	spin_lock(&sdev->ready_lock);
+	if (unlikely(ctx->sched_closed)) {
+		spin_unlock(&sdev->ready_lock);
+		return false;
+	}
+	if (list_empty(&q->jobs))
+		list_add_tail(&q->node, &sdev->ready[prio]);
+	list_splice_tail_init(works, &q->jobs);
+	sdev->ready_depth += n;
+	if (sdev->ready_depth > sdev->ready_max)
+		sdev->ready_max = sdev->ready_depth;
+	spin_unlock(&sdev->ready_lock);
+	/* As in snpu_sched_ready(): only sleepers, and no lock if none. */
+	if (wq_has_sleeper(&sdev->ready_wq))
+		wake_up_nr(&sdev->ready_wq, min(blocks, sdev->cores));
+	return true;
+}
+
+/*
  * Take a listed work's blocks that were not handed out off its run queue.
  * Return: how many blocks were taken.
  */
@@ -223,11 +305,52 @@ static bool snpu_core_wake(struct snpu_device *sdev)
 }
 
 /*
- * Take the next block of the first job of the run queue whose turn it is,
- * in the highest priority with work; that queue's turn is then over.
+ * A one-block graph node as short as a chain's tasks (see snpu_chainable()):
+ * a core may take several of one launch in one turn.
  */
-static struct snpu_work *snpu_pick(struct snpu_device *sdev, u32 *block)
+static bool snpu_short_node(const struct snpu_work *w)
 {
+	if (!w->gnode || w->nblocks != 1)
+		return false;
+	if (w->op != SNPU_OP_LAUNCH)
+		return w->copy.bytes <= SNPU_CHAIN_WORK;
+	return w->launch.kernel != SNPU_KERNEL_SPIN &&
+	       w->units <= SNPU_CHAIN_WORK && w->units <= w->chunk;
+}
+
+/*
+ * After @w, a short graph node just taken from @q: take more short nodes
+ * of the same launch from the head of @q onto @core's batch, at most
+ * their fair share of the listed works (the other cores get theirs) and
+ * fewer than SNPU_CHAIN_MAX: one turn of the context, as a chain is.
+ */
+static void snpu_pick_batch_locked(struct snpu_core *core,
+				   struct snpu_runq *q, struct snpu_work *w)
+{
+	struct snpu_device *sdev = core->sdev;
+	u32 n, max = min_t(u32, SNPU_CHAIN_MAX - 1,
+			   sdev->ready_depth / sdev->cores);
+	struct snpu_work *x;
+
+	lockdep_assert_held(&sdev->ready_lock);
+	for (n = 0; n < max && !list_empty(&q->jobs); n++) {
+		x = list_first_entry(&q->jobs, struct snpu_work, node);
+		if (x->job != w->job || x->next_block || !snpu_short_node(x))
+			break;
+		x->next_block = 1;
+		list_move_tail(&x->node, &core->batch);
+		sdev->ready_depth--;
+	}
+}
+
+/*
+ * Take the next block of the first job of the run queue whose turn it is,
+ * in the highest priority with work; that queue's turn is then over. A
+ * short graph node brings more of its launch along (@core's batch).
+ */
+static struct snpu_work *snpu_pick(struct snpu_core *core, u32 *block)
+{
+	struct snpu_device *sdev = core->sdev;
 	struct snpu_work *w = NULL;
 	struct snpu_runq *q;
 	unsigned int p;
@@ -242,6 +365,8 @@ static struct snpu_work *snpu_pick(struct snpu_device *sdev, u32 *block)
 		if (w->next_block == w->nblocks) {
 			list_del_init(&w->node);
 			sdev->ready_depth--;
+			if (snpu_short_node(w))
+				snpu_pick_batch_locked(core, q, w);
 		}
 		if (list_empty(&q->jobs))
 			list_del_init(&q->node);
@@ -406,10 +531,12 @@ static bool snpu_chainable(const struct snpu_job *job)
 /*
  * @w, a task's one block, ran without error: when its stream successor
  * is committed and chainable, leave @w's completion for later and hand
- * the successor to the core, without the scheduler lock, the ready lists
- * or a clock reading. The chain ends at SNPU_CHAIN_MAX tasks, at a task
- * that fails or whose successor is not there or not chainable; the core
- * then completes all of it at once (snpu_jobs_complete_run()).
+ * the successor to the core, without the scheduler lock or the ready
+ * lists. The core's clock is read once: @w's own completion time, which
+ * its CQE reports, so that each task of a chain keeps the device time it
+ * took. The chain ends at SNPU_CHAIN_MAX tasks, at a task that fails or
+ * whose successor is not there or not chainable; the core then completes
+ * all of it at once (snpu_jobs_complete_run()).
  *
  * Return: true when @w joined the chain and its successor is handed off.
  */
@@ -427,14 +554,14 @@ static bool snpu_chain(struct snpu_core *core, struct snpu_work *w, int error,
 		return false;
 	if (!core->chained++)
 		core->chain = job;
+	job->done_ns = snpu_core_clock(core);
 	/*
 	 * A trace shows the task complete before its successor starts: the
-	 * completion event is sent now (with a clock reading of its own), and
-	 * not again when the chain completes.
+	 * completion event is sent now, and not again when the chain
+	 * completes.
 	 */
 	if (trace_snpu_task_complete_enabled()) {
 		job->error = 0;
-		job->done_ns = snpu_core_clock(core);
 		snpu_job_trace_complete(job->ctx, job);
 	}
 	next->chained = true;
@@ -443,6 +570,27 @@ static bool snpu_chain(struct snpu_core *core, struct snpu_work *w, int error,
 	atomic_set(&next->work.fail, 0);
 	*handoff = &next->work;
 	return true;
+}
+
+/*
+ * A graph node has run. Its completion (no lock, see graph.c) may hand
+ * the core one of the nodes it made ready: a continuation. Short nodes
+ * (as short as a chain's tasks) continue without a clock reading, up to
+ * SNPU_CHAIN_MAX in a row; the reading after them covers their busy time.
+ */
+static void snpu_run_gnode_done(struct snpu_core *core, struct snpu_work *w,
+				int error, struct snpu_work **handoff)
+{
+	bool short_node = w->op == SNPU_OP_LAUNCH ?
+			  w->units <= SNPU_CHAIN_WORK && w->units <= w->chunk :
+			  w->copy.bytes <= SNPU_CHAIN_WORK;
+
+	snpu_gnode_complete(w->gnode, error, handoff);
+	if ((*handoff || !list_empty(&core->batch)) && short_node &&
+	    ++core->streak < SNPU_CHAIN_MAX)
+		return;
+	core->streak = 0;
+	snpu_core_clock(core);
 }
 
 /*
@@ -480,6 +628,10 @@ static void snpu_run(struct snpu_core *core, struct snpu_work *w, u32 block,
 		return;
 	}
 	ret = atomic_read(&w->fail);
+	if (w->gnode) {
+		snpu_run_gnode_done(core, w, ret, handoff);
+		return;
+	}
 	if (snpu_chain(core, w, ret, handoff))
 		return;
 	if (core->chained) {
@@ -505,10 +657,15 @@ static int snpu_core_fn(void *data)
 		/* A work handed over by the last completion runs first. */
 		w = next;
 		next = NULL;
+		if (!w && !list_empty(&core->batch)) {
+			w = list_first_entry(&core->batch, struct snpu_work,
+					     node);
+			list_del_init(&w->node);
+		}
 		if (w)
 			block = 0;
 		else
-			w = snpu_pick(sdev, &block);
+			w = snpu_pick(core, &block);
 		if (!w) {
 			wait_event_interruptible_exclusive(sdev->ready_wq,
 							   snpu_core_wake(sdev));
@@ -519,7 +676,7 @@ static int snpu_core_fn(void *data)
 		cond_resched();
 	}
 	/* Stopped only with no context left: nothing can be handed over. */
-	WARN_ON(next);
+	WARN_ON(next || !list_empty(&core->batch));
 	return 0;
 }
 
@@ -547,6 +704,7 @@ int snpu_cores_start(struct snpu_device *sdev)
 
 		core->sdev = sdev;
 		core->index = i;
+		INIT_LIST_HEAD(&core->batch);
 		t = kthread_run(snpu_core_fn, core, "%s/c%u", sdev->name, i);
 		if (IS_ERR(t)) {
 			snpu_cores_stop(sdev);

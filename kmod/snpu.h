@@ -56,6 +56,7 @@
 #include <linux/workqueue.h>
 #include <linux/xarray.h>
 
+#include "compat.h"
 #include "core/core.h"
 #include "core/kernels.h"
 
@@ -152,6 +153,9 @@ struct snpu_dev_pcpu {
  * @chain: the first of the tasks it ran back to back on one stream and
  *         has not completed yet (see sched.c)
  * @chained: how many, the task it runs now not counted
+ * @streak: graph nodes it ran in a row without reading the clock
+ * @batch: short graph nodes of one launch it took in one turn, to run
+ *         next (its own thread's only; see snpu_pick())
  * @busy_ns: nanoseconds spent running blocks
  * @blocks: blocks run
  *
@@ -165,6 +169,8 @@ struct snpu_core {
 	u64 clock;
 	struct snpu_job *chain;
 	u32 chained;
+	u32 streak;
+	struct list_head batch;
 	u64 busy_ns;
 	u64 blocks;
 };
@@ -208,7 +214,8 @@ struct snpu_snap_stats {
  * @ready_depth: works on the run queues (under @ready_lock)
  * @ready_max: high-water mark of @ready_depth (under @ready_lock)
  * @core: the cores
- * @ctx_lock: protects @ctx_list
+ * @ctx_lock: protects @ctx_list; every open and close takes it, so it is
+ *            never held while waiting for a context's lock or work
  * @ctx_list: the open contexts, by snpu_context.dev_node
  * @debugfs: the device's debugfs directory
  * @gstats: graph counters
@@ -557,6 +564,8 @@ struct snpu_job {
  *            (under sched_lock)
  * @slot_wait: the poller sleeps until @slot_gen moves (under sched_lock)
  * @poller_key: the (user, device) the poller is counted against
+ * @callback_cqe: SNPU_RING_CALLBACK_CQE: ready host callbacks are
+ *                delivered as completions (set before publication)
  */
 struct snpu_ring {
 	void *mem;
@@ -590,6 +599,7 @@ struct snpu_ring {
 	u32 slot_gen;
 	bool slot_wait;
 	unsigned long poller_key;
+	bool callback_cqe;
 };
 
 /**
@@ -683,7 +693,8 @@ struct snpu_proc {
  * @pool_size: number of jobs in @pool so far; grows (under both locks)
  *             up to @pool_max, read without lock by snpu_pool_job()
  * @pool_max: the most jobs @pool may hold
- * @pool_memcg: the opener's memory cgroup, charged for the chunks
+ * @pool_memcg: the opener's memory cgroup, charged for the chunks and
+ *              for what the SQ poller allocates for the context
  * @free: free jobs that reservations take from (under @lock)
  * @freed: jobs put back since (any context, no lock), moved to @free in
  *         bulk by the next reservation that runs short
@@ -897,6 +908,7 @@ void snpu_job_trace_complete(struct snpu_context *ctx, struct snpu_job *job);
 int snpu_cores_start(struct snpu_device *sdev);
 void snpu_cores_stop(struct snpu_device *sdev);
 bool snpu_sched_ready(struct snpu_work *w, struct snpu_work **handoff);
+bool snpu_sched_ready_list(struct list_head *works, struct snpu_work **handoff);
 void snpu_work_complete(struct snpu_work *w, int error, u64 now,
 			struct snpu_work **handoff);
 
@@ -907,6 +919,7 @@ void snpu_graph_destroy_locked(struct snpu_context *ctx, struct snpu_graph *g);
 int snpu_graph_prepare_locked(struct snpu_context *ctx, struct snpu_job *job,
 			      const struct snpu_task *t);
 void snpu_graph_put_job(struct snpu_job *job);
+u32 snpu_graph_commit_work(const struct snpu_job *job);
 bool snpu_graph_stitch_locked(struct snpu_context *ctx, struct snpu_job *prev,
 			      struct snpu_job *job);
 void snpu_graph_start_locked(struct snpu_context *ctx, struct snpu_job *job);
@@ -924,26 +937,9 @@ int snpu_mmap(struct file *file, struct vm_area_struct *vma);
 vm_fault_t snpu_vmalloc_fault(struct vm_fault *vmf, void *base, size_t bytes,
 			      unsigned long pgoff);
 
-/*
- * VMA flags are written through vm_flags_set() and vm_flags_clear() from
- * 6.3 on; the same calls here on kernels without them (Kbuild looks for
- * them in the kernel's headers).
- */
-#ifndef SNPU_HAVE_VM_FLAGS_SET
-static inline void vm_flags_set(struct vm_area_struct *vma, vm_flags_t flags)
-{
-	vma->vm_flags |= flags;
-}
-
-static inline void vm_flags_clear(struct vm_area_struct *vma,
-				  vm_flags_t flags)
-{
-	vma->vm_flags &= ~flags;
-}
-#endif
-
 /* ring.c */
 void snpu_ring_post_locked(struct snpu_context *ctx, struct snpu_job *job);
+bool snpu_ring_callback_locked(struct snpu_context *ctx, struct snpu_job *job);
 bool snpu_ring_flush(struct snpu_context *ctx, struct snpu_ring *ring);
 u32 snpu_ring_consume_locked(struct snpu_context *ctx, u32 max);
 void snpu_ring_free(struct snpu_context *ctx);
@@ -955,8 +951,10 @@ void snpu_ring_kick(struct snpu_context *ctx);
 void snpu_ring_stop(struct snpu_context *ctx);
 
 /* callback.c */
-int snpu_callback_wait(struct snpu_context *ctx, struct snpu_callback *cb);
-int snpu_callback_done(struct snpu_context *ctx, const struct snpu_callback *cb);
+u32 snpu_callback_cookie(const struct snpu_job *job);
+void snpu_callback_delivered_locked(struct snpu_context *ctx,
+				    struct snpu_job *job);
+int snpu_callback_complete(struct snpu_context *ctx, u32 cookie, int status);
 __poll_t snpu_callback_poll(struct snpu_context *ctx, struct file *file,
 			    poll_table *wait);
 
@@ -1006,6 +1004,8 @@ int snpu_image_restore(struct snpu_proc *p, struct file *image);
 
 /* device.c */
 struct snpu_device *snpu_device_get(unsigned int index);
+struct snpu_context *snpu_device_ctx_next(struct snpu_device *sdev,
+					  u64 *cursor);
 void snpu_device_reset(struct snpu_device *sdev);
 
 /* stats.c */

@@ -7,11 +7,14 @@
  * slots it sleeps until one frees. It moves completions parked in a full
  * CQ in as the process reaps. A poller is a kernel thread outside the
  * user's cgroup: an unprivileged user runs a bounded number per device,
- * each with a bounded idle spin.
+ * each with a bounded idle spin, and what it allocates for the process
+ * (graph instances, job pool chunks) is charged to the memory cgroup of
+ * the context's opener, as the same SQEs entered by the process would be.
  */
 #include <linux/capability.h>
 #include <linux/cred.h>
 #include <linux/kthread.h>
+#include <linux/memcontrol.h>
 #include <linux/mutex.h>
 #include <linux/sched.h>
 #include <linux/xarray.h>
@@ -140,9 +143,12 @@ static int snpu_ring_poller(void *data)
 	struct snpu_ring *ring = smp_load_acquire(&ctx->ring);
 	unsigned long idle = msecs_to_jiffies(ring->idle_ms);
 	unsigned long last = jiffies;
+	struct mem_cgroup *old_memcg;
 	bool entered;
 	u32 n, gen;
 
+	/* Charge the opener's cgroup; the context holds it past kthread_stop(). */
+	old_memcg = set_active_memcg(ctx->pool_memcg);
 	while (!kthread_should_stop()) {
 		bool pending = snpu_poller_work(ctx);
 
@@ -187,6 +193,7 @@ static int snpu_ring_poller(void *data)
 		WRITE_ONCE(*ring->sq_flags, 0);
 		last = jiffies;
 	}
+	set_active_memcg(old_memcg);
 	return 0;
 }
 

@@ -59,8 +59,9 @@ void snpu_stats_read(struct snpu_device *sdev, struct snpu_dev_stats *st)
 /*
  * A context's usage against its quotas, its process by its pid in @ns;
  * under the device's ctx_lock, which keeps the context's process (a
- * context leaves the list before it leaves its process). Takes the
- * context's lock, as SNPU_IOC_CTX_QUERY does.
+ * context leaves the list before it leaves its process). Takes no lock
+ * of the context: opens and closes of every user wait for ctx_lock, so
+ * it is never held while waiting for one context (snpu_ctx_usage()).
  */
 static void snpu_stats_ctx(struct snpu_context *ctx, struct pid_namespace *ns,
 			   struct snpu_ctx_stats *cs)

@@ -9,7 +9,9 @@
  * on a core (core >= 0) when its first block is taken, or with core -1
  * when it needs no core (a NOP launch, an event record, a stream wait, a
  * callback delivered, a graph launch, whose nodes run on the cores: see
- * snpu_graph_node). A task cancelled before it ran has no start.
+ * snpu_graph_node, one per node that runs, with core -1 for a NOP node,
+ * which completes where it becomes ready). A task cancelled before it
+ * ran has no start.
  *
  * Times are CLOCK_MONOTONIC nanoseconds. queue_ns is from submit to start,
  * run_ns from start to completion; both are 0 when the events were not

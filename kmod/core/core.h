@@ -11,6 +11,7 @@
 
 #ifdef __KERNEL__
 #include <linux/build_bug.h>
+#include <linux/err.h>
 #include <linux/errno.h>
 #include <linux/kernel.h>
 #include <linux/types.h>
@@ -49,6 +50,12 @@ static_assert(sizeof(struct snpu_attached_stream) == SNPU_ATTACHED_STREAM_SIZE_V
 #define SNPU_MAX_CTX_GRAPHS	4096
 #define SNPU_MAX_CTX_GRAPH_MB	4096
 
+/* The largest errno a status may carry, as the kernel's MAX_ERRNO. */
+#define SNPU_MAX_ERRNO		4095
+#ifdef __KERNEL__
+static_assert(SNPU_MAX_ERRNO == MAX_ERRNO, "SNPU_MAX_ERRNO changed");
+#endif
+
 /* Device limits reported by SNPU_IOC_GET_INFO. */
 #define SNPU_MAX_BLOCK_DIM	65535
 #define SNPU_MEM_ALIGN		4096
@@ -85,5 +92,6 @@ int snpu_ioc_check_size(__u32 usize, __u32 ver0);
 bool snpu_ioc_same(unsigned int cmd, unsigned int known);
 int snpu_key_check(const char *key, size_t size);
 int snpu_task_check(const struct snpu_task *t);
+int snpu_task_check_callback_done(const struct snpu_task *t);
 
 #endif /* _SNPU_CORE_H */

@@ -68,3 +68,25 @@ int snpu_task_check(const struct snpu_task *t)
 		return 0;
 	}
 }
+
+/**
+ * snpu_task_check_callback_done() - check an SNPU_OP_CALLBACK_DONE entry
+ * @t: the SQE as copied from the ring
+ *
+ * Return: 0, or -EINVAL for non-zero flags, stream, reserved or unused
+ * words, or a status that is neither 0 nor a -errno.
+ */
+int snpu_task_check_callback_done(const struct snpu_task *t)
+{
+	unsigned int i;
+
+	if (t->op != SNPU_OP_CALLBACK_DONE || t->flags || t->stream ||
+	    t->reserved0)
+		return -EINVAL;
+	for (i = 1; i < ARRAY_SIZE(t->raw); i++)
+		if (t->raw[i])
+			return -EINVAL;
+	if (t->callback.status > 0 || t->callback.status < -SNPU_MAX_ERRNO)
+		return -EINVAL;
+	return 0;
+}

@@ -233,6 +233,20 @@ static inline void snpu_prep_host_func(struct snpu_task *t, uint32_t stream,
 	t->user_data = user_data;
 }
 
+/*
+ * An SQE that completes the callback the ring delivered with @cookie
+ * (a completion flagged SNPU_CQE_F_CALLBACK), with @status 0 or a
+ * -errno; SQ only (ABI 0.10).
+ */
+static inline void snpu_prep_callback_done(struct snpu_task *t,
+					   uint32_t cookie, int32_t status)
+{
+	memset(t, 0, sizeof(*t));
+	t->op = SNPU_OP_CALLBACK_DONE;
+	t->callback.cookie = cookie;
+	t->callback.status = status;
+}
+
 int snpu_submit(struct snpu_device *dev, const struct snpu_task *tasks,
 		unsigned int count, uint64_t *seq);
 int snpu_launch(struct snpu_device *dev, uint32_t stream, uint32_t kernel,
@@ -382,6 +396,15 @@ static inline void snpu_ring_cqe_seen(struct snpu_ring *ring,
 {
 	(void)cqe;
 	snpu_ring_cq_advance(ring, 1);
+}
+
+/*
+ * Not a completion but a host callback waiting for the process (rings
+ * set up with SNPU_RING_CALLBACK_CQE): its cookie is cqe->callback.cookie.
+ */
+static inline int snpu_cqe_is_callback(const struct snpu_cqe *cqe)
+{
+	return !!(cqe->flags & SNPU_CQE_F_CALLBACK);
 }
 
 /* ---- owners and attached streams (LIBSNPU_0.4) ------------------------ */

@@ -150,6 +150,8 @@ void snpu_rt2_dev_close(struct snpu_rt2_dev *rdev);
 #define SNPU_RT2_EXEC_THREADS	(1U << 0)  /* three workers, else one */
 #define SNPU_RT2_EXEC_DYN_MULTI_STREAM (1U << 1)  /* no split, no relation */
 #define SNPU_RT2_EXEC_GRAPH	(1U << 2)  /* capture once, replay (0.9) */
+#define SNPU_RT2_EXEC_POISON	(1U << 3)  /* debug: fill reused blocks */
+#define SNPU_RT2_EXEC_PARALLEL	(1U << 4)  /* threads: helpers eagerly */
 
 /**
  * struct snpu_rt2_trace - one kernel run, given to a trace hook
@@ -253,6 +255,8 @@ int snpu_rt2_exec_param_read(struct snpu_rt2_exec *exec, int tensor,
  * @h2d_ns: device time of its host-to-device copies
  * @compute_ns: device time of its kernel launches and graph launches
  * @d2h_ns: device time of its device-to-host copies
+ * @graph_replays: SNPU_RT2_EXEC_GRAPH: runs that were replays (only the
+ *                 launches outside the graph and the graph's launch ran)
  * @reserved: zero
  *
  * The device times come from the completions' timestamps: a task's time
@@ -268,7 +272,8 @@ struct snpu_rt2_exec_stats {
 	uint64_t h2d_ns;
 	uint64_t compute_ns;
 	uint64_t d2h_ns;
-	uint64_t reserved[4];
+	uint64_t graph_replays;
+	uint64_t reserved[3];
 };
 
 int snpu_rt2_exec_stats(const struct snpu_rt2_exec *exec,

@@ -13,16 +13,24 @@
  * rt2_alloc_get() is the fast path: a free block of the size (the one
  * this value had in the last run first, so that a run with the same
  * shapes as the last one gets the same addresses), a held one whose
- * launches were submitted, or a new device block while under the limit
- * (without one: in the first run, or past what the runs so far held).
- * When the value's block of the last run is still held, it recycles for
- * that block instead: the memory worker allocates and frees in the same
+ * launches were submitted, or a new device block.
+ *
+ * Without a limit it never waits nor recycles: when no block of the size
+ * is at hand it takes a new one, and when the value's block of the last
+ * run is not at hand (still held, or taken) it takes a new one rather
+ * than another value's, which becomes its block from then on. The pool
+ * keeps every block it needed (at most one per value and size), so that
+ * once the runs' timings have been seen no run asks the device again,
+ * and no run ever synchronises the stream to recycle.
+ *
+ * Under a limit it takes a new block only while it fits; when the
+ * value's block of the last run is still held, it recycles for that
+ * block instead: the memory worker allocates and frees in the same
  * order every run, so from the second run on every value gets the
- * address it had.
- * It never calls the scheduler. Past the limit it says the caller must
- * recycle, and which generation to wait for; the caller waits (only for
- * requirements that executed frees activated), synchronises the stream,
- * calls rt2_alloc_recycle() and retries.
+ * address it had. It never calls the scheduler. Past the limit it says
+ * the caller must recycle, and which generation to wait for; the caller
+ * waits (only for requirements that executed frees activated),
+ * synchronises the stream, calls rt2_alloc_recycle() and retries.
  *
  * Only the memory worker (or the one thread) uses it: no lock.
  */
@@ -51,8 +59,8 @@ int rt2_alloc_get(struct rt2_pool *p, struct snpu_rt2_dev *d, uint64_t bytes,
 		  uint64_t *addr, uint32_t *gen)
 {
 	uint32_t pub = rt2_published(p->submitted);
-	uint64_t lim = p->limit ? p->limit : p->learned;
 	uint64_t hint = *addr;
+	bool own = false;	/* the value's last block is of this size */
 	struct rt2_block *best = NULL, *b;
 	uint32_t low = 0, high = 0;
 	unsigned int i;
@@ -60,15 +68,19 @@ int rt2_alloc_get(struct rt2_pool *p, struct snpu_rt2_dev *d, uint64_t bytes,
 
 	for (i = 0; i < p->nblk; i++) {
 		b = &p->blk[i];
-		if (b->bytes != bytes || b->state == RT2_BLK_USED)
+		if (b->bytes != bytes)
+			continue;
+		own |= b->addr == hint;
+		if (b->state == RT2_BLK_USED)
 			continue;
 		if (b->state == RT2_BLK_HELD && b->req > pub) {
 			/*
 			 * The value's own block of the last run, still held:
-			 * recycle for it rather than take another, so that
-			 * the same shapes keep the same addresses.
+			 * under a limit, recycle for it rather than take
+			 * another, so that the same shapes keep the same
+			 * addresses.
 			 */
-			if (b->addr == hint) {
+			if (b->addr == hint && p->limit) {
 				*gen = b->req;
 				return RT2_ALLOC_RECYCLE;
 			}
@@ -79,6 +91,9 @@ int rt2_alloc_get(struct rt2_pool *p, struct snpu_rt2_dev *d, uint64_t bytes,
 		if (b->addr == hint)
 			break;
 	}
+	/* No limit: never another value's block in place of its own. */
+	if (best && !p->limit && own && best->addr != hint)
+		best = NULL;
 	if (best) {
 		if (best->state == RT2_BLK_HELD)
 			p->nheld--;
@@ -86,7 +101,7 @@ int rt2_alloc_get(struct rt2_pool *p, struct snpu_rt2_dev *d, uint64_t bytes,
 		*addr = best->addr;
 		return 0;
 	}
-	if (!lim || p->bytes + bytes <= lim) {
+	if (!p->limit || p->bytes + bytes <= p->limit) {
 		if (p->nblk == p->cap) {
 			unsigned int cap = p->cap ? 2 * p->cap : 16;
 
@@ -194,13 +209,7 @@ unsigned int rt2_alloc_recycle(struct rt2_pool *p, struct snpu_rt2_dev *d,
 	return n;
 }
 
-/*
- * The run is over and the device drained: every block is free. Without a
- * limit, the pool's size so far becomes what it learned: the next runs
- * recycle (their allocations, sized by declared shapes and made in the
- * same order, always find a block of their size, free or held) rather
- * than grow, so that after the first run no run asks the device again.
- */
+/* The run is over and the device drained: every block is free. */
 void rt2_alloc_release(struct rt2_pool *p)
 {
 	unsigned int i;
@@ -208,8 +217,6 @@ void rt2_alloc_release(struct rt2_pool *p)
 	for (i = 0; i < p->nblk; i++)
 		p->blk[i].state = RT2_BLK_FREE;
 	p->nheld = 0;
-	if (p->bytes > p->learned)
-		p->learned = p->bytes;
 }
 
 void rt2_alloc_fini(struct rt2_pool *p, struct snpu_rt2_dev *d)

@@ -20,13 +20,6 @@
 /* Most streams one queue's failed tasks are remembered for, per wait. */
 #define RT2_SLOT_FAILED	8
 
-/* Task classes of the statistics, in user_data bits 16..23. */
-#define RT2_TC_OTHER	0
-#define RT2_TC_H2D	1
-#define RT2_TC_D2H	2
-#define RT2_TC_COMPUTE	3	/* a launch or a graph launch */
-#define RT2_TC_COUNT	4
-
 /*
  * The accounting of one queue: written under @cq_lock but @submitted.
  * @failed: the streams of the tasks that completed with an error since
@@ -40,12 +33,11 @@ struct rt2_sslot {
 	int err;
 	unsigned int nfailed;
 	uint32_t failed[RT2_SLOT_FAILED];
-	/* statistics (LIBSNPU_0.9): @entries, @seq, @sub_ns under sq_lock */
+	/* statistics (LIBSNPU_0.9): @entries, @seq, sub_ns under sq_lock */
 	uint64_t entries;
 	uint8_t seq;
-	uint64_t sub_ns[256];	/* submission time by @seq */
-	uint64_t last_done;	/* under cq_lock, as the times */
-	uint64_t ns[RT2_TC_COUNT];
+	bool defer;			/* under sq_lock: submit without a flush */
+	struct rt2_dev_time time;	/* the rest under cq_lock */
 };
 
 /*
@@ -154,9 +146,36 @@ static uint64_t rt2_s_tag(struct rt2_sslot *sl, unsigned int slot,
 {
 	uint8_t seq = sl->seq++;
 
-	sl->sub_ns[seq] = rt2_s_now();
+	sl->time.sub_ns[seq] = rt2_s_now();
 	return rt2_s_user_data(slot, stream) | (uint64_t)seq << 24 |
 	       (uint64_t)cls << 16;
+}
+
+/**
+ * rt2_dev_time_done() - account a completed task's device time
+ * @t: the queue's clock
+ * @seq: the task's sequence number (its submission time is sub_ns[@seq])
+ * @cls: its class, RT2_TC_*
+ * @done_ns: its completion time, from its CQE
+ *
+ * A task's device time runs from the queue's last completion, or from its
+ * own submission when that came later, to its completion. The tasks of
+ * a queue complete in order on its stream; each CQE carries its own
+ * task's completion time (also within a chain the core ran back to back),
+ * so each task gets its own share, and the classes' times add up to the
+ * tasks' times.
+ */
+void rt2_dev_time_done(struct rt2_dev_time *t, uint8_t seq, unsigned int cls,
+		       uint64_t done_ns)
+{
+	uint64_t start = t->sub_ns[seq];
+
+	if (t->last_done > start)
+		start = t->last_done;
+	if (done_ns > start)
+		t->ns[cls % RT2_TC_COUNT] += done_ns - start;
+	if (done_ns > t->last_done)
+		t->last_done = done_ns;
 }
 
 /* Remember the stream a failed task left in its error state. */
@@ -182,20 +201,10 @@ static void rt2_s_reap(struct rt2_sdev *s)
 
 	while (!snpu_ring_peek_cqe(&s->ring, &cqe)) {
 		uint32_t ud = (uint32_t)cqe->user_data;
-		uint64_t start;
 
 		sl = &s->slot[ud % RT2_DEV_QUEUES];
-		/* Device time: from the slot's last completion, or from
-		 * this task's submission when that came later.
-		 */
-		start = sl->sub_ns[ud >> 24];
-		if (sl->last_done > start)
-			start = sl->last_done;
-		if (cqe->time_ns > start)
-			sl->ns[((ud >> 16) & 0xff) % RT2_TC_COUNT] +=
-				cqe->time_ns - start;
-		if (cqe->time_ns > sl->last_done)
-			sl->last_done = cqe->time_ns;
+		rt2_dev_time_done(&sl->time, (uint8_t)(ud >> 24),
+				  (ud >> 16) & 0xff, cqe->time_ns);
 		if (cqe->result) {
 			if (!sl->err)
 				sl->err = cqe->result;
@@ -253,17 +262,28 @@ static int rt2_s_submit(struct snpu_rt2_dev *d, const struct rt2_dev_queue *q,
 		__atomic_store_n(&sl->submitted, sl->submitted + 1,
 				 __ATOMIC_RELEASE);
 	}
-	ret = rt2_s_flush(s);
+	/* Deferred: the next flush (a submission, a launch, a wait). */
+	ret = sl->defer ? 0 : rt2_s_flush(s);
 out:
 	pthread_mutex_unlock(&s->sq_lock);
 	return ret;
+}
+
+static void rt2_s_defer(struct snpu_rt2_dev *d, const struct rt2_dev_queue *q,
+			bool on)
+{
+	struct rt2_sdev *s = rt2_sdev(d);
+
+	pthread_mutex_lock(&s->sq_lock);
+	s->slot[q->slot].defer = on;
+	pthread_mutex_unlock(&s->sq_lock);
 }
 
 static int rt2_s_wait(struct snpu_rt2_dev *d, const struct rt2_dev_queue *q)
 {
 	struct rt2_sdev *s = rt2_sdev(d);
 	struct rt2_sslot *sl = &s->slot[q->slot];
-	struct snpu_cqe *cqe;
+	uint64_t left;
 	int ret = 0;
 
 	for (;;) {
@@ -275,12 +295,23 @@ static int rt2_s_wait(struct snpu_rt2_dev *d, const struct rt2_dev_queue *q)
 			break;
 		pthread_mutex_lock(&s->cq_lock);
 		rt2_s_reap(s);
-		if (sl->completed ==
-		    __atomic_load_n(&sl->submitted, __ATOMIC_ACQUIRE)) {
+		left = __atomic_load_n(&sl->submitted, __ATOMIC_ACQUIRE) -
+		       sl->completed;
+		if (!left) {
 			pthread_mutex_unlock(&s->cq_lock);
 			break;
 		}
-		ret = snpu_ring_wait_cqe(&s->ring, &cqe);
+		/*
+		 * Sleep until the CQ, which the reap emptied, holds as many
+		 * completions as the queue still waits for (fewer when the
+		 * CQ is smaller): one wake-up for all of them, not one each.
+		 * Other queues' completions may come first: then again.
+		 */
+		if (left > s->ring.cq.entries)
+			left = s->ring.cq.entries;
+		ret = snpu_ring_enter(&s->ring, 0, (unsigned int)left,
+				      SNPU_ENTER_GETEVENTS, -1);
+		ret = ret == -EBUSY ? 0 : ret < 0 ? ret : 0;
 		if (!ret)
 			rt2_s_reap(s);
 		pthread_mutex_unlock(&s->cq_lock);
@@ -432,7 +463,7 @@ static int rt2_s_capture_end(struct snpu_rt2_dev *d,
 		pthread_mutex_unlock(&s->sq_lock);
 		return -EINVAL;
 	}
-	sl->sub_ns[(uint8_t)(s->cap_user_data >> 24)] = rt2_s_now();
+	sl->time.sub_ns[(uint8_t)(s->cap_user_data >> 24)] = rt2_s_now();
 	ret = snpu_graph_end(s->dev);
 	s->capturing = false;
 	rt2_s_count(sl, ret == 0 ? 1 : s->cap_tasks);
@@ -456,9 +487,9 @@ static void rt2_s_queue_stats(struct snpu_rt2_dev *d,
 	st->entries = sl->entries;
 	pthread_mutex_unlock(&s->sq_lock);
 	pthread_mutex_lock(&s->cq_lock);
-	st->h2d_ns = sl->ns[RT2_TC_H2D];
-	st->d2h_ns = sl->ns[RT2_TC_D2H];
-	st->compute_ns = sl->ns[RT2_TC_COMPUTE];
+	st->h2d_ns = sl->time.ns[RT2_TC_H2D];
+	st->d2h_ns = sl->time.ns[RT2_TC_D2H];
+	st->compute_ns = sl->time.ns[RT2_TC_COMPUTE];
 	pthread_mutex_unlock(&s->cq_lock);
 }
 
@@ -510,6 +541,7 @@ static const struct rt2_dev_ops rt2_snpu_ops = {
 	.capture_end = rt2_s_capture_end,
 	.capture_forget = rt2_s_capture_forget,
 	.queue_stats = rt2_s_queue_stats,
+	.defer = rt2_s_defer,
 };
 
 int snpu_rt2_dev_open(struct snpu_device *dev, unsigned int ring_entries,

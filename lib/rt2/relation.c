@@ -473,11 +473,26 @@ out:
 
 /* ---- ExecutionData ------------------------------------------------------- */
 
+/* Builder index -> execution ID of every relation node, or -EPROTO. */
+static int rt2_rel_map(const struct rt2_build *b, const uint32_t *map,
+		       const struct rt2_rel *in, struct rt2_rel *out)
+{
+	if (in->free >= b->nnodes || in->launch >= b->nnodes)
+		return -EPROTO;
+	*out = (struct rt2_rel){ map[in->free], map[in->launch] };
+	return out->free == ~0U || out->launch == ~0U ? -EPROTO : 0;
+}
+
 /**
  * rt2_rels_to_ids() - a builder's relations in execution IDs
  * @b: the builder, after its passes
  * @g: its final graph (a node's @seq is its builder index)
  * @out: a new array of @b->nrels relations, to free()
+ *
+ * The pass leaves each free's relations together; they are handed over
+ * that way, the frees in increasing execution ID (a move of whole rows),
+ * so that rt2_xdata_build() takes them in one pass. Relations that are
+ * not grouped by free keep their order.
  *
  * Return: 0, -ENOMEM, or -EPROTO for a relation on a node the final graph
  * does not have.
@@ -485,33 +500,46 @@ out:
 int rt2_rels_to_ids(const struct rt2_build *b, const struct rt2_graph *g,
 		    struct rt2_rel **out)
 {
-	uint32_t *map;
+	unsigned int i, j, k, nr = b->nrels;
+	uint32_t *map, *start, *len;
+	bool grouped = true;
 	struct rt2_rel *r;
-	unsigned int i;
 	int ret = 0;
 
-	map = malloc((b->nnodes + 1) * sizeof(*map));
-	r = malloc((b->nrels + 1) * sizeof(*r));
+	map = malloc((b->nnodes + 2 * g->nnodes + 1) * sizeof(*map));
+	r = malloc((nr + 1) * sizeof(*r));
 	if (!map || !r) {
 		free(map);
 		free(r);
 		return -ENOMEM;
 	}
-	for (i = 0; i < b->nnodes; i++)
-		map[i] = ~0U;
+	start = map + b->nnodes;
+	len = start + g->nnodes;
+	memset(map, 0xff, b->nnodes * sizeof(*map));
+	memset(start, 0xff, g->nnodes * sizeof(*start));
 	for (i = 0; i < g->nnodes; i++)
 		if (g->nodes[i].seq < b->nnodes)
 			map[g->nodes[i].seq] = i;
-	for (i = 0; i < b->nrels && !ret; i++) {
-		if (b->rels[i].free >= b->nnodes ||
-		    b->rels[i].launch >= b->nnodes)
+	/* The rows: runs of one free. */
+	for (i = 0; i < nr && grouped; i = j) {
+		uint32_t f = b->rels[i].free;
+
+		if (f >= b->nnodes || map[f] == ~0U) {
 			ret = -EPROTO;
-		else
-			r[i] = (struct rt2_rel){ map[b->rels[i].free],
-						 map[b->rels[i].launch] };
-		if (!ret && (r[i].free == ~0U || r[i].launch == ~0U))
-			ret = -EPROTO;
+			break;
+		}
+		for (j = i + 1; j < nr && b->rels[j].free == f; j++)
+			;
+		grouped = start[map[f]] == ~0U;
+		start[map[f]] = i;
+		len[map[f]] = j - i;
 	}
+	for (i = 0, k = 0; !ret && grouped && i < g->nnodes; i++)
+		for (j = 0; !ret && start[i] != ~0U && j < len[i]; j++)
+			ret = rt2_rel_map(b, map, &b->rels[start[i] + j],
+					  &r[k++]);
+	for (i = 0; !ret && !grouped && i < nr; i++)
+		ret = rt2_rel_map(b, map, &b->rels[i], &r[i]);
 	free(map);
 	if (ret)
 		free(r);
@@ -538,87 +566,104 @@ size_t rt2_xdata_bytes(const struct rt2_xdata *x)
 	       x->nnodes * sizeof(*x->req) + x->nranks * sizeof(*x->act);
 }
 
-/**
- * rt2_xdata_build() - ExecutionData from relations in execution IDs
- * @x: filled in
- * @g: the final graph
- * @rels: (free ID, launch ID) pairs, any order
- * @nrels: their number
- *
- * A counting sort by free into the CSR, each row sorted by launch; the
- * relation launches ranked in the strict launch order; each free's
- * required generation. Deterministic: the same relations in any order give
- * the same arrays. Not validated: see rt2_xdata_validate().
- *
- * Return: 0, -ENOMEM, or -EPROTO for an ID out of range.
+/*
+ * Compact facts of every node, from one read of the node records (what
+ * is read shares a record's first cache line): a byte of kind per node,
+ * so that a relation's launch is checked with one read of an array that
+ * stays in cache; and each node's owner graph, kept only when the graph
+ * has more than one (with one, every relation is within it).
  */
-int rt2_xdata_build(struct rt2_xdata *x, const struct rt2_graph *g,
-		    const struct rt2_rel *rels, unsigned int nrels)
+#define RT2_XK_LAUNCH	0x01U
+#define RT2_XK_HOLD	0x02U
+#define RT2_XK_PRED	0x04U	/* has predecessors */
+#define RT2_XK_IO	0x08U	/* a launch that reads or writes values */
+#define RT2_XK_REL	0x10U	/* the launch of some relation */
+
+struct rt2_xnodes {
+	uint8_t *k;		/* per node: RT2_XK_* */
+	uint32_t *owner;	/* per node, or NULL: a single owner graph */
+	int32_t *hold;		/* per value: its hold-address free, or -1 */
+	unsigned int nv;	/* values up to the highest a free holds */
+	unsigned int nhold;	/* hold-address frees */
+	bool io;		/* some launch reads or writes values */
+};
+
+static void rt2_xnodes_fini(struct rt2_xnodes *c)
 {
-	unsigned int i, n = g->nnodes, r = 0;
-	uint32_t *cur;
+	free(c->k);
+	free(c->owner);
+	free(c->hold);
+	memset(c, 0, sizeof(*c));
+}
 
-	memset(x, 0, sizeof(*x));
-	x->nnodes = n;
-	x->nrels = nrels;
-	x->off = calloc(n + 2, sizeof(*x->off));
-	x->col = malloc((nrels + 1) * sizeof(*x->col));
-	x->rank = malloc((n + 1) * sizeof(*x->rank));
-	x->req = calloc(n + 1, sizeof(*x->req));
-	if (!x->off || !x->col || !x->rank || !x->req)
-		goto nomem;
-	for (i = 0; i < nrels; i++) {
-		if (rels[i].free >= n || rels[i].launch >= n) {
-			rt2_xdata_fini(x);
-			return -EPROTO;
+/*
+ * One pass over the node records: kinds, and whether they all have one
+ * owner (a second pass keeps the owners when not). -EPROTO for a
+ * hold-address free without a value.
+ */
+static int rt2_xnodes_init(struct rt2_xnodes *c, const struct rt2_graph *g)
+{
+	const struct rt2_node *x = g->nodes, *end = g->nodes + g->nnodes;
+	uint32_t owner0 = g->nnodes ? g->nodes[0].owner : 0, i;
+	bool one_owner = true;
+	uint8_t *k;
+
+	memset(c, 0, sizeof(*c));
+	c->k = malloc(g->nnodes + 1);
+	if (!c->k)
+		return -ENOMEM;
+	for (k = c->k; x < end; x++, k++) {
+		uint8_t w = x->npred ? RT2_XK_PRED : 0;
+
+		one_owner &= x->owner == owner0;
+		if (x->type == RT2_NT_LAUNCH) {
+			w |= RT2_XK_LAUNCH;
+			if (x->nin || x->nout) {
+				w |= RT2_XK_IO;
+				c->io = true;
+			}
+		} else if (x->type == RT2_NT_FREE_HOLD) {
+			w |= RT2_XK_HOLD;
+			if (x->nin < 1 || x->in[0] < 0)
+				return -EPROTO;
+			if ((uint32_t)x->in[0] >= c->nv)
+				c->nv = (uint32_t)x->in[0] + 1;
+			c->nhold++;
 		}
-		x->off[rels[i].free + 2]++;
+		*k = w;
 	}
-	for (i = 2; i < n + 2; i++)
-		x->off[i] += x->off[i - 1];
-	/* off[i + 1] is row i's cursor while filling; row i's start after. */
-	cur = x->off + 1;
-	for (i = 0; i < nrels; i++)
-		x->col[cur[rels[i].free]++] = rels[i].launch;
-	for (i = 0; i < n; i++) {
-		uint32_t s = x->off[i], e = x->off[i + 1], j, k, v;
-
-		for (j = s + 1; j < e; j++) {
-			v = x->col[j];
-			for (k = j; k > s && x->col[k - 1] > v; k--)
-				x->col[k] = x->col[k - 1];
-			x->col[k] = v;
-		}
-	}
-	for (i = 0; i < n; i++)
-		x->rank[i] = -1;
-	for (i = 0; i < nrels; i++)
-		x->rank[x->col[i]] = 0;
-	for (i = 0; i < g->nlaunch; i++)
-		if (x->rank[g->launch_order[i]] == 0)
-			x->rank[g->launch_order[i]] = (int32_t)(++r);
-	/* Launches that are not in the launch order keep 0: invalid. */
-	for (i = 0; i < n; i++)
-		x->rank[i] = x->rank[i] > 0 ? x->rank[i] - 1 :
-			     x->rank[i] == 0 ? INT32_MAX : -1;
-	x->nranks = r;
-	for (i = 0; i < n; i++) {
-		uint32_t j, req = 0;
-
-		for (j = x->off[i]; j < x->off[i + 1]; j++)
-			if (x->rank[x->col[j]] >= 0 &&
-			    x->rank[x->col[j]] != INT32_MAX &&
-			    (uint32_t)x->rank[x->col[j]] + 1 > req)
-				req = (uint32_t)x->rank[x->col[j]] + 1;
-		x->req[i] = req;
-	}
-	x->act = calloc(r + 1, sizeof(*x->act));
-	if (!x->act)
-		goto nomem;
+	if (one_owner)
+		return 0;
+	c->owner = malloc((g->nnodes + 1) * sizeof(*c->owner));
+	if (!c->owner)
+		return -ENOMEM;
+	for (i = 0; i < g->nnodes; i++)
+		c->owner[i] = g->nodes[i].owner;
 	return 0;
-nomem:
-	rt2_xdata_fini(x);
-	return -ENOMEM;
+}
+
+/*
+ * Value -> its hold-address free, for the protection check; -EPROTO when
+ * two frees give back one value.
+ */
+static int rt2_xnodes_hold(struct rt2_xnodes *c, const struct rt2_graph *g)
+{
+	unsigned int i;
+
+	c->hold = malloc((c->nv + 1) * sizeof(*c->hold));
+	if (!c->hold)
+		return -ENOMEM;
+	memset(c->hold, 0xff, (c->nv + 1) * sizeof(*c->hold));
+	for (i = 0; i < g->nnodes; i++) {
+		int32_t v = g->nodes[i].in[0];
+
+		if (!(c->k[i] & RT2_XK_HOLD))
+			continue;
+		if (c->hold[v] >= 0)
+			return -EPROTO;
+		c->hold[v] = (int32_t)i;
+	}
+	return 0;
 }
 
 /* Is @p a predecessor of node @n (sorted CSR)? */
@@ -657,98 +702,33 @@ static bool rt2_in_row(const struct rt2_xdata *x, uint32_t f, uint32_t l)
 	return false;
 }
 
-/* Compact per-node facts for validation: one read of the node array. */
-#define RT2_XK_LAUNCH	1U
-#define RT2_XK_HOLD	2U
-#define RT2_XK_PRED	4U
-
-struct rt2_xcheck {
-	uint8_t *kind;		/* RT2_XK_* */
-	uint32_t *owner;
-	int32_t *hold;		/* per value: its hold-address free, or -1 */
-	unsigned int nv;
-};
-
-static void rt2_xcheck_fini(struct rt2_xcheck *c)
-{
-	free(c->kind);
-	free(c->owner);
-	free(c->hold);
-}
-
-static int rt2_xcheck_init(struct rt2_xcheck *c, const struct rt2_graph *g)
-{
-	unsigned int i, j, n = g->nnodes;
-
-	memset(c, 0, sizeof(*c));
-	c->kind = malloc(n + 1);
-	c->owner = malloc((n + 1) * sizeof(*c->owner));
-	if (!c->kind || !c->owner)
-		return -ENOMEM;
-	for (i = 0; i < n; i++) {
-		const struct rt2_node *x = &g->nodes[i];
-		uint8_t k = x->npred ? RT2_XK_PRED : 0;
-
-		c->owner[i] = x->owner;
-		if (x->type == RT2_NT_LAUNCH) {
-			k |= RT2_XK_LAUNCH;
-			for (j = 0; j < x->nin && j < RT2_NODE_IO; j++)
-				if (x->in[j] >= (int32_t)c->nv)
-					c->nv = (unsigned int)x->in[j] + 1;
-			for (j = 0; j < x->nout && j < RT2_NODE_IO; j++)
-				if (x->out[j] >= (int32_t)c->nv)
-					c->nv = (unsigned int)x->out[j] + 1;
-		} else if (x->type == RT2_NT_FREE_HOLD) {
-			k |= RT2_XK_HOLD;
-			if (x->nin < 1 || x->in[0] < 0)
-				return -EPROTO;
-			if (x->in[0] >= (int32_t)c->nv)
-				c->nv = (unsigned int)x->in[0] + 1;
-		}
-		c->kind[i] = k;
-	}
-	c->hold = malloc((c->nv + 1) * sizeof(*c->hold));
-	if (!c->hold)
-		return -ENOMEM;
-	for (i = 0; i < c->nv; i++)
-		c->hold[i] = -1;
-	for (i = 0; i < n; i++) {
-		int32_t v;
-
-		if (!(c->kind[i] & RT2_XK_HOLD))
-			continue;
-		v = g->nodes[i].in[0];
-		if (c->hold[v] >= 0)
-			return -EPROTO;	/* one free per value */
-		c->hold[v] = (int32_t)i;
-	}
-	return 0;
-}
-
 /*
  * Every launch that reads or writes a value a hold-address free gives
  * back either still has its edge to the free or is one of its relations:
- * an edge removal without a relation is refused.
+ * an edge removal without a relation (unprotected) is refused.
  */
 static int rt2_xdata_protected(const struct rt2_xdata *x,
 			       const struct rt2_graph *g,
-			       const struct rt2_xcheck *c)
+			       const struct rt2_xnodes *c)
 {
 	unsigned int i, j;
 
+	if (!c->io || !c->nhold)
+		return 0;
 	for (i = 0; i < g->nnodes; i++) {
 		const struct rt2_node *n = &g->nodes[i];
 		int32_t v[2 * RT2_NODE_IO];
 		unsigned int nvv = 0;
 
-		if (!(c->kind[i] & RT2_XK_LAUNCH))
+		if (!(c->k[i] & RT2_XK_IO))
 			continue;
 		for (j = 0; j < n->nin && j < RT2_NODE_IO; j++)
 			v[nvv++] = n->in[j];
 		for (j = 0; j < n->nout && j < RT2_NODE_IO; j++)
 			v[nvv++] = n->out[j];
 		for (j = 0; j < nvv; j++) {
-			int32_t f = v[j] >= 0 ? c->hold[v[j]] : -1;
+			int32_t f = v[j] >= 0 && (uint32_t)v[j] < c->nv ?
+				    c->hold[v[j]] : -1;
 
 			if (f >= 0 && !rt2_has_pred(g, (uint32_t)f, i) &&
 			    !rt2_in_row(x, (uint32_t)f, i))
@@ -756,6 +736,329 @@ static int rt2_xdata_protected(const struct rt2_xdata *x,
 		}
 	}
 	return 0;
+}
+
+/*
+ * The relations arrive grouped by free, the frees in increasing order
+ * (what the pass hands over, in execution IDs): each is checked and
+ * copied in place, in one sequential pass, without a scatter. Launches
+ * out of order in a row ask for the row sort (@unsorted) when they are
+ * few; when more than one in 16 steps down, the rows are far from sorted
+ * and a sort of the whole is cheaper. Return: 0, 1 when they are not
+ * grouped so or too far from sorted (nothing is left marked), or -EPROTO.
+ */
+static int rt2_xdata_grouped(struct rt2_xdata *x, struct rt2_xnodes *cn,
+			     const struct rt2_rel *rels, unsigned int nrels,
+			     bool *unsorted, uint32_t *marked)
+{
+	const struct rt2_rel *r = rels, *end = rels + nrels;
+	uint32_t *off = x->off, *c = x->col;
+	uint32_t n = x->nnodes, f, last = 0, next = 0, down = 0, nm = 0;
+	const uint32_t *ow = cn->owner;
+	uint8_t *k = cn->k;
+
+	/* A row at a time: its free, then its launches. */
+	while (r < end) {
+		uint32_t prev1 = 0, fo;
+
+		f = r->free;
+		if (r > rels && f <= last)
+			goto ungrouped;
+		if (f >= n || !(k[f] & RT2_XK_HOLD))
+			return -EPROTO;
+		last = f;
+		while (next <= f)
+			off[next++] = (uint32_t)(c - x->col);
+		fo = ow ? ow[f] : 0;
+		for (; r < end && r->free == f; r++, c++) {
+			uint32_t l = r->launch;
+			uint8_t kl;
+
+			if (l >= n)
+				return -EPROTO;
+			kl = k[l];
+			/* A launch of the free's owner graph. */
+			if (!(kl & RT2_XK_LAUNCH) || (ow && ow[l] != fo))
+				return -EPROTO;
+			if (!(kl & RT2_XK_REL)) {
+				k[l] = kl | RT2_XK_REL;
+				nm++;
+			}
+			*c = l;
+			/*
+			 * Strictly ascending (prev1: the last one + 1), or
+			 * sorted later.
+			 */
+			if (l < prev1) {
+				if (l + 1 == prev1)
+					return -EPROTO;
+				if (++down > nrels / 16)
+					goto ungrouped;
+			}
+			prev1 = l + 1;
+		}
+	}
+	while (next <= n)
+		off[next++] = nrels;
+	*unsorted = down;
+	*marked = nm;
+	return 0;
+ungrouped:
+	/* Nothing past @r was marked (@r itself may have been). */
+	for (end = r + 1, r = rels; r < end; r++)
+		if (r->launch < n)
+			k[r->launch] &= (uint8_t)~RT2_XK_REL;
+	return 1;
+}
+
+/*
+ * Any other order: a counting sort by launch into a launch-major CSR,
+ * then its transpose, by free, walking the launches in increasing order,
+ * so that every row comes out sorted (no row sort); a duplicate shows as
+ * the same launch twice in a row. The same checks on the way.
+ */
+static int rt2_xdata_scatter(struct rt2_xdata *x, struct rt2_xnodes *cn,
+			     const struct rt2_rel *rels, unsigned int nrels,
+			     uint32_t *marked)
+{
+	const struct rt2_rel *r, *end = rels + nrels;
+	uint32_t *off = x->off, *cur = x->req, *col = x->col;
+	uint32_t n = x->nnodes, i, j, *offl, *bylaunch;
+	const uint32_t *ow = cn->owner;
+	uint8_t *k = cn->k;
+	int ret = -EPROTO;
+
+	offl = malloc((n + 2) * sizeof(*offl));
+	bylaunch = malloc((nrels + 1) * sizeof(*bylaunch));
+	if (!offl || !bylaunch) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	memset(off, 0, (n + 2) * sizeof(*off));
+	memset(offl, 0, (n + 2) * sizeof(*offl));
+	for (r = rels; r < end; r++) {
+		uint32_t f = r->free, l = r->launch;
+
+		if (f >= n || l >= n || !(k[f] & RT2_XK_HOLD) ||
+		    !(k[l] & RT2_XK_LAUNCH) || (ow && ow[l] != ow[f]))
+			goto out;
+		if (!(k[l] & RT2_XK_REL)) {
+			k[l] |= RT2_XK_REL;
+			(*marked)++;
+		}
+		off[f + 1]++;
+		offl[l + 2]++;
+	}
+	for (i = 1; i < n + 1; i++)
+		off[i] += off[i - 1];
+	for (i = 2; i < n + 2; i++)
+		offl[i] += offl[i - 1];
+	/* offl[l + 1] is launch l's cursor while filling; its start after. */
+	for (r = rels; r < end; r++)
+		bylaunch[offl[r->launch + 1]++] = r->free;
+	memcpy(cur, off, n * sizeof(*cur));
+	for (i = 0; i < n; i++) {
+		for (j = offl[i]; j < offl[i + 1]; j++) {
+			uint32_t f = bylaunch[j], p = cur[f];
+
+			if (p > off[f] && col[p - 1] == i)
+				goto out;	/* a duplicate */
+			col[p] = i;
+			cur[f] = p + 1;
+		}
+	}
+	ret = 0;
+out:
+	free(offl);
+	free(bylaunch);
+	return ret;
+}
+
+/*
+ * Sort each row that is out of order (insertion: the rows of the pass
+ * are short and nearly in order) and refuse duplicates.
+ */
+static int rt2_xdata_sort_rows(struct rt2_xdata *x)
+{
+	uint32_t i, *col = x->col;
+
+	for (i = 0; i < x->nnodes; i++) {
+		uint32_t s = x->off[i], e = x->off[i + 1], j, q, v;
+
+		for (j = s + 1; j < e && col[j - 1] < col[j]; j++)
+			;
+		for (; j < e; j++) {
+			v = col[j];
+			for (q = j; q > s && col[q - 1] > v; q--)
+				col[q] = col[q - 1];
+			if (q > s && col[q - 1] == v)
+				return -EPROTO;
+			col[q] = v;
+		}
+	}
+	return 0;
+}
+
+/*
+ * No launch of row @i is also a predecessor of its free: both lists are
+ * sorted, one merge.
+ */
+static int rt2_xdata_not_preds(const struct rt2_xdata *x,
+			       const struct rt2_graph *g, uint32_t i)
+{
+	const uint32_t *p = g->preds + g->nodes[i].pred_off;
+	const uint32_t *pe = p + g->nodes[i].npred;
+	const uint32_t *c = x->col + x->off[i], *ce = x->col + x->off[i + 1];
+
+	while (p < pe && c < ce) {
+		if (*p == *c)
+			return -EPROTO;
+		if (*p < *c)
+			p++;
+		else
+			c++;
+	}
+	return 0;
+}
+
+/*
+ * Ranks: the relation launches (@marked of them) in the strict launch
+ * order; every one must be in it. Return: whether the order follows the
+ * IDs (as the final graph's does), or -EPROTO.
+ */
+static int rt2_xdata_ranks(struct rt2_xdata *x, const struct rt2_graph *g,
+			   const uint8_t *k, uint32_t marked)
+{
+	uint32_t i, r = 0, last = 0, n = x->nnodes;
+	int by_id = 1;
+
+	memset(x->rank, 0xff, (n + 1) * sizeof(*x->rank));
+	for (i = 0; i < g->nlaunch; i++) {
+		uint32_t l = g->launch_order[i];
+
+		if (l >= n)
+			return -EPROTO;
+		if (i && l <= last)
+			by_id = 0;
+		last = l;
+		if ((k[l] & RT2_XK_REL) && x->rank[l] < 0)
+			x->rank[l] = (int32_t)r++;
+	}
+	if (marked != r)
+		return -EPROTO;	/* a relation launch outside the order */
+	x->nranks = r;
+	return by_id;
+}
+
+/*
+ * One pass over the rows: each free's required generation, 1 + the
+ * highest rank of its row (its last column when the launch order follows
+ * the IDs: @by_id); its launches are not its predecessors; and every
+ * hold-address free has a row (rows are only on hold-address frees).
+ */
+static int rt2_xdata_rows(struct rt2_xdata *x, const struct rt2_graph *g,
+			  const struct rt2_xnodes *c, bool by_id)
+{
+	uint32_t i, rows = 0, n = x->nnodes;
+	const uint32_t *off = x->off, *col = x->col;
+	const int32_t *rank = x->rank;
+	uint32_t *req = x->req;
+
+	for (i = 0; i < n; i++) {
+		uint32_t s = off[i], e = off[i + 1], j, q = 0;
+
+		if (s == e) {
+			req[i] = 0;
+			continue;
+		}
+		rows++;
+		if (by_id) {
+			q = (uint32_t)rank[col[e - 1]] + 1;
+		} else {
+			for (j = s; j < e; j++)
+				if ((uint32_t)rank[col[j]] + 1 > q)
+					q = (uint32_t)rank[col[j]] + 1;
+		}
+		req[i] = q;
+		if ((c->k[i] & RT2_XK_PRED) && rt2_xdata_not_preds(x, g, i))
+			return -EPROTO;
+	}
+	return rows == c->nhold ? 0 : -EPROTO;
+}
+
+/**
+ * rt2_xdata_build() - ExecutionData from relations in execution IDs
+ * @x: filled in
+ * @g: the final graph
+ * @rels: (free ID, launch ID) pairs
+ * @nrels: their number
+ *
+ * Relations grouped by free with the frees in increasing order (what the
+ * pass hands over) are checked and copied in one sequential pass; any
+ * other order takes a counting sort by free. Then each row is sorted by
+ * launch when it is not already, and the relation launches are ranked in
+ * the strict launch order. Deterministic: the same relations in any order
+ * give the same arrays.
+ *
+ * Every rule of rt2_xdata_validate() is checked on the way, from compact
+ * per-node facts read once from the node records: the result is valid
+ * ExecutionData or the call fails.
+ *
+ * Return: 0, -ENOMEM, or -EPROTO for relations that break a rule (an ID
+ * out of range, a row on a node that is not a hold-address free or a
+ * hold-address free without one, a column that is not a launch of the
+ * free's owner graph, a duplicate, a column that is also a predecessor of
+ * the free, a relation launch outside the launch order, an unprotected
+ * edge removal).
+ */
+int rt2_xdata_build(struct rt2_xdata *x, const struct rt2_graph *g,
+		    const struct rt2_rel *rels, unsigned int nrels)
+{
+	struct rt2_xnodes c;
+	bool unsorted = true;
+	uint32_t marked = 0;
+	int ret;
+
+	memset(x, 0, sizeof(*x));
+	x->nnodes = g->nnodes;
+	x->nrels = nrels;
+	x->off = malloc((g->nnodes + 2) * sizeof(*x->off));
+	x->col = malloc((nrels + 1) * sizeof(*x->col));
+	x->rank = malloc((g->nnodes + 1) * sizeof(*x->rank));
+	x->req = malloc((g->nnodes + 1) * sizeof(*x->req));
+	ret = -ENOMEM;
+	if (!x->off || !x->col || !x->rank || !x->req)
+		goto out_x;
+	ret = rt2_xnodes_init(&c, g);
+	if (!ret)
+		ret = rt2_xdata_grouped(x, &c, rels, nrels, &unsorted,
+					&marked);
+	if (ret == 1) {
+		unsorted = false;	/* the transpose sorts */
+		marked = 0;
+		ret = rt2_xdata_scatter(x, &c, rels, nrels, &marked);
+	}
+	if (!ret && unsorted)
+		ret = rt2_xdata_sort_rows(x);
+	if (!ret) {
+		ret = rt2_xdata_ranks(x, g, c.k, marked);
+		if (ret >= 0)
+			ret = rt2_xdata_rows(x, g, &c, ret);
+	}
+	if (!ret && c.io && c.nhold)
+		ret = rt2_xnodes_hold(&c, g);
+	if (!ret)
+		ret = rt2_xdata_protected(x, g, &c);
+	rt2_xnodes_fini(&c);
+	if (ret)
+		goto out_x;
+	x->act = calloc(x->nranks + 1, sizeof(*x->act));
+	if (x->act)
+		return 0;
+	ret = -ENOMEM;
+out_x:
+	rt2_xdata_fini(x);
+	return ret;
 }
 
 /**
@@ -768,64 +1071,78 @@ static int rt2_xdata_protected(const struct rt2_xdata *x,
  * is a launch of the same owner graph, not also a predecessor of the free,
  * strictly ascending in its row; every hold-address free has relations and
  * every launch using its memory is a predecessor or a relation; ranks
- * follow the launch order and the required generations agree.
+ * follow the launch order and the required generations agree. The
+ * independent check of data that rt2_xdata_build() did not make (or that
+ * changed since): the build checks the same rules as it goes.
  *
  * Return: 0, -EPROTO for malformed data, or -ENOMEM.
  */
 int rt2_xdata_validate(const struct rt2_xdata *x, const struct rt2_graph *g)
 {
-	unsigned int i, j, n = g->nnodes, ranks = 0;
-	struct rt2_xcheck c;
+	unsigned int i, j, n = g->nnodes, ranks = 0, rows = 0;
+	struct rt2_xnodes c;
 	int ret;
 
 	if (x->nnodes != n || !x->off || !x->rank || !x->req ||
 	    (x->nrels && !x->col) || x->off[0] != 0 || x->off[n] != x->nrels)
 		return -EPROTO;
-	ret = rt2_xcheck_init(&c, g);
+	ret = rt2_xnodes_init(&c, g);
 	if (ret)
 		goto out;
 	ret = -EPROTO;
 	for (i = 0; i < n; i++) {
 		uint32_t s = x->off[i], e = x->off[i + 1], req = 0;
-		bool hold = c.kind[i] & RT2_XK_HOLD;
 
-		if (e < s || e > x->nrels || hold != (e > s))
+		if (e < s || e > x->nrels)
 			goto out;
+		if (e == s) {
+			if (x->req[i])
+				goto out;
+			continue;
+		}
+		if (!(c.k[i] & RT2_XK_HOLD))
+			goto out;
+		rows++;
 		for (j = s; j < e; j++) {
 			uint32_t l = x->col[j];
 
-			if (l >= n || !(c.kind[l] & RT2_XK_LAUNCH) ||
-			    c.owner[l] != c.owner[i] ||
+			if (l >= n || !(c.k[l] & RT2_XK_LAUNCH) ||
+			    (c.owner && c.owner[l] != c.owner[i]) ||
 			    (j > s && x->col[j - 1] >= l) ||
-			    x->rank[l] < 0 || (uint32_t)x->rank[l] >= x->nranks ||
-			    ((c.kind[i] & RT2_XK_PRED) && rt2_has_pred(g, i, l)))
+			    x->rank[l] < 0 || (uint32_t)x->rank[l] >= x->nranks)
 				goto out;
+			c.k[l] |= RT2_XK_REL;
 			if ((uint32_t)x->rank[l] + 1 > req)
 				req = (uint32_t)x->rank[l] + 1;
 		}
 		if (x->req[i] != req)
 			goto out;
 	}
+	if (rows != c.nhold)
+		goto out;
 	/* Ranks: exactly the relation launches, in launch order. */
 	for (i = 0; i < g->nlaunch; i++) {
-		int32_t r = x->rank[g->launch_order[i]];
+		int32_t r;
 
+		if (g->launch_order[i] >= n)
+			goto out;
+		r = x->rank[g->launch_order[i]];
 		if (r >= 0 && (uint32_t)r != ranks++)
 			goto out;
 	}
 	if (ranks != x->nranks)
 		goto out;
-	/*
-	 * Every ranked node is some relation's launch (the kind array's
-	 * spare bit marks the columns), and only those.
-	 */
-	for (i = 0; i < x->nrels; i++)
-		c.kind[x->col[i]] |= 0x80;
 	for (i = 0; i < n; i++)
-		if ((x->rank[i] >= 0) != !!(c.kind[i] & 0x80))
+		if ((x->rank[i] >= 0) != !!(c.k[i] & RT2_XK_REL))
 			goto out;
-	ret = rt2_xdata_protected(x, g, &c);
+	for (i = 0, ret = 0; i < n && !ret; i++)
+		if (x->off[i] != x->off[i + 1] && (c.k[i] & RT2_XK_PRED))
+			ret = rt2_xdata_not_preds(x, g, i);
+	if (!ret && c.io && c.nhold)
+		ret = rt2_xnodes_hold(&c, g);
+	if (!ret)
+		ret = rt2_xdata_protected(x, g, &c);
 out:
-	rt2_xcheck_fini(&c);
+	rt2_xnodes_fini(&c);
 	return ret;
 }

@@ -23,6 +23,18 @@
  * capture of the device in progress runs its span op by op. A run that stops in the
  * middle of a capture ends it (the recorded work is submitted) and
  * forgets the graph, since it holds only part of the span.
+ *
+ * Once a whole run went with the graph captured, a run with the same
+ * input shapes is a *replay*: it runs only what changes from run to run -
+ * the launch nodes outside the span (H2D copies of the inputs, D2H copies
+ * of the outputs, custom operators) and the span's first launch, which
+ * launches the graph - in ID order, on the caller's thread, against the
+ * values as those nodes saw them in a whole run (every address is fixed
+ * and the shapes follow from the inputs' shapes). Shape inference,
+ * allocations, tensor building and frees, which would give the same
+ * results, do not run, nor does the scheduler. Single-thread mode's
+ * legacy H2DCopy and CopyFlowLaunch nodes, which allocate and copy, run
+ * too (they find their fixed block).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -43,7 +55,21 @@ struct rt2_replay {
 	bool skip;			/* this run launched the cached graph */
 	struct snpu_rt2_shape *in_shapes;	/* the inputs, at capture */
 	unsigned long captures, launches, fallbacks;
+	/* replays: what a replayed run runs, and the values it reads */
+	uint32_t *plan;			/* node IDs, ascending */
+	unsigned int nplan;
+	struct rt2_value *rv;		/* per value: as the plan's nodes saw it */
+	bool plan_ok;			/* rv holds a whole run's values */
+	bool replaying;			/* this run is a replay */
+	unsigned long replays;
 };
+
+/* A node a replayed run runs: a launch, or a legacy mixed copy. */
+static bool rt2_replay_planned(const struct rt2_node *n)
+{
+	return n->type == RT2_NT_LAUNCH ||
+	       (rt2_kernel(n->kernel)->flags & RT2_KF_MIXED);
+}
 
 static bool rt2_graphable(unsigned int kid)
 {
@@ -79,8 +105,14 @@ int rt2_replay_init(struct snpu_rt2_exec *e)
 	r->fixed = calloc(e->nvals + 1, sizeof(*r->fixed));
 	r->fixed_bytes = calloc(e->nvals + 1, sizeof(*r->fixed_bytes));
 	r->in_shapes = calloc(e->nin + 1, sizeof(*r->in_shapes));
-	if (!r->fixed || !r->fixed_bytes || !r->in_shapes)
+	r->plan = calloc(e->g.nnodes + 1, sizeof(*r->plan));
+	r->rv = calloc(e->nvals + 1, sizeof(*r->rv));
+	if (!r->fixed || !r->fixed_bytes || !r->in_shapes || !r->plan ||
+	    !r->rv)
 		return -ENOMEM;	/* rt2_replay_fini() frees */
+	for (i = 0; i < e->g.nnodes; i++)
+		if (rt2_replay_planned(&e->g.nodes[i]))
+			r->plan[r->nplan++] = i;
 	r->has_span = found;
 	if (found) {
 		r->first = e->g.launch_order[i0];
@@ -105,6 +137,8 @@ void rt2_replay_fini(struct snpu_rt2_exec *e)
 	free(r->fixed);
 	free(r->fixed_bytes);
 	free(r->in_shapes);
+	free(r->plan);
+	free(r->rv);
 	free(r);
 	e->replay = NULL;
 }
@@ -128,6 +162,7 @@ int rt2_replay_alloc(struct snpu_rt2_exec *e, int32_t t, uint64_t bytes,
 		if (r->cached)
 			e->dev->ops->capture_forget(e->dev, r->key);
 		r->cached = false;
+		r->plan_ok = false;
 		e->dev->ops->mem_free(e->dev, r->fixed[t]);
 		r->fixed[t] = 0;
 	}
@@ -160,6 +195,7 @@ static int rt2_replay_begin(struct snpu_rt2_exec *e)
 	if (r->cached && !rt2_replay_same_inputs(e)) {
 		d->ops->capture_forget(d, r->key);
 		r->cached = false;
+		r->plan_ok = false;
 	}
 	if (!r->cached)
 		r->key = (uint64_t)(uintptr_t)e | (uint64_t)++r->gen << 52;
@@ -219,20 +255,81 @@ static int rt2_replay_end(struct snpu_rt2_exec *e, bool whole)
 int rt2_replay_node(struct snpu_rt2_exec *e, const struct rt2_node *n)
 {
 	struct rt2_replay *r = e->replay;
+	unsigned int i;
 	int ret = 0, ret2;
 
 	if (!r->has_span || n->type != RT2_NT_LAUNCH || n->id < r->first ||
-	    n->id > r->last)
-		return rt2_kernel(n->kernel)->run(e, n);
-	if (n->id == r->first)
-		ret = rt2_replay_begin(e);
-	if (!ret && !r->skip)
+	    n->id > r->last) {
 		ret = rt2_kernel(n->kernel)->run(e, n);
-	if (n->id == r->last && r->capturing) {
-		ret2 = rt2_replay_end(e, !ret);
-		if (!ret)
-			ret = ret2;
+	} else {
+		if (n->id == r->first)
+			ret = rt2_replay_begin(e);
+		if (!ret && !r->skip)
+			ret = rt2_kernel(n->kernel)->run(e, n);
+		if (n->id == r->last && r->capturing) {
+			ret2 = rt2_replay_end(e, !ret);
+			if (!ret)
+				ret = ret2;
+		}
 	}
+	/*
+	 * A node a replay runs: keep the values it read and wrote as it
+	 * saw them (the launch worker's, or the one thread's).
+	 */
+	if (e->vals != r->rv && rt2_replay_planned(n)) {
+		for (i = 0; i < n->nin && i < RT2_NODE_IO; i++)
+			if (n->in[i] >= 0)
+				r->rv[n->in[i]] = e->vals[n->in[i]];
+		for (i = 0; i < n->nout && i < RT2_NODE_IO; i++)
+			if (n->out[i] >= 0)
+				r->rv[n->out[i]] = e->vals[n->out[i]];
+	}
+	return ret;
+}
+
+/*
+ * May this run be a replay? A whole run went with the graph captured
+ * since the last change, and the inputs have the captured shapes.
+ */
+bool rt2_replay_ready(struct snpu_rt2_exec *e)
+{
+	struct rt2_replay *r = e->replay;
+
+	return r && r->plan_ok && r->cached && rt2_replay_same_inputs(e);
+}
+
+/*
+ * A replayed run: the plan's nodes in ID order, on this thread, against
+ * the kept values; the span's first launch launches the graph (or, when
+ * the device's graph is not there, captures it again or runs the span
+ * op by op, as in a whole run). Return: the first error.
+ */
+int rt2_replay_run(struct snpu_rt2_exec *e, int (*run)(struct snpu_rt2_exec *,
+						       const struct rt2_node *,
+						       unsigned int))
+{
+	struct rt2_replay *r = e->replay;
+	struct rt2_value *vals = e->vals;
+	unsigned int i;
+	int ret = 0;
+
+	e->vals = r->rv;
+	r->replaying = true;
+	/*
+	 * Its tasks reach the device together: with the graph's launch,
+	 * which hands over what the ring holds, and at the drain.
+	 */
+	if (e->dev->ops->defer)
+		e->dev->ops->defer(e->dev, &e->dq, true);
+	for (i = 0; i < r->nplan && !ret; i++) {
+		const struct rt2_node *n = &e->g.nodes[r->plan[i]];
+
+		ret = run(e, n, n->worker);
+	}
+	if (e->dev->ops->defer)
+		e->dev->ops->defer(e->dev, &e->dq, false);
+	e->vals = vals;
+	r->replays++;
 	return ret;
 }
 
@@ -247,6 +344,13 @@ void rt2_replay_run_end(struct snpu_rt2_exec *e, int err)
 	if (r->capturing)
 		rt2_replay_end(e, false);
 	r->skip = false;
+	/*
+	 * A whole run with the graph captured: the next may replay. A
+	 * replay changes no value, whatever it returned: the next replays
+	 * while the graph is there.
+	 */
+	r->plan_ok = (r->replaying ? r->plan_ok : !err) && r->cached;
+	r->replaying = false;
 }
 
 /* ---- LIBSNPU_0.9 -------------------------------------------------------- */
@@ -281,6 +385,7 @@ int snpu_rt2_exec_stats(const struct snpu_rt2_exec *e,
 		st->graph_captures = e->replay->captures;
 		st->graph_launches = e->replay->launches;
 		st->graph_fallbacks = e->replay->fallbacks;
+		st->graph_replays = e->replay->replays;
 	}
 	return 0;
 }

@@ -118,6 +118,9 @@ struct rt2_dev_ops {
 	void (*queue_stats)(struct snpu_rt2_dev *d,
 			    const struct rt2_dev_queue *q,
 			    struct snpu_rt2_exec_stats *st);
+	/* graph replay (replay.c): gather @q's submissions until @on is off */
+	void (*defer)(struct snpu_rt2_dev *d, const struct rt2_dev_queue *q,
+		      bool on);
 };
 
 /*
@@ -127,8 +130,31 @@ struct rt2_dev_ops {
  * recording and launch it as one task (0), or SNPU_GRAPH_NOT_RECORDED when
  * the tasks went one by one. @queue_stats fills @entries and the device
  * times. All optional but @d2h: a device interface without them cannot
- * run SNPU_RT2_EXEC_GRAPH executors (-EOPNOTSUPP).
+ * run SNPU_RT2_EXEC_GRAPH executors (-EOPNOTSUPP). @defer (optional):
+ * while on, @q's tasks are queued but not handed to the device until
+ * another submission, a graph launch or @wait does (one system call for
+ * a replay's tasks instead of one per node).
  */
+
+/*
+ * The device time of a queue's tasks by class (dev.c): each task's CQE
+ * completion time against its submission time and the queue's last
+ * completion. Task classes, in a task's user_data bits 16..23:
+ */
+#define RT2_TC_OTHER	0
+#define RT2_TC_H2D	1
+#define RT2_TC_D2H	2
+#define RT2_TC_COMPUTE	3	/* a launch or a graph launch */
+#define RT2_TC_COUNT	4
+
+struct rt2_dev_time {
+	uint64_t sub_ns[256];	/* submission time by sequence number */
+	uint64_t last_done;
+	uint64_t ns[RT2_TC_COUNT];
+};
+
+void rt2_dev_time_done(struct rt2_dev_time *t, uint8_t seq, unsigned int cls,
+		       uint64_t done_ns);
 
 /*
  * The common head of every device interface: its table, and the device's
@@ -262,11 +288,15 @@ struct rt2_node {
 	int32_t op;
 	uint32_t count;
 	uint32_t nin, nout;
+	/*
+	 * CSR ranges into the graph's edge arrays (final graph only). With
+	 * the fields above and in[0..3], in the record's first 64 bytes:
+	 * what ExecutionData's checks read of a node (relation.c).
+	 */
+	uint32_t pred_off, npred, succ_off, nsucc;
 	int32_t in[RT2_NODE_IO];
 	int32_t out[RT2_NODE_IO];
 	int64_t arg;
-	/* CSR ranges into the graph's edge arrays (final graph only) */
-	uint32_t pred_off, npred, succ_off, nsucc;
 	uint32_t seq;		/* creation order, for stable ordering */
 	bool dead;		/* removed by a pass (builder only) */
 };
@@ -431,14 +461,14 @@ struct rt2_block {
  * exact size, a block a hold-address free gave back held until its
  * relation launches were submitted, and an optional limit on the device
  * memory it holds, past which it recycles: wait, stream sync, recycle,
- * retry. Memory worker only (or the one thread): no lock.
+ * retry (without a limit it grows instead, and never recycles). Memory
+ * worker only (or the one thread): no lock.
  */
 struct rt2_pool {
 	struct rt2_block *blk;
 	unsigned int nblk, cap;
 	unsigned int nheld;
 	uint64_t limit;			/* 0: none */
-	uint64_t learned;		/* no limit: what the runs so far held */
 	uint64_t bytes, peak;		/* device memory held */
 	unsigned long dev_allocs;	/* device allocations made */
 	unsigned long dev_frees;	/* blocks given back to the device */
@@ -457,9 +487,61 @@ unsigned int rt2_alloc_recycle(struct rt2_pool *p, struct snpu_rt2_dev *d,
 void rt2_alloc_release(struct rt2_pool *p);
 void rt2_alloc_fini(struct rt2_pool *p, struct snpu_rt2_dev *d);
 
-struct rt2_queue {
-	uint32_t *ids;
-	unsigned int head, tail;
+/*
+ * Three-worker mode (exec.c): each worker is a *strand*, a serial
+ * executor of the nodes of its class in its order - the memory worker's
+ * in execution-ID order and the launch worker's in the strict launch
+ * order (their orders are their queues: the next node runs once its
+ * pending count is 0), the normal worker's from a queue of ready nodes
+ * that many threads fill and its one holder empties. A thread runs a
+ * strand's nodes only while it holds the strand's claim, so each strand
+ * runs one node at a time, in its order, whichever thread runs it. The
+ * threads: the caller, and up to three helpers, woken only when they
+ * pay (see the hand-over section of exec.c).
+ */
+struct rt2_strand {
+	uint32_t claim;			/* 1 while a thread runs its nodes */
+	uint32_t next;			/* nodes completed this run */
+	uint32_t n;			/* its nodes */
+	const uint32_t *order;		/* memory, launch: IDs in order */
+	uint32_t *slot;			/* normal: the queue, RT2_NO_NODE */
+	uint32_t tail;			/* normal: producers' next slot */
+} __attribute__((aligned(64)));
+
+#define RT2_NO_NODE	UINT32_MAX
+
+/* A helper thread and the word it parks on. */
+#define RT2_T_RUN	0U	/* in a run */
+#define RT2_T_IDLE	1U	/* idle (spinning, or about to sleep) */
+#define RT2_T_PARKED	2U	/* idle, asleep on its word */
+#define RT2_T_WAKE	3U	/* woken into the run: @inside counts it */
+#define RT2_T_QUIT	4U
+
+struct rt2_thread {
+	struct snpu_rt2_exec *e;
+	uint32_t word;			/* RT2_T_*, a futex */
+	uint64_t woken_ns;		/* when it was woken, for the latency */
+	pthread_t tid;
+} __attribute__((aligned(64)));
+
+/* How the threads share a run. */
+#define RT2_HAND_AUTO	0U	/* wake helpers when they pay */
+#define RT2_HAND_EAGER	1U	/* tests: whenever another strand has work */
+
+struct rt2_hand {
+	uint32_t inside;		/* threads in the run's work loop */
+	uint32_t spinning;		/* idle helpers spinning */
+	uint32_t caller;		/* the caller's futex: 1 while it waits */
+	uint32_t stop;			/* the run stops: an error */
+	unsigned int ncpu;		/* CPUs this process may run on */
+	unsigned int policy;		/* RT2_HAND_* */
+	bool eager;			/* this run wakes helpers for parallel work */
+	bool ordered;			/* the caller runs alone, in ID order */
+	uint32_t cur;			/* ... the node it runs */
+	uint64_t node_ns;		/* a node's host time, averaged over runs */
+	uint64_t wake_ns;		/* a helper's wake-up latency, averaged */
+	unsigned long wakes;		/* helpers woken */
+	unsigned long switches;		/* ordered runs the strands took over */
 };
 
 struct snpu_rt2_exec {
@@ -482,23 +564,12 @@ struct snpu_rt2_exec {
 	/* scheduling */
 	uint32_t *indeg;		/* static in-degrees */
 	uint32_t *pending;		/* per run */
-	struct rt2_queue q[RT2_WORKERS];
-	unsigned int launch_next;	/* position in g.launch_order */
 	uint32_t *mem_order;		/* memory-worker node IDs, ascending */
-	unsigned int nmem, mem_next;
-	unsigned int done_nodes;
+	unsigned int nmem;
 	int err;			/* first error of this run */
-	bool stop, quit;
-	unsigned int gen;		/* runs started */
-	unsigned int idle;		/* workers done with @gen */
-	pthread_mutex_t lock;
-	pthread_cond_t wake[RT2_WORKERS];
-	pthread_cond_t done;
-	pthread_t thr[RT2_WORKERS];
-	struct rt2_wk {
-		struct snpu_rt2_exec *e;
-		unsigned int w;
-	} wk[RT2_WORKERS];
+	struct rt2_strand strand[RT2_WORKERS];
+	struct rt2_hand hand;
+	struct rt2_thread thr[RT2_WORKERS];
 	unsigned int nthr;
 	unsigned long runs;
 	struct rt2_replay *replay;	/* SNPU_RT2_EXEC_GRAPH (replay.c) */
@@ -521,6 +592,10 @@ int rt2_replay_node(struct snpu_rt2_exec *e, const struct rt2_node *n);
 int rt2_replay_alloc(struct snpu_rt2_exec *e, int32_t t, uint64_t bytes,
 		     uint64_t *addr);
 void rt2_replay_run_end(struct snpu_rt2_exec *e, int err);
+bool rt2_replay_ready(struct snpu_rt2_exec *e);
+int rt2_replay_run(struct snpu_rt2_exec *e,
+		   int (*run)(struct snpu_rt2_exec *, const struct rt2_node *,
+			      unsigned int));
 
 /* The context of a custom operator. */
 struct snpu_rt2_kctx {

@@ -14,9 +14,17 @@
  * - A failure or the end of the sequence advances nothing, keeps the
  *   first status and wakes every waiter.
  *
- * The executor calls these under its lock; they never block nor allocate.
- * The submitted generation is also published (atomically) for the
- * allocator's lock-free fast path.
+ * With three workers the memory worker (frees, and the waiting
+ * allocation) and the launch worker (launches) call these at the same
+ * time, without a lock: what both touch is atomic. An activation stamp
+ * (act[rank]) is 2 * epoch when a free activated the launch and
+ * 2 * epoch + 1 once the launch was submitted, so that a free racing the
+ * submission of its launch activates it only when it has not been
+ * submitted, and the launch counts it met only when it was activated:
+ * @unmet stays exact. The submitted generation is published with a
+ * sequentially consistent store, which the allocator's fast path reads
+ * and against which a waiting allocation checks its generation before it
+ * sleeps (no wake-up is lost). They never block nor allocate.
  */
 #include <errno.h>
 
@@ -24,7 +32,8 @@
 
 void rt2_sched_begin(struct rt2_sched *s)
 {
-	if (!++s->epoch)
+	/* Stamps hold 2 * epoch (+ 1): 31 bits of epoch, never 0. */
+	if (!++s->epoch || s->epoch >= 1U << 31)
 		s->epoch = 1;
 	__atomic_store_n(&s->submitted, 0, __ATOMIC_RELEASE);
 	s->freed = 0;
@@ -37,24 +46,33 @@ void rt2_sched_begin(struct rt2_sched *s)
 
 /*
  * Free @id ran and returned @ret: a success activates its relation
- * launches that were not submitted yet. Return: whether to wake a waiter
- * (never: an activation only adds requirements).
+ * launches that were not submitted yet. Memory worker. Return: whether to
+ * wake a waiter (never: an activation only adds requirements).
  */
 bool rt2_sched_free_done(struct rt2_sched *s, const struct rt2_xdata *x,
 			 uint32_t id, int ret)
 {
-	uint32_t j;
+	uint32_t j, act = 2 * s->epoch;
 
 	if (ret || !x->nrels || x->off[id] == x->off[id + 1])
 		return false;
 	s->freed++;
 	for (j = x->off[id]; j < x->off[id + 1]; j++) {
 		uint32_t r = (uint32_t)x->rank[x->col[j]];
+		uint32_t old = __atomic_load_n(&x->act[r], __ATOMIC_RELAXED);
 
-		if (r < s->submitted || x->act[r] == s->epoch)
+		if (r < __atomic_load_n(&s->submitted, __ATOMIC_ACQUIRE))
 			continue;
-		x->act[r] = s->epoch;
-		s->unmet++;
+		/* Activated, or submitted, in this epoch: nothing to do. */
+		while ((old | 1) != act + 1) {
+			if (__atomic_compare_exchange_n(&x->act[r], &old, act,
+							false, __ATOMIC_ACQ_REL,
+							__ATOMIC_RELAXED)) {
+				__atomic_add_fetch(&s->unmet, 1,
+						   __ATOMIC_RELAXED);
+				break;
+			}
+		}
 	}
 	if (x->req[id] > s->required)
 		s->required = x->req[id];
@@ -63,12 +81,13 @@ bool rt2_sched_free_done(struct rt2_sched *s, const struct rt2_xdata *x,
 
 /*
  * Launch @id ran and returned @ret: a successful relation launch advances
- * the submitted generation. Return: whether a waiter's generation is now
- * reached.
+ * the submitted generation. Launch worker. Return: whether a waiter's
+ * generation is now reached.
  */
 bool rt2_sched_launch_done(struct rt2_sched *s, const struct rt2_xdata *x,
 			   uint32_t id, int ret)
 {
+	uint32_t wait, sub;
 	int32_t r;
 
 	if (ret || !x->nrels)
@@ -76,10 +95,13 @@ bool rt2_sched_launch_done(struct rt2_sched *s, const struct rt2_xdata *x,
 	r = x->rank[id];
 	if (r < 0)
 		return false;
-	__atomic_store_n(&s->submitted, (uint32_t)r + 1, __ATOMIC_RELEASE);
-	if (x->act[r] == s->epoch)
-		s->unmet--;
-	if (s->wait_gen && s->submitted >= s->wait_gen) {
+	sub = (uint32_t)r + 1;
+	__atomic_store_n(&s->submitted, sub, __ATOMIC_SEQ_CST);
+	if (__atomic_exchange_n(&x->act[r], 2 * s->epoch + 1,
+				__ATOMIC_ACQ_REL) == 2 * s->epoch)
+		__atomic_sub_fetch(&s->unmet, 1, __ATOMIC_RELAXED);
+	wait = __atomic_load_n(&s->wait_gen, __ATOMIC_SEQ_CST);
+	if (wait && sub >= wait) {
 		s->wakeups++;
 		return true;
 	}
@@ -89,15 +111,17 @@ bool rt2_sched_launch_done(struct rt2_sched *s, const struct rt2_xdata *x,
 /* The run failed with @err: keep the first status; wake every waiter. */
 bool rt2_sched_abort(struct rt2_sched *s, int err)
 {
-	if (!s->status)
-		s->status = err ? err : -ECANCELED;
+	int none = 0;
+
+	__atomic_compare_exchange_n(&s->status, &none, err ? err : -ECANCELED,
+				    false, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED);
 	return true;
 }
 
 /* The run ended: nothing will advance any more; wake every waiter. */
 bool rt2_sched_eos(struct rt2_sched *s)
 {
-	s->eos = true;
+	__atomic_store_n(&s->eos, true, __ATOMIC_SEQ_CST);
 	return true;
 }
 
@@ -108,11 +132,14 @@ bool rt2_sched_eos(struct rt2_sched *s)
  */
 int rt2_sched_check(const struct rt2_sched *s, uint32_t gen)
 {
-	if (s->submitted >= gen)
+	int status;
+
+	if (__atomic_load_n(&s->submitted, __ATOMIC_SEQ_CST) >= gen)
 		return 0;
-	if (s->status)
-		return s->status;
-	if (s->eos)
+	status = __atomic_load_n(&s->status, __ATOMIC_SEQ_CST);
+	if (status)
+		return status;
+	if (__atomic_load_n(&s->eos, __ATOMIC_SEQ_CST))
 		return -EDEADLK;
 	return -EAGAIN;
 }

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "snpu_rt2.h"
 #include "../rt2/rt2.h"
@@ -208,6 +209,31 @@ TEST_F(exec, dyn_multi_stream_matches_reference)
 {
 	run_mode(_metadata, self, SNPU_RT2_EXEC_THREADS |
 		 SNPU_RT2_EXEC_DYN_MULTI_STREAM);
+}
+
+/* Helpers from the start of every run (SNPU_RT2_EXEC_PARALLEL). */
+TEST_F(exec, three_workers_parallel_match_reference)
+{
+	run_mode(_metadata, self, SNPU_RT2_EXEC_THREADS |
+		 SNPU_RT2_EXEC_PARALLEL);
+}
+
+/* An unknown flag, and eager helpers without workers, are refused. */
+TEST_F(exec, create_refuses_bad_flags)
+{
+	struct snpu_rt2_exec_opts o = { .flags = 1U << 31 };
+	struct snpu_rt2_exec *e = NULL;
+
+	EXPECT_EQ(-EINVAL, snpu_rt2_exec_create(self->p.m, &self->h->head,
+						&o, &e));
+	o.flags = SNPU_RT2_EXEC_PARALLEL;
+	EXPECT_EQ(-EINVAL, snpu_rt2_exec_create(self->p.m, &self->h->head,
+						&o, &e));
+	EXPECT_EQ(NULL, e);
+	o.flags = SNPU_RT2_EXEC_PARALLEL | SNPU_RT2_EXEC_THREADS;
+	ASSERT_EQ(0, snpu_rt2_exec_create(self->p.m, &self->h->head, &o, &e));
+	EXPECT_EQ(RT2_HAND_EAGER, e->hand.policy);
+	snpu_rt2_exec_destroy(e);
 }
 
 /* Two executors from one model, both modes, interleaved runs. */
@@ -662,6 +688,21 @@ TEST(kernel_error_three_workers)
 
 /* ---- allocation --------------------------------------------------------- */
 
+/*
+ * Wait until every helper thread sleeps on its word: only then has it
+ * started (ASan allocates in a new thread's start, after pthread_create()
+ * returned), so nothing it allocates falls in a counted window.
+ */
+static void helpers_parked(struct snpu_rt2_exec *e)
+{
+	unsigned int i;
+
+	for (i = 0; i < e->nthr; i++)
+		while (__atomic_load_n(&e->thr[i].word, __ATOMIC_ACQUIRE) !=
+		       RT2_T_PARKED)
+			usleep(1000);
+}
+
 static void no_alloc(struct __test_metadata *_metadata,
 		     FIXTURE_DATA(exec) * self, unsigned int flags)
 {
@@ -675,6 +716,7 @@ static void no_alloc(struct __test_metadata *_metadata,
 	ASSERT_EQ(0, snpu_rt2_exec_create(self->p.m, &self->h->head, &o, &e));
 	fill_inputs(_metadata, e, 0);
 	ASSERT_EQ(0, snpu_rt2_exec_run(e));
+	helpers_parked(e);
 	before = atomic_load(&allocs);
 	dev_before = self->h->mem_allocs;
 	for (run = 1; run < 20; run++) {
@@ -808,7 +850,11 @@ static void check_trace_order(struct __test_metadata *_metadata,
 	}
 }
 
-/* Every node runs once per run, after its predecessors, on its worker. */
+/*
+ * Every node runs once per run, after its predecessors, on its worker:
+ * with the caller alone in ID order (the default for such cheap nodes),
+ * and with helpers woken whenever another strand has work.
+ */
 TEST(random_graphs_three_workers)
 {
 	struct snpu_rt2_exec_opts o = { .flags = SNPU_RT2_EXEC_THREADS };
@@ -820,9 +866,11 @@ TEST(random_graphs_three_workers)
 	o.trace = trace_fn;
 	o.trace_arg = &tr;
 	ASSERT_EQ(0, hostdev_open(&h));
-	for (seed = 1; seed <= 10; seed++) {
+	for (seed = 1; seed <= 20; seed++) {
 		ASSERT_EQ(0, random_exec(h, seed, -1, &o, &e));
 		ASSERT_EQ(RND_NODES, e->g.nnodes);
+		if (seed > 10)
+			e->hand.policy = RT2_HAND_EAGER;
 		for (run = 0; run < 20; run++) {
 			tr.n = 0;
 			ASSERT_EQ(0, snpu_rt2_exec_run(e));
@@ -836,7 +884,8 @@ TEST(random_graphs_three_workers)
 
 /*
  * A failing node stops the run with its error whatever the other workers
- * are doing: nothing that depends on it runs, the executor is reused.
+ * are doing: nothing that depends on it runs, the executor is reused (in
+ * both ways of running, as above).
  */
 TEST(random_graphs_error_stop)
 {
@@ -849,8 +898,10 @@ TEST(random_graphs_error_stop)
 	o.trace = trace_fn;
 	o.trace_arg = &tr;
 	ASSERT_EQ(0, hostdev_open(&h));
-	for (seed = 1; seed <= 10; seed++) {
+	for (seed = 1; seed <= 20; seed++) {
 		ASSERT_EQ(0, random_exec(h, seed, RND_NODES / 2, &o, &e));
+		if (seed > 10)
+			e->hand.policy = RT2_HAND_EAGER;
 		for (run = 0; run < 10; run++) {
 			tr.n = 0;
 			ASSERT_EQ(-EL2HLT, snpu_rt2_exec_run(e));
@@ -863,6 +914,53 @@ TEST(random_graphs_error_stop)
 		snpu_rt2_exec_destroy(e);
 	}
 	hostdev_close(h);
+}
+
+/* ---- device time by class (dev.c) --------------------------------------- */
+
+/*
+ * A run's tasks as the ring device accounts them: submitted at once, and
+ * a core running them back to back as one chain (an H2D copy, two
+ * launches, a D2H copy). With each CQE carrying its own task's completion
+ * time, each class gets exactly its tasks' times, the D2H copy's
+ * included, and they add up to the chain's span.
+ */
+TEST(device_time_per_task_in_a_chain)
+{
+	static const unsigned int cls[4] = {
+		RT2_TC_H2D, RT2_TC_COMPUTE, RT2_TC_COMPUTE, RT2_TC_D2H };
+	static const uint64_t done[4] = { 1300, 1900, 2200, 2750 };
+	struct rt2_dev_time t;
+	uint8_t seq;
+
+	memset(&t, 0, sizeof(t));
+	for (seq = 0; seq < 4; seq++)
+		t.sub_ns[seq] = 1000;
+	for (seq = 0; seq < 4; seq++)
+		rt2_dev_time_done(&t, seq, cls[seq], done[seq]);
+	EXPECT_EQ(300U, t.ns[RT2_TC_H2D]);
+	EXPECT_EQ(600U + 300U, t.ns[RT2_TC_COMPUTE]);
+	EXPECT_EQ(550U, t.ns[RT2_TC_D2H]);
+	EXPECT_EQ(done[3] - 1000, t.ns[RT2_TC_H2D] + t.ns[RT2_TC_COMPUTE] +
+				   t.ns[RT2_TC_D2H]);
+}
+
+/*
+ * A task submitted after the last completion starts at its submission:
+ * idle device time is no one's. Sequence numbers wrap (one byte).
+ */
+TEST(device_time_from_submission_when_idle)
+{
+	struct rt2_dev_time t;
+
+	memset(&t, 0, sizeof(t));
+	t.sub_ns[255] = 100;
+	rt2_dev_time_done(&t, 255, RT2_TC_COMPUTE, 400);
+	t.sub_ns[0] = 1000;	/* seq 256 */
+	rt2_dev_time_done(&t, 0, RT2_TC_D2H, 1250);
+	EXPECT_EQ(300U, t.ns[RT2_TC_COMPUTE]);
+	EXPECT_EQ(250U, t.ns[RT2_TC_D2H]);
+	EXPECT_EQ(1250U, t.last_done);
 }
 
 TEST_HARNESS_MAIN

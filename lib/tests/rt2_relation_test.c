@@ -379,14 +379,27 @@ TEST(xdata_ids_out_of_range)
 	xfix_fini(&f);
 }
 
-/* A relation dropped: the free's edge is gone without protection. */
+/*
+ * A relation dropped: the free's edge is gone without protection. The
+ * build refuses the relations, and the check refuses the CSR with that
+ * column taken out.
+ */
 TEST(xdata_unprotected_removal_rejected)
 {
 	struct rt2_xdata y;
 	struct xfix f;
+	uint32_t q;
 
 	xfix_make(_metadata, &f);
-	ASSERT_EQ(0, rt2_xdata_build(&y, &f.g, f.r + 1, f.b.nrels - 1));
+	EXPECT_EQ(-EPROTO, rt2_xdata_build(&y, &f.g, f.r + 1, f.b.nrels - 1));
+	ASSERT_EQ(0, rt2_xdata_build(&y, &f.g, f.r, f.b.nrels));
+	/* Take out the first relation of the first row, as if never made. */
+	for (q = 0; q + 1 < y.nrels; q++)
+		y.col[q] = y.col[q + 1];
+	for (q = 0; q <= f.g.nnodes; q++)
+		if (y.off[q] > 0)
+			y.off[q]--;
+	y.nrels--;
 	EXPECT_EQ(-EPROTO, rt2_xdata_validate(&y, &f.g));
 	rt2_xdata_fini(&y);
 	xfix_fini(&f);
@@ -396,6 +409,264 @@ static unsigned int rnd(unsigned int *st)
 {
 	*st = *st * 1103515245U + 12345U;
 	return (*st >> 16) & 0x7fff;
+}
+
+/*
+ * The three input orders the build takes (grouped by free with each row
+ * sorted, grouped with rows out of order, and shuffled) give the arrays
+ * of the pass's own order, which is grouped.
+ */
+TEST(xdata_build_any_order_same_arrays)
+{
+	unsigned int st = 7, i, j, n, order;
+	struct rt2_rel *r;
+	struct rt2_xdata y;
+	struct xfix f;
+
+	xfix_make(_metadata, &f);
+	n = f.b.nrels;
+	/* The pass hands them over grouped, the frees ascending. */
+	for (i = 1; i < n; i++)
+		ASSERT_LE(f.r[i - 1].free, f.r[i].free);
+	r = malloc(n * sizeof(*r));
+	ASSERT_NE(NULL, r);
+	for (order = 0; order < 3; order++) {
+		memcpy(r, f.r, n * sizeof(*r));
+		for (i = 0; i < n; i++) {
+			/* 0: rows sorted; 1: each row reversed; 2: shuffled */
+			for (j = i; order == 0 && j + 1 < n &&
+			     r[j + 1].free == r[i].free; j++)
+				;
+			if (order == 0) {
+				unsigned int a, b;
+
+				for (a = i; a < j; a++)
+					for (b = j; b > a; b--)
+						if (r[b - 1].launch > r[b].launch) {
+							struct rt2_rel t = r[b];
+
+							r[b] = r[b - 1];
+							r[b - 1] = t;
+						}
+				i = j;
+			}
+		}
+		if (order == 1)
+			for (i = 0; i < n; i = j) {
+				for (j = i + 1; j < n && r[j].free == r[i].free; j++)
+					;
+				for (unsigned int a = i, b = j - 1; a < b; a++, b--) {
+					struct rt2_rel t = r[a];
+
+					r[a] = r[b];
+					r[b] = t;
+				}
+			}
+		if (order == 2)
+			for (i = n - 1; i > 0; i--) {
+				struct rt2_rel t;
+
+				j = rnd(&st) % (i + 1);
+				t = r[i];
+				r[i] = r[j];
+				r[j] = t;
+			}
+		ASSERT_EQ(0, rt2_xdata_build(&y, &f.g, r, n));
+		EXPECT_EQ(0, memcmp(f.x.off, y.off, (f.g.nnodes + 1) * 4));
+		EXPECT_EQ(0, memcmp(f.x.col, y.col, n * 4));
+		EXPECT_EQ(0, memcmp(f.x.rank, y.rank, f.g.nnodes * 4));
+		EXPECT_EQ(0, memcmp(f.x.req, y.req, f.g.nnodes * 4));
+		EXPECT_EQ(f.x.nranks, y.nranks);
+		EXPECT_EQ(0, rt2_xdata_validate(&y, &f.g));
+		rt2_xdata_fini(&y);
+	}
+	free(r);
+	xfix_fini(&f);
+}
+
+/* A free and a launch of the fixture: the first relation's. */
+static void xfix_pair(struct xfix *f, uint32_t *fr, uint32_t *la)
+{
+	*fr = f->r[0].free;
+	*la = f->r[0].launch;
+}
+
+/* The first node of type @type, or the node count. */
+static uint32_t xfix_node_of(const struct xfix *f, unsigned int type)
+{
+	uint32_t i;
+
+	for (i = 0; i < f->g.nnodes && f->g.nodes[i].type != type; i++)
+		;
+	return i;
+}
+
+static int cmp_rel_fl(const void *a, const void *b)
+{
+	const struct rt2_rel *x = a, *y = b;
+
+	if (x->free != y->free)
+		return x->free < y->free ? -1 : 1;
+	return x->launch < y->launch ? -1 : x->launch > y->launch;
+}
+
+/*
+ * The build refuses relations @r (@n of them) with -EPROTO both when they
+ * come grouped by free, rows sorted (the one-pass path, no row sort), and
+ * when they come in the reverse order (the transposing sort).
+ */
+static void xbuild_refused(struct __test_metadata *_metadata,
+			   const struct xfix *f, struct rt2_rel *r,
+			   unsigned int n)
+{
+	struct rt2_xdata y;
+	unsigned int i;
+
+	qsort(r, n, sizeof(*r), cmp_rel_fl);
+	EXPECT_EQ(-EPROTO, rt2_xdata_build(&y, &f->g, r, n));
+	for (i = 0; i < n / 2; i++) {
+		struct rt2_rel t = r[i];
+
+		r[i] = r[n - 1 - i];
+		r[n - 1 - i] = t;
+	}
+	EXPECT_EQ(-EPROTO, rt2_xdata_build(&y, &f->g, r, n));
+}
+
+/* The fixture's relations and @extra. */
+static void xbuild_refused_extra(struct __test_metadata *_metadata,
+				 const struct xfix *f,
+				 const struct rt2_rel *extra)
+{
+	unsigned int n = f->b.nrels;
+	struct rt2_rel *r = malloc((n + 1) * sizeof(*r));
+
+	ASSERT_NE(NULL, r);
+	memcpy(r, f->r, n * sizeof(*r));
+	r[n] = *extra;
+	xbuild_refused(_metadata, f, r, n + 1);
+	free(r);
+}
+
+TEST(xdata_build_refuses_duplicate)
+{
+	struct rt2_rel bad;
+	struct xfix f;
+
+	xfix_make(_metadata, &f);
+	xfix_pair(&f, &bad.free, &bad.launch);
+	xbuild_refused_extra(_metadata, &f, &bad);
+	xfix_fini(&f);
+}
+
+/* A memory node, even one the launch order were to name. */
+TEST(xdata_build_refuses_column_not_a_launch)
+{
+	struct rt2_rel bad;
+	struct xfix f;
+
+	xfix_make(_metadata, &f);
+	xfix_pair(&f, &bad.free, &bad.launch);
+	bad.launch = xfix_node_of(&f, RT2_NT_MEMORY);
+	ASSERT_LT(bad.launch, f.g.nnodes);
+	f.g.launch_order[f.g.nlaunch++] = bad.launch;	/* room: per node */
+	xbuild_refused_extra(_metadata, &f, &bad);
+	xfix_fini(&f);
+}
+
+/*
+ * A hold-address free's relations moved onto a node that is not one (the
+ * free's value then used by no launch, and the row count unchanged, so
+ * that only this rule can object).
+ */
+TEST(xdata_build_refuses_row_not_a_hold_free)
+{
+	struct xfix f;
+	uint32_t fr, other;
+	unsigned int i;
+
+	xfix_make(_metadata, &f);
+	fr = f.r[0].free;
+	other = xfix_node_of(&f, RT2_NT_NORMAL);
+	ASSERT_LT(other, f.g.nnodes);
+	for (i = 0; i < f.b.nrels; i++)
+		if (f.r[i].free == fr)
+			f.r[i].free = other;
+	f.g.nodes[fr].in[0] = 1000;
+	xbuild_refused(_metadata, &f, f.r, f.b.nrels);
+	xfix_fini(&f);
+}
+
+TEST(xdata_build_refuses_other_owner)
+{
+	struct rt2_rel bad;
+	struct xfix f;
+
+	xfix_make(_metadata, &f);
+	xfix_pair(&f, &bad.free, &bad.launch);
+	/* The first relation's launch moves to another owner graph. */
+	f.g.nodes[bad.launch].owner = 3;
+	xbuild_refused(_metadata, &f, f.r, f.b.nrels);
+	xfix_fini(&f);
+}
+
+/* A launch that is also a predecessor of the free: the edge stayed. */
+TEST(xdata_build_refuses_column_that_is_a_predecessor)
+{
+	struct rt2_rel bad;
+	struct xfix f;
+	uint32_t p;
+
+	xfix_make(_metadata, &f);
+	xfix_pair(&f, &bad.free, &bad.launch);
+	/* Make the free's first predecessor a launch of the order. */
+	ASSERT_GT(f.g.nodes[bad.free].npred, 0U);
+	p = f.g.preds[f.g.nodes[bad.free].pred_off];
+	f.g.nodes[p].type = RT2_NT_LAUNCH;
+	f.g.nodes[p].nin = f.g.nodes[p].nout = 0;
+	f.g.launch_order[f.g.nlaunch++] = p;	/* room: one per node */
+	bad.launch = p;
+	xbuild_refused_extra(_metadata, &f, &bad);
+	xfix_fini(&f);
+}
+
+/* A relation launch that the strict launch order does not have. */
+TEST(xdata_build_refuses_launch_outside_order)
+{
+	struct rt2_rel bad;
+	struct xfix f;
+	uint32_t m;
+
+	xfix_make(_metadata, &f);
+	xfix_pair(&f, &bad.free, &bad.launch);
+	m = xfix_node_of(&f, RT2_NT_MEMORY);
+	ASSERT_LT(m, f.g.nnodes);
+	/* A launch that uses no value, so that only the order can object. */
+	f.g.nodes[m].type = RT2_NT_LAUNCH;
+	f.g.nodes[m].nin = f.g.nodes[m].nout = 0;
+	bad.launch = m;
+	xbuild_refused_extra(_metadata, &f, &bad);
+	xfix_fini(&f);
+}
+
+/*
+ * Every hold-address free has relations: one without is refused (here
+ * one whose value no launch uses, so that only this rule can object).
+ */
+TEST(xdata_build_refuses_hold_free_without_row)
+{
+	struct xfix f;
+	unsigned int i, n;
+	uint32_t fr;
+
+	xfix_make(_metadata, &f);
+	fr = f.r[0].free;
+	for (i = 0, n = 0; i < f.b.nrels; i++)
+		if (f.r[i].free != fr)
+			f.r[n++] = f.r[i];
+	f.g.nodes[fr].in[0] = 1000;
+	xbuild_refused(_metadata, &f, f.r, n);
+	xfix_fini(&f);
 }
 
 /* A row with at least @min entries, at random. */
@@ -773,17 +1044,17 @@ static void chain_ref(struct snpu_rt2_exec *e, unsigned int run, float *r)
 }
 
 /*
- * Without a limit: the first run grows the pool and never reaches the
- * scheduler from an allocation (no recycle, no wait, no sync of its
- * own); later runs never ask the device again, and each of their
- * recycles is one wait at most and exactly one stream sync.
+ * Without a limit the pool never recycles: no run, the first or a later
+ * one, waits for a relation launch or synchronises the stream from an
+ * allocation (the only sync of a run is its own drain); it keeps the
+ * blocks it needed, at most one per value, and results stay exact.
  */
-TEST(exec_no_limit_first_run_grows_later_runs_recycle)
+TEST(exec_no_limit_never_recycles)
 {
 	struct snpu_rt2_exec_opts o = { .flags = SNPU_RT2_EXEC_THREADS };
 	struct snpu_rt2_model *m = model_chain();
 	struct snpu_rt2_pool_stats st;
-	unsigned long syncs, dev;
+	unsigned long syncs;
 	struct snpu_rt2_exec *e;
 	struct hostdev *h;
 	unsigned int run;
@@ -792,30 +1063,256 @@ TEST(exec_no_limit_first_run_grows_later_runs_recycle)
 
 	ASSERT_EQ(0, hostdev_open(&h));
 	ASSERT_EQ(0, snpu_rt2_exec_create(m, &h->head, &o, &e));
-	chain_ref(e, 0, r);
-	syncs = h->waits;
-	ASSERT_EQ(0, snpu_rt2_exec_run(e));
-	EXPECT_EQ(syncs + 1, h->waits);	/* the run's own drain only */
-	ASSERT_EQ(0, snpu_rt2_exec_pool_stats(e, &st));
-	EXPECT_EQ(0U, st.recycles);
-	EXPECT_EQ(0U, st.waits);
-	EXPECT_EQ(0UL, e->sched.waits);
-	dev = h->mem_allocs;
-	syncs = h->waits;
-	for (run = 1; run < 30; run++) {
+	for (run = 0; run < 30; run++) {
+		syncs = h->waits;
 		chain_ref(e, run, r);
 		ASSERT_EQ(0, snpu_rt2_exec_run(e));
+		EXPECT_EQ(syncs + 1, h->waits);	/* the run's own drain only */
 		ASSERT_EQ(0, snpu_rt2_exec_output(e, 0, &out, NULL));
 		ASSERT_EQ(0, memcmp(out, r, sizeof(r)));
+		ASSERT_EQ(0, snpu_rt2_exec_pool_stats(e, &st));
+		ASSERT_EQ(0U, st.recycles);
+		ASSERT_EQ(0U, st.waits);
+		ASSERT_EQ(0UL, e->sched.waits);
 	}
-	ASSERT_EQ(0, snpu_rt2_exec_pool_stats(e, &st));
-	EXPECT_EQ(dev, h->mem_allocs);
 	EXPECT_EQ(0U, st.dev_frees);
-	EXPECT_LE(st.waits, st.recycles);
-	EXPECT_EQ(syncs + 29 + st.recycles, h->waits);
+	EXPECT_LE(st.dev_allocs, (uint64_t)e->nvals);
 	EXPECT_EQ(5U, st.hold_frees);
 	EXPECT_EQ(10U, st.relations);
 	snpu_rt2_exec_destroy(e);
+	snpu_rt2_model_destroy(m);
+	hostdev_close(h);
+}
+
+/*
+ * Eight ops over 4 x 4 values, all of one size, so that any block may go
+ * to any value: t1 = relu(x), t2 = t1 + b, t3 = relu(t2), t4 = t3 + x,
+ * t5 = t4 + t2, t6 = relu(t5), t7 = t6 + t3, t8 = t7 + b; output t8.
+ */
+static struct snpu_rt2_model *model_same_size(void)
+{
+	struct snpu_rt2_shape s = shape2(F32, 4, 4);
+	struct snpu_rt2_model *m;
+	int x, b, t1, t2, t3, t4, t5, t6, t7, t8;
+
+	if (snpu_rt2_model_create(&m))
+		return NULL;
+	x = snpu_rt2_model_input(m, &s);
+	b = snpu_rt2_model_input(m, &s);
+	t1 = op2(m, SNPU_RT2_OP_RELU, x, -1);
+	t2 = op2(m, SNPU_RT2_OP_ADD, t1, b);
+	t3 = op2(m, SNPU_RT2_OP_RELU, t2, -1);
+	t4 = op2(m, SNPU_RT2_OP_ADD, t3, x);
+	t5 = op2(m, SNPU_RT2_OP_ADD, t4, t2);
+	t6 = op2(m, SNPU_RT2_OP_RELU, t5, -1);
+	t7 = op2(m, SNPU_RT2_OP_ADD, t6, t3);
+	t8 = op2(m, SNPU_RT2_OP_ADD, t7, b);
+	if (t8 < 0 || snpu_rt2_model_output(m, t8) < 0) {
+		snpu_rt2_model_destroy(m);
+		return NULL;
+	}
+	return m;
+}
+
+static void same_size_inputs(struct snpu_rt2_exec *e, unsigned int run)
+{
+	float *x, *b;
+	unsigned int i;
+
+	snpu_rt2_exec_input(e, 0, NULL, (void **)&x);
+	snpu_rt2_exec_input(e, 1, NULL, (void **)&b);
+	for (i = 0; i < 16; i++) {
+		x[i] = (float)((int)((i + run) * 5 % 13) - 6) / 3.0f;
+		b[i] = (float)((int)((i + 2 * run) % 7) - 3) / 2.0f;
+	}
+}
+
+/* FILL launches the host device ran, from its log. */
+static unsigned long fills(const struct hostdev *h)
+{
+	unsigned long n = 0;
+	unsigned int i;
+
+	for (i = 0; i < h->nlog; i++)
+		n += h->log[i].op == SNPU_OP_LAUNCH &&
+		     h->log[i].kernel == SNPU_KERNEL_FILL;
+	return n;
+}
+
+/*
+ * Reuse checked end to end: with SNPU_RT2_EXEC_POISON every block the
+ * pool hands out again is filled with a NaN pattern on the stream first,
+ * so a block reused before its last user's launch was submitted (a held
+ * block recycled a generation early, say) gives a NaN in the results.
+ * Three workers, alone in ID order and with helpers for parallel work,
+ * under every limit from one block to none: each run that does not fail
+ * with -ENOMEM equals one thread's, bit for bit, and blocks were reused.
+ */
+TEST(exec_poisoned_reuse_exact_under_limits)
+{
+	struct snpu_rt2_exec_opts o1 = { 0 };
+	struct snpu_rt2_exec_opts o3 = {
+		.flags = SNPU_RT2_EXEC_THREADS | SNPU_RT2_EXEC_POISON };
+	struct snpu_rt2_model *m = model_same_size();
+	struct snpu_rt2_exec *e1, *e3;
+	const void *out1, *out3;
+	unsigned int run, ok = 0, pol;
+	unsigned long filled = 0;
+	struct hostdev *h;
+	uint64_t limit;
+	int ret;
+
+	ASSERT_NE(NULL, m);
+	ASSERT_EQ(0, hostdev_open(&h));
+	ASSERT_EQ(0, snpu_rt2_exec_create(m, &h->head, &o1, &e1));
+	for (pol = 0; pol < 2; pol++) {
+		for (limit = 64; limit <= 12 * 64; limit += 64) {
+			ASSERT_EQ(0, snpu_rt2_exec_create(m, &h->head, &o3,
+							  &e3));
+			e3->hand.policy = pol ? RT2_HAND_EAGER : RT2_HAND_AUTO;
+			ASSERT_EQ(0, snpu_rt2_exec_set_pool_limit(e3,
+					limit < 12 * 64 ? limit : 0));
+			for (run = 0; run < 24; run++) {
+				h->nlog = 0;
+				same_size_inputs(e1, run);
+				same_size_inputs(e3, run);
+				ASSERT_EQ(0, snpu_rt2_exec_run(e1));
+				ret = snpu_rt2_exec_run(e3);
+				ASSERT_TRUE(ret == 0 || ret == -ENOMEM);
+				filled += fills(h);
+				if (ret)
+					continue;
+				ok++;
+				snpu_rt2_exec_output(e1, 0, &out1, NULL);
+				snpu_rt2_exec_output(e3, 0, &out3, NULL);
+				ASSERT_EQ(0, memcmp(out3, out1, 16 * 4)) {
+					TH_LOG("policy %u, limit %llu, run %u",
+					       pol, (unsigned long long)limit,
+					       run);
+				}
+			}
+			snpu_rt2_exec_destroy(e3);
+		}
+	}
+	TH_LOG("%u exact runs, %lu blocks poisoned on reuse", ok, filled);
+	EXPECT_GT(ok, 0U);
+	EXPECT_GT(filled, 0UL);
+	snpu_rt2_exec_destroy(e1);
+	snpu_rt2_model_destroy(m);
+	hostdev_close(h);
+}
+
+/*
+ * A0 allocates v0, producer P (kernel @pk) writes it, launch L reads it,
+ * F frees it: through the passes of three workers into an executor.
+ */
+static int placed_exec(struct hostdev *h, struct snpu_rt2_model *m,
+		       unsigned int pk, struct snpu_rt2_exec **ep)
+{
+	struct snpu_rt2_exec_opts o = {
+		.flags = SNPU_RT2_EXEC_THREADS | SNPU_RT2_EXEC_POISON };
+	struct rt2_build b = { .flags = SNPU_RT2_EXEC_THREADS };
+	int a0, p, l, f, ret;
+
+	a0 = rt2_build_node(&b, RT2_K_ALLOC_OUTPUT, -1, 0);
+	p = rt2_build_node(&b, pk, -1, 0);
+	l = rt2_build_node(&b, RT2_K_EMPTY_LAUNCH, -1, 0);
+	f = rt2_build_node(&b, RT2_K_FREE_MEM, -1, -1);
+	if (f < 0)
+		return f;
+	b.nodes[a0].out[b.nodes[a0].nout++] = 0;
+	b.nodes[p].out[b.nodes[p].nout++] = 0;
+	b.nodes[l].in[b.nodes[l].nin++] = 0;
+	b.nodes[f].in[b.nodes[f].nin++] = 0;
+	ret = rt2_build_edge(&b, a0, p);
+	ret |= rt2_build_edge(&b, p, l);
+	ret |= rt2_build_edge(&b, p, f);
+	ret |= rt2_build_edge(&b, l, f);
+	if (!ret)
+		ret = rt2_run_passes(&b);
+	if (!ret)
+		ret = rt2_exec_create_graph(m, &h->head, &o, &b, ep);
+	rt2_build_fini(&b);
+	return ret;
+}
+
+/* The dump's type of the free, and whether the launch still leads to it. */
+static void placed_free(struct __test_metadata *_metadata,
+			struct snpu_rt2_exec *e, char *type, bool *edge)
+{
+	char buf[1024], *line, *save = NULL, k[64], t;
+	unsigned int id, free_id = ~0U;
+
+	*type = '?';
+	*edge = false;
+	ASSERT_GT(snpu_rt2_exec_dump(e, buf, sizeof(buf)), 0);
+	for (line = strtok_r(buf, "\n", &save); line;
+	     line = strtok_r(NULL, "\n", &save)) {
+		if (sscanf(line, "%u %63s %c", &id, k, &t) != 3)
+			continue;
+		if (!strncmp(k, "FreeMemory", 10)) {
+			*type = t;
+			free_id = id;
+		}
+	}
+	ASSERT_NE(~0U, free_id);
+	ASSERT_GT(snpu_rt2_exec_dump(e, buf, sizeof(buf)), 0);
+	for (line = strtok_r(buf, "\n", &save); line;
+	     line = strtok_r(NULL, "\n", &save)) {
+		char *arrow = strstr(line, " -> ");
+		unsigned int succ;
+
+		if (sscanf(line, "%u %63s %c", &id, k, &t) != 3 ||
+		    strcmp(k, "EmptyLaunch") || !arrow)
+			continue;
+		for (arrow += 4; sscanf(arrow, "%u", &succ) == 1;
+		     arrow = strchr(arrow, ',') + 1) {
+			*edge |= succ == free_id;
+			if (!strchr(arrow, ','))
+				break;
+		}
+	}
+}
+
+/*
+ * Through the executor, a producer placed at run time
+ * (AccessMemCrossStream) keeps the free a plain one, with its Launch ->
+ * Free edge (no relation, no held block); a memory producer of static
+ * placement makes it a hold-address free without the edge. Both run
+ * (with reused blocks poisoned), twenty times each. (The placeholder
+ * kernel of AccessMemCrossStream does nothing: what a wrong eligibility
+ * changes is this, the graph the executor runs.)
+ */
+TEST(exec_runtime_placed_producer_keeps_edge)
+{
+	struct snpu_rt2_shape sh = shape2(F32, 2, 2);
+	struct snpu_rt2_pool_stats st;
+	struct snpu_rt2_model *m;
+	struct snpu_rt2_exec *e;
+	struct hostdev *h;
+	unsigned int run, k;
+	bool edge;
+	char type;
+
+	ASSERT_EQ(0, hostdev_open(&h));
+	ASSERT_EQ(0, snpu_rt2_model_create(&m));
+	ASSERT_EQ(0, snpu_rt2_model_input(m, &sh));	/* v0 */
+	for (k = 0; k < 2; k++) {
+		bool placed = k == 0;
+
+		ASSERT_EQ(0, placed_exec(h, m, placed ?
+					 RT2_K_ACCESS_MEM_CROSS_STREAM :
+					 RT2_K_EMPTY_MEMORY, &e));
+		placed_free(_metadata, e, &type, &edge);
+		ASSERT_EQ(0, snpu_rt2_exec_pool_stats(e, &st));
+		EXPECT_EQ(placed ? 'F' : 'H', type);
+		EXPECT_EQ(placed, edge);
+		EXPECT_EQ(placed ? 0U : 1U, st.relations);
+		EXPECT_EQ(placed ? 0U : 1U, st.hold_frees);
+		for (run = 0; run < 20; run++)
+			ASSERT_EQ(0, snpu_rt2_exec_run(e));
+		snpu_rt2_exec_destroy(e);
+	}
 	snpu_rt2_model_destroy(m);
 	hostdev_close(h);
 }

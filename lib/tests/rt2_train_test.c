@@ -273,6 +273,9 @@ static void graph_mode(struct __test_metadata *_metadata,
 	EXPECT_EQ(1U, st.graph_captures);
 	EXPECT_EQ(5U, st.graph_launches);
 	EXPECT_EQ(0U, st.graph_fallbacks);
+	/* Every run after the capture was a replay. */
+	EXPECT_EQ(5U, st.graph_replays);
+	EXPECT_EQ(0U, st2.graph_replays);
 	/* Per run: the H2D copy, one graph launch, the D2H copy. */
 	EXPECT_EQ(6U * 3, st.entries);
 	/* Op by op: the copies and two launches. */
@@ -289,6 +292,8 @@ static void graph_mode(struct __test_metadata *_metadata,
 	ASSERT_EQ(0, snpu_rt2_exec_stats(self->e, &st));
 	EXPECT_EQ(2U, st.graph_captures);
 	EXPECT_EQ(6U, st.graph_launches);
+	/* The new shape's first run was whole; its second, a replay. */
+	EXPECT_EQ(6U, st.graph_replays);
 	snpu_rt2_exec_destroy(ref);
 }
 
@@ -300,6 +305,127 @@ TEST_F(run, graph_replay_single_thread)
 TEST_F(run, graph_replay_three_workers)
 {
 	graph_mode(_metadata, self, SNPU_RT2_EXEC_THREADS);
+}
+
+/* The kernels a run ran, through the trace hook. */
+struct ktrace {
+	unsigned int n;
+	const char *kernel[64];
+};
+
+static void ktrace_fn(void *arg, const struct snpu_rt2_trace *t)
+{
+	struct ktrace *k = arg;
+
+	if (k->n < 64)
+		k->kernel[k->n] = t->kernel;
+	k->n++;
+}
+
+/*
+ * A replay runs only what changes from run to run: the H2D copy of the
+ * input, the span's first launch (the graph's launch: the span's
+ * launches do nothing else) and its last, and the D2H copy; no shape
+ * inference, allocation, tensor building or free. A whole run runs every
+ * node. Both modes.
+ */
+static void replay_runs_what_changes(struct __test_metadata *_metadata,
+				     FIXTURE_DATA(run) *self,
+				     unsigned int flags)
+{
+	struct snpu_rt2_exec_opts o = {
+		.flags = flags | SNPU_RT2_EXEC_GRAPH };
+	struct ktrace k = { 0 };
+	uint32_t two[2] = { 2, 6 };
+	struct small s;
+	unsigned int r, i;
+	float b[12];
+
+	small_build(_metadata, self->m, &s);
+	o.trace = ktrace_fn;
+	o.trace_arg = &k;
+	ASSERT_EQ(0, snpu_rt2_exec_create(self->m, &self->h->head, &o,
+					  &self->e));
+	for (r = 0; r < 4; r++) {
+		k.n = 0;
+		small_run(_metadata, self->e, r, r < 3 ? NULL : two, b);
+		if (r == 0 || r == 3) {
+			/* The capture, and a new shape: whole runs. */
+			EXPECT_EQ(self->e->g.nnodes, k.n);
+			continue;
+		}
+		ASSERT_EQ(4U, k.n);
+		for (i = 0; i < k.n; i++) {
+			EXPECT_EQ(NULL, strstr(k.kernel[i], "Infer"));
+			EXPECT_EQ(NULL, strstr(k.kernel[i], "Alloc"));
+			EXPECT_EQ(NULL, strstr(k.kernel[i], "Free"));
+			EXPECT_EQ(NULL, strstr(k.kernel[i], "BuildTensor"));
+		}
+		EXPECT_STREQ("LaunchMatMul", k.kernel[1]);
+		EXPECT_STREQ("LaunchRelu", k.kernel[2]);
+		EXPECT_STREQ("LaunchD2HCopy", k.kernel[3]);
+	}
+}
+
+TEST_F(run, graph_replay_runs_only_what_changes_single_thread)
+{
+	replay_runs_what_changes(_metadata, self, 0);
+}
+
+TEST_F(run, graph_replay_runs_only_what_changes_three_workers)
+{
+	replay_runs_what_changes(_metadata, self, SNPU_RT2_EXEC_THREADS);
+}
+
+/*
+ * Device errors: in the capturing run (its H2D copy fails, which the
+ * capture does not hold) the run returns it and the graph stands; in a
+ * replay (its D2H copy fails) the run returns it. Either way the runs
+ * after it replay, with exact results: a replay changes no value.
+ */
+TEST_F(run, graph_replay_after_errors)
+{
+	struct snpu_rt2_exec_opts plain = { 0 };
+	struct snpu_rt2_exec_opts graph = { .flags = SNPU_RT2_EXEC_GRAPH };
+	struct snpu_rt2_exec_stats st;
+	struct snpu_rt2_exec *ref;
+	float a[12], b[12];
+	struct small s;
+	unsigned int r;
+	float *x;
+
+	small_build(_metadata, self->m, &s);
+	ASSERT_EQ(0, snpu_rt2_exec_create(self->m, &self->h->head, &plain,
+					  &ref));
+	ASSERT_EQ(0, snpu_rt2_exec_create(self->m, &self->h->head, &graph,
+					  &self->e));
+	self->h->fail_at = self->h->tasks + 1;
+	self->h->fail_err = -EIO;
+	ASSERT_EQ(0, snpu_rt2_exec_input(self->e, 0, NULL, (void **)&x));
+	ASSERT_EQ(-EIO, snpu_rt2_exec_run(self->e));
+	ASSERT_EQ(0, snpu_rt2_exec_stats(self->e, &st));
+	EXPECT_EQ(1U, st.graph_captures);
+	for (r = 1; r < 3; r++) {
+		small_run(_metadata, ref, r, NULL, a);
+		small_run(_metadata, self->e, r, NULL, b);
+		ASSERT_EQ(0, memcmp(a, b, sizeof(a))) TH_LOG("run %u", r);
+	}
+	ASSERT_EQ(0, snpu_rt2_exec_stats(self->e, &st));
+	EXPECT_EQ(2U, st.graph_replays);
+	/* A replay's third task (after the H2D copy and the graph). */
+	self->h->fail_at = self->h->tasks + 3;
+	ASSERT_EQ(-EIO, snpu_rt2_exec_run(self->e));
+	ASSERT_EQ(0, snpu_rt2_exec_stats(self->e, &st));
+	EXPECT_EQ(3U, st.graph_replays);
+	for (r = 4; r < 6; r++) {
+		small_run(_metadata, ref, r, NULL, a);
+		small_run(_metadata, self->e, r, NULL, b);
+		ASSERT_EQ(0, memcmp(a, b, sizeof(a))) TH_LOG("run %u", r);
+	}
+	ASSERT_EQ(0, snpu_rt2_exec_stats(self->e, &st));
+	EXPECT_EQ(5U, st.graph_replays);
+	EXPECT_EQ(1U, st.graph_captures);
+	snpu_rt2_exec_destroy(ref);
 }
 
 static int nop_op(struct snpu_rt2_kctx *ctx, const struct snpu_rt2_kargs *a,

@@ -5,7 +5,7 @@
  * and the effect of stitching back-to-back launches.
  *
  *   snpu-bench-graph [-d N] [-r ROUNDS] [-n NODES] [-l LAUNCHES] [-b BYTES]
- *                    [-c CHAINS]
+ *                    [-c CHAINS] [-f]
  *
  * NODES a multiple of 512, LAUNCHES even; BYTES (default 4096) replaces
  * the 4 KiB of every region below (a multiple of 4, up to 64 KiB).
@@ -36,6 +36,12 @@
  *       and with NOP launches (no work, no arguments; the same edges): a
  *       synthetic row, since a NOP task on an idle stream completes
  *       without a core and a NOP node does not.
+ * fit:  one launch of N independent one-block nodes (FILLs of BYTES each
+ *       into their own region, or NOPs) for N = 1, 8, 64, 512, 4096,
+ *       back to back through the SQ, against the same N nodes as ring
+ *       entries: ns per launch and per graph's worth of tasks, and the
+ *       least-squares line fixed + N x per-node of each side. -f runs
+ *       only this part.
  * stitch: LAUNCHES (default 100) back-to-back launches, one
  *       SNPU_IOC_SUBMIT, then one synchronize, of graphs whose
  *       consecutive launches are independent but for node i against node
@@ -615,6 +621,213 @@ static void node_bench(unsigned int index, unsigned int rounds,
 	snpu_close(dev);
 }
 
+/* ---- fixed and per-node cost ------------------------------------------- */
+
+/*
+ * A graph of @n independent nodes, each a one-block FILL of its own
+ * @region bytes of slot 0 (or a NOP, @region 0), and the same nodes as
+ * tasks on @stream; nodes of launch k + 1 conflict only with the same
+ * node of launch k, so back-to-back launches are stitched.
+ */
+struct fgraph {
+	unsigned int n, region;
+	struct snpu_task *tasks;
+	uint64_t base;
+	uint32_t handle;
+};
+
+static void fgraph_init(struct snpu_device *dev, struct fgraph *f,
+			unsigned int n, unsigned int region, uint32_t stream)
+{
+	struct snpu_graph_node *nodes = zalloc(n, sizeof(*nodes));
+	uint64_t bytes = (uint64_t)n * (region ? region : 4);
+	struct snpu_graph_create c = {
+		.size = sizeof(c), .nodes_count = n, .slots_count = 1,
+		.node_size = sizeof(struct snpu_graph_node),
+		.nodes = (uintptr_t)nodes, .slot_bytes = (uintptr_t)&bytes,
+	};
+	struct snpu_kernel_arg a[2];
+	unsigned int i;
+	int ret;
+
+	memset(f, 0, sizeof(*f));
+	f->n = n;
+	f->region = region;
+	f->tasks = zalloc(n, sizeof(*f->tasks));
+	ret = snpu_mem_alloc(dev, bytes, 0, 0, &f->base);
+	if (ret)
+		die("mem alloc", ret);
+	for (i = 0; i < n; i++) {
+		if (!region) {
+			snpu_prep_launch(&nodes[i].task, 0, SNPU_KERNEL_NOP, 1,
+					 NULL, 0);
+			snpu_prep_launch(&f->tasks[i], stream, SNPU_KERNEL_NOP,
+					 1, NULL, 0);
+			continue;
+		}
+		a[0] = snpu_arg_buf((uint64_t)i * region, region);
+		a[1] = snpu_arg_u64(0x01000000u + i);
+		snpu_prep_launch(&nodes[i].task, 0, SNPU_KERNEL_FILL, 1, a, 2);
+		nodes[i].ref[0] = SNPU_GRAPH_REF_SLOT(0);
+		a[0] = snpu_arg_buf(f->base + (uint64_t)i * region, region);
+		snpu_prep_launch(&f->tasks[i], stream, SNPU_KERNEL_FILL, 1, a,
+				 2);
+	}
+	if (ioctl(snpu_device_fd(dev), SNPU_IOC_GRAPH_CREATE, &c) < 0)
+		die("SNPU_IOC_GRAPH_CREATE", -errno);
+	f->handle = c.graph;
+	free(nodes);
+}
+
+static void fgraph_fini(struct snpu_device *dev, struct fgraph *f)
+{
+	graph_destroy(snpu_device_fd(dev), f->handle);
+	snpu_mem_free(dev, f->base);
+	free(f->tasks);
+}
+
+/*
+ * The regions zeroed, @t (@nt entries) run once through the ring, then
+ * every region must hold its node's pattern.
+ */
+static void fgraph_check(struct snpu_device *dev, struct snpu_ring *ring,
+			 const struct fgraph *f, const struct snpu_task *t,
+			 unsigned int nt, const char *how)
+{
+	unsigned int i, k, words = f->region / 4;
+	uint64_t bytes = (uint64_t)f->n * f->region;
+	uint32_t *buf;
+	int ret;
+
+	if (!f->region)
+		return;
+	ret = snpu_memset(dev, f->base, 0, bytes);
+	if (ret)
+		die("memset", ret);
+	ring_run(ring, t, nt, RING_BATCH, nt);
+	buf = zalloc(f->n, f->region);
+	ret = snpu_memcpy_d2h(dev, buf, f->base, bytes);
+	if (ret)
+		die("memcpy d2h", ret);
+	for (i = 0; i < f->n; i++)
+		for (k = 0; k < words; k++)
+			if (buf[i * words + k] != 0x01000000u + i) {
+				fprintf(stderr, "snpu-bench-graph: %s, %u nodes: node %u word %u is %#x\n",
+					how, f->n, i, k, buf[i * words + k]);
+				exit(1);
+			}
+	free(buf);
+}
+
+/* Least squares of y = a + b x over @n points: *a, *b. */
+static void fit_line(const double *x, const double *y, unsigned int n,
+		     double *a, double *b)
+{
+	double sx = 0, sy = 0, sxx = 0, sxy = 0;
+	unsigned int i;
+
+	for (i = 0; i < n; i++) {
+		sx += x[i];
+		sy += y[i];
+		sxx += x[i] * x[i];
+		sxy += x[i] * y[i];
+	}
+	*b = (n * sxy - sx * sy) / (n * sxx - sx * sx);
+	*a = (sy - *b * sx) / n;
+}
+
+#define FIT_SIZES	5
+
+/*
+ * One launch of N nodes against the same N nodes as ring entries (32 per
+ * submit), for N = 1, 8, 64, 512, 4096: ns per launch and per graph's
+ * worth of tasks (medians), and the least-squares line fixed + N x
+ * per-node through each side's points.
+ */
+static void fit_bench(unsigned int index, unsigned int rounds,
+		      unsigned int region)
+{
+	static const unsigned int sizes[FIT_SIZES] = { 1, 8, 64, 512, 4096 };
+	unsigned int kinds[2] = { region, 0 }, k, s, r;
+	double x[FIT_SIZES], yg[FIT_SIZES], yr[FIT_SIZES], a, b, ar, br;
+	uint64_t *vg = zalloc(rounds, sizeof(uint64_t));
+	uint64_t *vr = zalloc(rounds, sizeof(uint64_t));
+	uint64_t *vx = zalloc(rounds, sizeof(uint64_t));
+	struct snpu_device *dev;
+	struct snpu_ring ring;
+	struct snpu_task launch;
+	uint32_t stream;
+	int ret;
+
+	ret = snpu_open(index, 0, &dev);
+	if (ret)
+		die("open", ret);
+	ret = snpu_stream_create(dev, SNPU_PRIO_NORMAL, 0, &stream);
+	if (ret)
+		die("stream create", ret);
+	ret = snpu_ring_init(dev, RING_ENTRIES, 0, &ring);
+	if (ret)
+		die("ring init", ret);
+	printf("fixed and per-node cost: one launch of N independent one-block nodes\n");
+	printf("  through the SQ (back to back, %u per submit) against the same N\n",
+	       RING_BATCH);
+	printf("  nodes as ring entries (%u per submit); ns per launch and per N\n",
+	       RING_BATCH);
+	printf("  tasks (medians of %u rounds), x: median of the rounds' ratios;\n",
+	       rounds);
+	printf("  fit: least squares of ns = fixed + N x per-node over the sizes\n");
+	printf("%-10s %5s %10s %10s %8s %8s %7s\n", "nodes", "N", "graph",
+	       "ring", "g/node", "r/node", "x");
+	for (k = 0; k < 2; k++) {
+		const char *kind = kinds[k] ? "fill" : "nop";
+
+		for (s = 0; s < FIT_SIZES; s++) {
+			unsigned int n = sizes[s];
+			unsigned int launches = n >= 2048 ? 2 : 4096 / n;
+			struct fgraph f;
+
+			fgraph_init(dev, &f, n, kinds[k], stream);
+			prep_graph(&launch, stream, f.handle, f.base);
+			/* Checked, and warm: the instances, the job pool. */
+			fgraph_check(dev, &ring, &f, &launch, 1, "graph");
+			fgraph_check(dev, &ring, &f, f.tasks, n, "ring");
+			ring_run(&ring, &launch, 1, RING_BATCH, launches);
+			for (r = 0; r < rounds; r++) {
+				uint64_t g = 0, t;
+
+				if (r & 1)
+					g = ring_run(&ring, &launch, 1,
+						     RING_BATCH, launches);
+				t = ring_run(&ring, f.tasks, n, RING_BATCH,
+					     n * launches);
+				if (!(r & 1))
+					g = ring_run(&ring, &launch, 1,
+						     RING_BATCH, launches);
+				vg[r] = g / launches;
+				vr[r] = t / launches;
+				vx[r] = g * 1000 / t;
+			}
+			x[s] = n;
+			yg[s] = median(vg, rounds);
+			yr[s] = median(vr, rounds);
+			printf("%-10s %5u %10.0f %10.0f %8.0f %8.0f %6.3fx\n",
+			       kind, n, yg[s], yr[s], yg[s] / n, yr[s] / n,
+			       (double)median(vx, rounds) / 1000);
+			fgraph_fini(dev, &f);
+		}
+		fit_line(x, yg, FIT_SIZES, &a, &b);
+		fit_line(x, yr, FIT_SIZES, &ar, &br);
+		printf("%-10s fit: graph %.0f ns + N x %.0f ns; ring %.0f ns + N x %.0f ns; per node %.3fx\n",
+		       kind, a, b, ar, br, b / br);
+	}
+	snpu_ring_exit(&ring);
+	snpu_stream_destroy(dev, stream, 0);
+	snpu_close(dev);
+	free(vg);
+	free(vr);
+	free(vx);
+}
+
 /* ---- stitch -------------------------------------------------------------- */
 
 /* ns of @launches launches in one SNPU_IOC_SUBMIT, then one synchronize. */
@@ -771,13 +984,16 @@ static void stitch_bench(unsigned int index, unsigned int rounds,
 int main(int argc, char **argv)
 {
 	unsigned int rounds = 7, total = 2048, launches = 100, index = 0;
-	unsigned int region = 4096, maxchains = MAX_CHAINS;
+	unsigned int region = 4096, maxchains = MAX_CHAINS, only_fit = 0;
 	struct snpu_device *dev;
 	struct snpu_info info;
 	int opt, ret;
 
-	while ((opt = getopt(argc, argv, "d:r:n:l:b:c:h")) != -1) {
+	while ((opt = getopt(argc, argv, "d:r:n:l:b:c:fh")) != -1) {
 		switch (opt) {
+		case 'f':
+			only_fit = 1;
+			break;
 		case 'b':
 			region = strtoul(optarg, NULL, 10);
 			break;
@@ -799,7 +1015,7 @@ int main(int argc, char **argv)
 		default:
 			fprintf(stderr, "usage: %s [-d N] [-r ROUNDS] [-n NODES] [-l LAUNCHES]\n",
 				argv[0]);
-			fprintf(stderr, "       [-b BYTES] [-c CHAINS]\n");
+			fprintf(stderr, "       [-b BYTES] [-c CHAINS] [-f]\n");
 			return opt == 'h' ? 0 : 2;
 		}
 	}
@@ -824,7 +1040,12 @@ int main(int argc, char **argv)
 			info.abi_major, info.abi_minor);
 		return 1;
 	}
+	if (only_fit) {
+		fit_bench(index, rounds, region);
+		return 0;
+	}
 	node_bench(index, rounds, total, region, maxchains);
+	fit_bench(index, rounds, region);
 	stitch_bench(index, rounds, launches, region);
 	return 0;
 }

@@ -15,7 +15,11 @@
  *            hands over to another worker (the worst case)
  *   random   up to three edges into each node from random earlier nodes
  *
- * run with one thread and with three workers. For each row a round times
+ * run with one thread, with three workers (the default: the caller runs
+ * the graph, helpers only when they pay) and with three workers whose
+ * helpers take part from the start (SNPU_RT2_EXEC_PARALLEL: a helper is
+ * woken whenever another worker has ready work, so nodes move between
+ * threads). For each row a round times
  * as many runs of snpu_rt2_exec_run() as make about NODES nodes (200000)
  * and, as the baseline, as many passes of a plain loop that calls the
  * same kernel functions on the same nodes through the registry, in ID
@@ -23,7 +27,7 @@
  * rounds (11) are printed, in ns per node, wall clock, and their
  * difference, the executor's overhead: scheduling, per-run reset, the
  * final device drain (nothing to wait for here) and, with three workers,
- * the hand-overs between threads.
+ * the hand-overs between workers (and between threads, when helpers run).
  *
  * The real-work row: a model of a matmul (16 x 32 by 32 x 16, a
  * parameter), an add and a relu, with two H2D inputs and a D2H output,
@@ -35,7 +39,13 @@
  *
  * A malloc, calloc, realloc, aligned_alloc and posix_memalign of this
  * program count every heap allocation of the process: the timed runs (all
- * after each executor's first run) must make none. The program exits 1 if
+ * after each executor's first run) must make none (the host-only device's
+ * device memory, heap memory there, aside). The "dev" column counts the
+ * device allocations of the timed runs: without a pool limit the pool
+ * grows when a run's timing needs a block more than the runs before did,
+ * which helpers running in parallel can do. The real-work rows' "recyc"
+ * counts the pool's recycles (each a wait and a stream sync) in the timed
+ * runs: none without a limit. The program exits 1 if
  * they do, 2 if the counter missed the allocations of the executors'
  * creation (it would prove nothing), 3 on an error. Timing never changes
  * the exit status.
@@ -302,8 +312,47 @@ static int plain_loop(struct snpu_rt2_exec *e)
 
 struct row {
 	double exec, base;	/* ns per node (or per run: real work) */
-	unsigned long allocs;
+	unsigned long allocs;	/* heap, the device memory of -H's aside */
+	unsigned long dev;	/* device allocations */
+	unsigned long recycles;	/* the pool's recycles (wait, sync) */
 };
+
+/*
+ * The host-only device's device memory is heap memory: its allocations
+ * (counted by the device) are not the executor's heap allocations.
+ */
+#ifdef SNPU_BENCH_HOSTDEV
+static struct hostdev *bench_hostdev;
+#endif
+
+static unsigned long dev_heap(void)
+{
+#ifdef SNPU_BENCH_HOSTDEV
+	return bench_hostdev ? bench_hostdev->mem_allocs : 0;
+#else
+	return 0;
+#endif
+}
+
+/* Heap allocations since @before (of alloc_count()), device memory aside. */
+static unsigned long heap_since(unsigned long before, unsigned long dev)
+{
+	return alloc_count() - before - (dev_heap() - dev);
+}
+
+static unsigned long pool_allocs(const struct snpu_rt2_exec *e)
+{
+	struct snpu_rt2_pool_stats st;
+
+	return snpu_rt2_exec_pool_stats(e, &st) ? 0 : st.dev_allocs;
+}
+
+static unsigned long pool_recycles(const struct snpu_rt2_exec *e)
+{
+	struct snpu_rt2_pool_stats st;
+
+	return snpu_rt2_exec_pool_stats(e, &st) ? 0 : st.recycles;
+}
 
 static void synth_row(struct snpu_rt2_dev *dev, enum shape sh,
 		      unsigned int nodes, unsigned int flags,
@@ -312,13 +361,15 @@ static void synth_row(struct snpu_rt2_dev *dev, enum shape sh,
 {
 	unsigned int runs = (budget + nodes - 1) / nodes, r, i;
 	struct snpu_rt2_exec *e = empty_graph(dev, sh, nodes, flags);
-	unsigned long before;
+	unsigned long before, dheap, dpool;
 	uint64_t t0;
 	int ret;
 
 	ret = snpu_rt2_exec_run(e);	/* the first run */
 	if (ret)
 		die("first run", ret);
+	dheap = dev_heap();
+	dpool = pool_allocs(e);
 	before = alloc_count();
 	for (r = 0; r < rounds; r++) {
 		t0 = now_ns();
@@ -334,7 +385,8 @@ static void synth_row(struct snpu_rt2_dev *dev, enum shape sh,
 				die("plain loop", -EPROTO);
 		w[r] = now_ns() - t0;
 	}
-	res->allocs = alloc_count() - before;
+	res->allocs = heap_since(before, dheap);
+	res->dev = pool_allocs(e) - dpool;
 	res->exec = (double)median(v, rounds) / ((double)runs * nodes);
 	res->base = (double)median(w, rounds) / ((double)runs * nodes);
 	snpu_rt2_exec_destroy(e);
@@ -418,8 +470,8 @@ static void real_row(struct snpu_rt2_dev *dev,
 	struct snpu_rt2_exec_opts o = { .flags = flags };
 	struct rec_dev rd = { .head.ops = &rec_ops, .head.info = dev->info,
 			      .in = dev };
+	unsigned long before, dheap, dpool, rec;
 	struct snpu_rt2_exec *e;
-	unsigned long before;
 	unsigned int i;
 	float *x, *b;
 	uint64_t t0;
@@ -448,6 +500,9 @@ static void real_row(struct snpu_rt2_dev *dev,
 	 * Each run timed alone, a run and a replay in turn: the device's
 	 * latency drifts (other guests, the host), and both see the same.
 	 */
+	dheap = dev_heap();
+	dpool = pool_allocs(e);
+	rec = pool_recycles(e);
 	before = alloc_count();
 	for (i = 0; i < rounds * runs; i++) {
 		t0 = now_ns();
@@ -461,7 +516,9 @@ static void real_row(struct snpu_rt2_dev *dev,
 		if (ret)
 			die("replay", ret);
 	}
-	res->allocs = alloc_count() - before;
+	res->allocs = heap_since(before, dheap);
+	res->dev = pool_allocs(e) - dpool;
+	res->recycles = pool_recycles(e) - rec;
 	res->exec = (double)median(v, rounds * runs);
 	res->base = (double)median(w, rounds * runs);
 	snpu_rt2_exec_destroy(e);
@@ -471,13 +528,19 @@ static void real_row(struct snpu_rt2_dev *dev,
 
 static const char *mode_name(unsigned int flags)
 {
+	if (flags & SNPU_RT2_EXEC_PARALLEL)
+		return "3 w.eager";
 	return flags ? "3 workers" : "1 thread";
 }
+
+#define NMODES	3
 
 int main(int argc, char **argv)
 {
 	static const unsigned int sizes[2] = { 64, 1024 };
-	static const unsigned int modes[] = { 0, SNPU_RT2_EXEC_THREADS };
+	static const unsigned int modes[NMODES] = {
+		0, SNPU_RT2_EXEC_THREADS,
+		SNPU_RT2_EXEC_THREADS | SNPU_RT2_EXEC_PARALLEL };
 	unsigned int rounds = 11, budget = 200000, index = 0, runs;
 	unsigned int sh, s, md, nodes = 0, tasks = 0;
 	unsigned long total = 0, created;
@@ -529,6 +592,7 @@ int main(int argc, char **argv)
 		if (ret)
 			die("hostdev_open", ret);
 		dev = &h->head;
+		bench_hostdev = h;
 #else
 		fprintf(stderr, "snpu-bench-rt2: -H needs the host-only build (build/bench/rt2_bench)\n");
 		return 3;
@@ -545,21 +609,21 @@ int main(int argc, char **argv)
 	printf("rt2 executor, %s: empty kernels, median of %u rounds of about %u nodes, wall clock\n",
 	       host ? "host-only device" : "the module through the ring",
 	       rounds, budget);
-	printf("%-7s %5s %-9s %10s %10s %10s %7s\n", "graph", "nodes", "mode",
-	       "ns/node", "loop ns", "overhead", "allocs");
+	printf("%-7s %5s %-9s %10s %10s %10s %7s %4s\n", "graph", "nodes",
+	       "mode", "ns/node", "loop ns", "overhead", "allocs", "dev");
 	fflush(stdout);
 	created = alloc_count();
 	for (sh = 0; sh < NSHAPES; sh++) {
 		for (s = 0; s < 2; s++) {
-			for (md = 0; md < 2; md++) {
+			for (md = 0; md < NMODES; md++) {
 				synth_row(dev, sh, sizes[s], modes[md], rounds,
 					  budget, v, w, &res);
 				total += res.allocs;
-				printf("%-7s %5u %-9s %10.1f %10.1f %10.1f %7lu\n",
+				printf("%-7s %5u %-9s %10.1f %10.1f %10.1f %7lu %4lu\n",
 				       shape_name[sh], sizes[s],
 				       mode_name(modes[md]), res.exec,
 				       res.base, res.exec - res.base,
-				       res.allocs);
+				       res.allocs, res.dev);
 				fflush(stdout);
 			}
 		}
@@ -569,17 +633,18 @@ int main(int argc, char **argv)
 	m = real_model();
 	printf("\nreal work: relu(x[%ux%u] * w[%ux%u] + b), x and b H2D, the result D2H; median of %u runs, each timed\n",
 	       RM, RK, RK, RN, rounds * runs);
-	printf("%-9s %5s %5s %12s %12s %12s %9s %7s\n", "mode", "nodes",
-	       "tasks", "us/run", "tasks us", "overhead us", "ns/node",
-	       "allocs");
-	for (md = 0; md < 2; md++) {
+	printf("%-9s %5s %5s %12s %12s %12s %9s %7s %4s %6s\n", "mode",
+	       "nodes", "tasks", "us/run", "tasks us", "overhead us",
+	       "ns/node", "allocs", "dev", "recyc");
+	for (md = 0; md < NMODES; md++) {
 		real_row(dev, m, modes[md], rounds, runs, v, w, &res, &nodes,
 			 &tasks);
 		total += res.allocs;
-		printf("%-9s %5u %5u %12.2f %12.2f %12.2f %9.1f %7lu\n",
+		printf("%-9s %5u %5u %12.2f %12.2f %12.2f %9.1f %7lu %4lu %6lu\n",
 		       mode_name(modes[md]), nodes, tasks, res.exec / 1000,
 		       res.base / 1000, (res.exec - res.base) / 1000,
-		       (res.exec - res.base) / nodes, res.allocs);
+		       (res.exec - res.base) / nodes, res.allocs, res.dev,
+		       res.recycles);
 		fflush(stdout);
 	}
 	snpu_rt2_model_destroy(m);

@@ -12,4 +12,5 @@ CFLAGS += -I$(SNPU_COMMON_DIR) -ffp-contract=off
 LDFLAGS += -Wl,--as-needed
 
 # Rebuild when the helpers change (TEST_GEN_PROGS is rewritten by lib.mk).
-$(foreach p,$(TEST_GEN_PROGS),$(eval $(OUTPUT)/$(p): $(SNPU_COMMON_DIR)/snpu_test.h $(SNPU_COMMON_DIR)/snpu_proc.h))
+$(foreach p,$(TEST_GEN_PROGS),$(eval $(OUTPUT)/$(p): $(SNPU_COMMON_DIR)/snpu_test.h $(SNPU_COMMON_DIR)/snpu_proc.h $(SNPU_COMMON_DIR)/snpu_cgroup.h \
+	$(SNPU_COMMON_DIR)/snpu_ksft.h))

@@ -12,14 +12,13 @@
 #include <string.h>
 #include <sys/types.h>
 
-/* Return: the state letter of thread @tid of this process, or 0. */
-static inline char snpu_thread_state(pid_t tid)
+/* Return: the state letter of the stat file @path, or 0. */
+static inline char snpu_stat_state(const char *path)
 {
-	char path[64], buf[512], *p;
+	char buf[512], *p;
 	ssize_t n;
 	FILE *f;
 
-	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", (int)tid);
 	f = fopen(path, "re");
 	if (!f)
 		return 0;
@@ -30,6 +29,24 @@ static inline char snpu_thread_state(pid_t tid)
 	buf[n] = '\0';
 	p = strrchr(buf, ')');
 	return p && p[1] == ' ' ? p[2] : 0;
+}
+
+/* Return: the state letter of thread @tid of this process, or 0. */
+static inline char snpu_thread_state(pid_t tid)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", (int)tid);
+	return snpu_stat_state(path);
+}
+
+/* Return: the state letter of process @pid, or 0 once it is gone. */
+static inline char snpu_proc_state(pid_t pid)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	return snpu_stat_state(path);
 }
 
 /*

@@ -55,6 +55,7 @@
 #include "kselftest_harness.h"
 #include "snpu_test.h"
 #include "snpu_proc.h"
+#include "snpu_ksft.h"
 
 /* More sites than any path has: the loop must end before. */
 #define MAX_NTH			20000
@@ -808,7 +809,7 @@ static void fail_nth(struct __test_metadata *_metadata, struct fn *f,
 		ASSERT_EQ(NULL, diff)
 			TH_LOG("%s, after fault %u: %s does not come back",
 			       p->name, n, diff);
-		if (_metadata->passed == 0) {
+		if (snpu_ksft_failed(_metadata)) {
 			stopped = true;	/* the first failing site is enough */
 			break;
 		}

@@ -435,16 +435,27 @@ static uint32_t *ring_word(struct ring *r, uint32_t off)
 	return (uint32_t *)((char *)r->mem + off);
 }
 
-/* Put @t in the SQ and publish it. */
-static void ring_push(struct ring *r, const struct snpu_task *t)
+/*
+ * Put @t in the SQ and publish it; wake the poller if it asks to be
+ * (SNPU_SQ_NEED_WAKEUP: it went to sleep on an empty SQ, on a slow
+ * machine even while the test was still queueing its work).
+ */
+static void ring_push(int fd, struct ring *r, const struct snpu_task *t)
 {
 	uint32_t tail = *ring_word(r, r->s.sq.tail);
 	uint32_t mask = *ring_word(r, r->s.sq.mask);
 	struct snpu_task *sqes = (void *)((char *)r->mem + r->s.sq.array);
+	struct snpu_enter e = {
+		.size = sizeof(e), .flags = SNPU_ENTER_SQ_WAKEUP,
+	};
 
 	sqes[tail & mask] = *t;
 	__atomic_store_n(ring_word(r, r->s.sq.tail), tail + 1,
 			 __ATOMIC_RELEASE);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (__atomic_load_n(ring_word(r, r->s.sq.flags), __ATOMIC_RELAXED) &
+	    SNPU_SQ_NEED_WAKEUP)
+		snpu_ioc(fd, SNPU_IOC_ENTER, &e);
 }
 
 /* Wait (forever) for one CQE and return its result. */
@@ -528,7 +539,7 @@ TEST(sqpoll_unprivileged_idle_clamped)
 	ASSERT_EQ(0, ring_map(fd, SNPU_RING_SQPOLL, 10000, &r));
 	struct snpu_task t = snpu_t_memset(s, buf, 1, 4096);
 
-	ring_push(&r, &t);
+	ring_push(fd, &r, &t);
 	ASSERT_EQ(0, ring_reap(fd, &r, &res));
 	EXPECT_EQ(0, res);
 	end = snpu_now_ns() + 2 * NS_PER_SEC;
@@ -603,7 +614,7 @@ static long long poller_switches(void)
  * a poller with SQEs left sleeps: it does not wake on a timer to retry.
  * A freed slot wakes it, and the SQE then completes.
  */
-TEST_F_TIMEOUT(fair, sqpoll_sleeps_without_task_slots, 60)
+TEST_F_TIMEOUT(fair, sqpoll_sleeps_without_task_slots, 240)
 {
 	struct snpu_ctx_query cq;
 	struct snpu_task *t;
@@ -634,7 +645,7 @@ TEST_F_TIMEOUT(fair, sqpoll_sleeps_without_task_slots, 60)
 
 	struct snpu_task m = snpu_t_memset(s2, buf, 0xab, 4);
 
-	ring_push(&r, &m);
+	ring_push(fd, &r, &m);
 	/* Let the poller find no slot and settle (idle is 100 ms). */
 	usleep(500000);
 	before = poller_switches();

@@ -454,7 +454,7 @@ static const struct cmd_desc cmds[C_COUNT] = {
 	[C_RING_SETUP] = {
 		.name = "RING_SETUP", .nr = SNPU_IOC_RING_SETUP,
 		.ver0 = SNPU_RING_SETUP_SIZE_VER0, .ksize = sizeof(struct snpu_ring_setup),
-		.flags = SNPU_RING_SQPOLL,
+		.flags = SNPU_RING_SQPOLL | SNPU_RING_CALLBACK_CQE,
 		.modifies = true,
 		.errs = { EINVAL, EBUSY, ENOMEM },
 		.zero = { Z(snpu_ring_setup, pad), Z(snpu_ring_setup, reserved) },
@@ -3499,6 +3499,9 @@ static void op_ring_setup(struct fzt *t, struct rng *r, int c)
 	} else if (pct(r, 5)) {
 		s->idle_ms = pct(r, 50) ? 10000 : 1;	/* without SQPOLL */
 	}
+	/* Callbacks as CQEs (0.10), with or without the poller. */
+	if (pct(r, 50))
+		s->flags |= SNPU_RING_CALLBACK_CQE;
 	if (pct(r, 3))
 		s->idle_ms = 10001;
 	lock(t, c);
@@ -3570,7 +3573,16 @@ static void op_ring_push(struct fzt *t, struct rng *r)
 		struct snpu_task tk;
 		unsigned int p = rn(r, 100);
 
-		if (p < 80) {
+		if (p < 8) {
+			/* Answers a delivered callback, or a stale cookie. */
+			memset(&tk, 0, sizeof(tk));
+			tk.op = SNPU_OP_CALLBACK_DONE;
+			tk.callback.cookie = cookie_take(t, r, m->ctx);
+			tk.callback.status = pick_status(r);
+			tk.user_data = rnd(r);
+			if (pct(r, 10))
+				task_mutate(t, r, m->ctx, &tk);
+		} else if (p < 80) {
 			gen_task(t, r, m->ctx, &tk, n > 4);
 			if (t->clean && pct(r, 10)) {
 				task_mutate(t, r, m->ctx, &tk);
@@ -3655,6 +3667,9 @@ static bool cqe_ok(const struct snpu_cqe *e)
 	if (!e->user_data && !e->result && !e->seq && !e->time_ns &&
 	    !e->flags)
 		return true;	/* never written */
+	/* A ready callback: a task's sequence number, no result. */
+	if (e->flags == SNPU_CQE_F_CALLBACK)
+		return !e->result && e->seq;
 	if (e->flags || e->result > 0 || e->result < -4095 || !e->time_ns)
 		return false;
 	/* Refused at submit: the errors SUBMIT documents for a task. */
@@ -3703,6 +3718,9 @@ static void op_ring_reap(struct fzt *t, struct rng *r)
 		if ((uint32_t)(tl2 - idx) >= s->cq_entries)
 			continue;
 		t->cqes++;
+		/* A callback the ring delivered: a cookie to answer. */
+		if (!m->tainted && e.flags == SNPU_CQE_F_CALLBACK)
+			cookie_add(t, m->ctx, e.callback.cookie);
 		if (!m->tainted && !cqe_ok(&e)) {
 			fz_fail(t, "CQE user_data %#llx result %d flags %#x seq %llu time %llu",
 				(unsigned long long)e.user_data, e.result,
@@ -4146,20 +4164,35 @@ static void op_map_vm(struct fzt *t, struct rng *r)
 				errno : 0;
 		break;
 	case 2:
+		/*
+		 * 7.x refuses MADV_DOFORK with EINVAL on every mapping of the
+		 * device (they are VM_DONTEXPAND, one of VM_SPECIAL's flags;
+		 * selftests/memory/mapping_test.c, madv_dofork()), 6.1 and
+		 * 6.12 carry it out. Both are the contract: a refusal leaves
+		 * the mapping as it was, so the child inherits the rings (as
+		 * always) and no host memory, which it checks.
+		 */
 		err = madvise(m->p, m->len, MADV_DOFORK) ? errno : 0;
-		if (err)
+		refused = err == EINVAL;
+		if (err && !refused)
 			break;
 		pid = fork();
 		if (!pid) {
-			map_touch(m);
-			_exit(0);
+			if (!refused || m->kind != MAP_HOST) {
+				map_touch(m);
+				_exit(0);
+			}
+			/* Not inherited: madvise() finds no mapping. */
+			if (!madvise(m->p, m->len, MADV_NORMAL))
+				_exit(4);
+			_exit(errno == ENOMEM ? 0 : 5);
 		}
 		if (pid < 0 || waitpid(pid, &st, 0) != pid)
 			err = errno;
 		else if (!WIFEXITED(st) || WEXITSTATUS(st))
 			fz_fail(t, "a child touching its copy of a mapping: status %#x",
 				st);
-		if (m->kind == MAP_HOST)
+		if (m->kind == MAP_HOST && !refused)
 			madvise(m->p, m->len, MADV_DONTFORK);
 		break;
 	case 3:		/* a move to the MAP_FIXED reservation */

@@ -22,6 +22,7 @@
 
 #include "kselftest_harness.h"
 #include "graph_util.h"
+#include "snpu_cgroup.h"
 
 #define WAIT_NS		(60 * NS_PER_SEC)
 #define BYTES		4096
@@ -832,6 +833,118 @@ TEST_F_TIMEOUT(snap, locked_calls_edeadlk, 60)
 	ASSERT_EQ(0, snap_launch(self, 1));
 	ASSERT_EQ(0, snpu_stream_sync(self->fd, self->stream, WAIT_NS, NULL));
 	EXPECT_EQ(0, g_destroy(self->fd, self->h));
+}
+
+/* ---- memory cgroup: launches through the kernel poller ----------------------------- */
+
+#define CG_LAUNCHES	12
+
+/* A graph of @nodes memsets into slot 0: its instances are big. */
+static int big_graph(int fd, uint32_t nodes, uint32_t *h)
+{
+	struct gdef g;
+	uint32_t i;
+	int ret;
+
+	ret = g_init(&g, 1, (uint64_t[]){ BYTES }, 0);
+	for (i = 0; !ret && i < nodes; i++)
+		if (g_memset(&g, g_slot(0, 4 * (i % 64)), (i & 0xff) | 1, 4) < 0)
+			ret = -ENOMEM;
+	if (!ret)
+		ret = g_create(fd, &g, h);
+	g_free(&g);
+	return ret;
+}
+
+/*
+ * As nobody, in the test's memory cgroup: CG_LAUNCHES launches of a fresh
+ * graph held in flight behind a callback, once through SUBMIT and once
+ * through the SQ poller (a kernel thread, outside every cgroup). Each
+ * launch in flight takes an instance of its own, allocated on the way in.
+ * Writes the cgroup's growth of each way to @wfd. Return: 0 or a step.
+ */
+static int cg_launches(struct snpu_cg *cg, int wfd)
+{
+	struct snpu_task t[CG_LAUNCHES + 1];
+	long long grew[2], before;
+	struct gring r;
+	uint32_t s, h[2], i;
+	uint64_t a;
+	int fd, way, step = 0;
+
+	if (snpu_drop_to_nobody())
+		return 1;
+	fd = snpu_open_dev();
+	if (fd < 0 || snpu_stream_create(fd, 0, &s) ||
+	    snpu_alloc(fd, BYTES, 0, &a))
+		return 2;
+	if (big_graph(fd, G_MAX_NODES, &h[0]) ||
+	    big_graph(fd, G_MAX_NODES, &h[1]))
+		return 3;
+	if (gr_init_flags(fd, 64, SNPU_RING_SQPOLL, &r))
+		return 4;
+	for (way = 0; way < 2; way++) {
+		t[0] = snpu_t_host_func(s, way + 1);
+		for (i = 1; i <= CG_LAUNCHES; i++)
+			t[i] = g_launch_task(s, h[way], &a, 1, 0);
+		before = snpu_cg_current(cg);
+		if (way == 0) {
+			step = snpu_submit(fd, t, CG_LAUNCHES + 1, NULL) ? 5 : 0;
+		} else {
+			for (i = 0; !step && i <= CG_LAUNCHES; i++)
+				step = gr_push(&r, &t[i]) ? 6 : 0;
+			if (!step)
+				step = gr_enter_flags(fd, 0, 0,
+						      SNPU_ENTER_SQ_WAKEUP,
+						      NULL) ? 7 : 0;
+			/* Consumed: the poller has taken every instance. */
+			for (i = 0; !step && i < 60000 &&
+			     __atomic_load_n(r.sq_head, __ATOMIC_ACQUIRE) !=
+			     *r.sq_tail; i++)
+				usleep(1000);
+			if (*r.sq_head != *r.sq_tail)
+				step = 8;
+		}
+		if (step)
+			return step;
+		grew[way] = snpu_cg_current(cg) - before;
+		if (snpu_callback_answer(fd, WAIT_NS, 0, NULL) ||
+		    snpu_stream_sync(fd, s, WAIT_NS, NULL))
+			return 9;
+	}
+	gr_fini(&r);
+	close(fd);
+	return write(wfd, grew, sizeof(grew)) == sizeof(grew) ? 0 : 10;
+}
+
+/*
+ * What the poller allocates for a process is charged to the process's
+ * cgroup as when the process submits itself: SQPOLL must not be a way
+ * around memory.max.
+ */
+TEST_F_TIMEOUT(life, sqpoll_launches_charged_like_submit, 300)
+{
+	struct snpu_cg cg;
+	long long grew[2];
+	int pfd[2], status;
+	pid_t kid;
+
+	ASSERT_EQ(0, snpu_cg_enter(&cg, "glife"));
+	ASSERT_EQ(0, pipe(pfd));
+	kid = fork();
+	if (!kid)
+		_exit(cg_launches(&cg, pfd[1]));
+	ASSERT_EQ(kid, waitpid(kid, &status, 0));
+	snpu_cg_leave(&cg);
+	ASSERT_TRUE(WIFEXITED(status));
+	ASSERT_EQ(0, WEXITSTATUS(status)) TH_LOG("nobody's side failed at step %d",
+						 WEXITSTATUS(status));
+	ASSERT_EQ((ssize_t)sizeof(grew), read(pfd[0], grew, sizeof(grew)));
+	TH_LOG("%d launches in flight: the cgroup grew %lld KiB through SUBMIT, %lld KiB through SQPOLL",
+	       CG_LAUNCHES, grew[0] / 1024, grew[1] / 1024);
+	/* An instance of G_MAX_NODES nodes takes far more than 64 KiB. */
+	EXPECT_GT(grew[0], CG_LAUNCHES * 64 * 1024LL);
+	EXPECT_GT(grew[1] * 4, grew[0] * 3);
 }
 
 TEST_HARNESS_MAIN

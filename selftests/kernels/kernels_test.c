@@ -815,14 +815,14 @@ TEST_F(one, block_work_gemm_above_bound_einval)
 }
 
 /* The same GEMM over 2 blocks runs, bit for bit the reference. */
-TEST_F(one, block_work_gemm_split_runs)
+TEST_F_TIMEOUT(one, block_work_gemm_split_runs, 300)
 {
 	gemm_check(_metadata, self->fd, self->s, BW_GEMM_M, BW_GEMM_N,
 		   BW_GEMM_K, 2);
 }
 
 /* ADD_F32 of 2^24 + 1 elements: refused in one block, right in two. */
-TEST_F(one, block_work_add_f32)
+TEST_F_TIMEOUT(one, block_work_add_f32, 300)
 {
 	const uint64_t n = SNPU_KERNEL_BLOCK_WORK_MAX + 1;
 	uint32_t *x = malloc(n * 4), *y = malloc(n * 4), *out = malloc(n * 4);

@@ -13,7 +13,6 @@
  */
 #include <grp.h>
 #include <pthread.h>
-#include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -22,10 +21,10 @@
 #include "kselftest_harness.h"
 #include "snpu_test.h"
 #include "snpu_proc.h"
+#include "snpu_cgroup.h"
 
 #define KiB		(1ULL << 10)
 #define MiB		(1ULL << 20)
-#define CGROOT		"/sys/fs/cgroup"
 #define NOBODY		SNPU_TEST_NOBODY
 
 /* ---- helpers ---------------------------------------------------------- */
@@ -53,34 +52,6 @@ static long long status_kb(const char *name)
 static long long meminfo(const char *name)
 {
 	return proc_bytes("/proc/meminfo", name);
-}
-
-static int write_file(const char *path, const char *s)
-{
-	int fd = open(path, O_WRONLY | O_CLOEXEC);
-	ssize_t n;
-
-	if (fd < 0)
-		return -errno;
-	n = write(fd, s, strlen(s));
-	close(fd);
-	return n < 0 ? -errno : 0;
-}
-
-static long long read_ll(const char *path)
-{
-	char buf[64];
-	ssize_t n;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return -EIO;
-	buf[n] = 0;
-	return strtoll(buf, NULL, 10);
 }
 
 /* The device's mem_used; the test is the device's only user. */
@@ -226,91 +197,61 @@ TEST_F(memlock, cap_ipc_lock_is_exempt)
 /* ---- memory cgroup ---------------------------------------------------- */
 
 FIXTURE(memcg) {
-	char dir[128];
-	char path[192];
+	struct snpu_cg cg;
 	int fd;
-	int max_fd;
 };
-
-static const char *cg_file(FIXTURE_DATA(memcg) *self, const char *name)
-{
-	snprintf(self->path, sizeof(self->path), "%s/%s", self->dir, name);
-	return self->path;
-}
 
 static long long cg_current(FIXTURE_DATA(memcg) *self)
 {
-	return read_ll(cg_file(self, "memory.current"));
+	return snpu_cg_current(&self->cg);
 }
 
-/* Through a file opened in advance: at the limit, an open may fail. */
 static int cg_set_max(FIXTURE_DATA(memcg) *self, long long bytes)
 {
-	char buf[32];
-
-	if (bytes < 0)
-		snprintf(buf, sizeof(buf), "max");
-	else
-		snprintf(buf, sizeof(buf), "%lld", bytes);
-	return pwrite(self->max_fd, buf, strlen(buf), 0) < 0 ? -errno : 0;
+	return snpu_cg_set_max(&self->cg, bytes);
 }
 
-/* A counter of memory.events. */
 static long long cg_event(FIXTURE_DATA(memcg) *self, const char *name)
 {
-	char line[128];
-	long long v = -1;
-	size_t len = strlen(name);
-	FILE *f = fopen(cg_file(self, "memory.events"), "r");
+	return snpu_cg_event(&self->cg, name);
+}
 
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (!strncmp(line, name, len) && line[len] == ' ')
-			v = strtoll(line + len + 1, NULL, 10);
-	fclose(f);
+/*
+ * memory.current once the kernel has given back the pages of a refused
+ * allocation: below @below, or the last value read after 20 s. The
+ * module's vmalloc'ed backings (device memory, host memory, rings) that
+ * fail part way are freed by __vmalloc() itself, before it returns, on
+ * 6.1 and 6.12; 7.x (mm/vmalloc.c, defer_vm_area_cleanup()) hands the area to a
+ * workqueue instead, so the pages it had charged stay in memory.current
+ * until that work runs (measured on 7.3: 6.2 MiB still charged right after
+ * the refusal, gone a moment later). The driver has released all of its
+ * own by then (its counters say so at once). The bound only limits how
+ * long a failing run waits: what passes is a charge that goes away.
+ */
+static long long cg_settled(FIXTURE_DATA(memcg) *self, long long below)
+{
+	long long v = cg_current(self);
+	int i;
+
+	for (i = 0; i < 2000 && v >= below; i++) {
+		usleep(10000);
+		v = cg_current(self);
+	}
 	return v;
 }
 
 FIXTURE_SETUP(memcg)
 {
-	struct stat st;
-	char pid[32];
-
 	self->fd = -1;
-	self->max_fd = -1;
-	self->dir[0] = 0;
-	if (stat(CGROOT "/cgroup.controllers", &st)) {
-		mkdir(CGROOT, 0755);
-		ASSERT_EQ(0, mount("cgroup2", CGROOT, "cgroup2", 0, NULL))
-			TH_LOG("mount cgroup2: %s", strerror(errno));
-	}
-	ASSERT_EQ(0, write_file(CGROOT "/cgroup.subtree_control", "+memory"))
-		TH_LOG("no memory controller (CONFIG_MEMCG)");
-	snprintf(self->dir, sizeof(self->dir), CGROOT "/snpu-acct-%d",
-		 getpid());
-	ASSERT_EQ(0, mkdir(self->dir, 0755));
-	snprintf(pid, sizeof(pid), "%d", getpid());
-	ASSERT_EQ(0, write_file(cg_file(self, "cgroup.procs"), pid));
-	/* Nothing to swap to: a limit fails charges, it cannot page out. */
-	write_file(cg_file(self, "memory.swap.max"), "0");
-	self->max_fd = open(cg_file(self, "memory.max"), O_WRONLY | O_CLOEXEC);
-	ASSERT_GE(self->max_fd, 0);
+	ASSERT_EQ(0, snpu_cg_enter(&self->cg, "acct"))
+		TH_LOG("a memory cgroup of the test's own (CONFIG_MEMCG)");
 }
 
 FIXTURE_TEARDOWN(memcg)
 {
-	char pid[32];
-
 	if (self->fd >= 0)
 		close(self->fd);
-	if (self->max_fd >= 0)
-		close(self->max_fd);
-	if (!self->dir[0])
-		return;
-	snprintf(pid, sizeof(pid), "%d", getpid());
-	write_file(CGROOT "/cgroup.procs", pid);
-	rmdir(self->dir);
+	snpu_cg_leave(&self->cg);
 }
 
 TEST_F(memcg, host_alloc_is_charged)
@@ -341,9 +282,15 @@ TEST_F(memcg, host_alloc_over_max_is_enomem)
 	before = cg_current(self);
 	ASSERT_EQ(0, cg_set_max(self, before + 8 * MiB));
 	EXPECT_EQ(-ENOMEM, host_alloc(self->fd, 32 * MiB, &h));
+	/*
+	 * The limit goes first: until the kernel has given the refused
+	 * pages back (cg_settled()), any charge, even an open(), could fail.
+	 */
+	ASSERT_EQ(0, cg_set_max(self, -1));
 	EXPECT_EQ(0ULL, host_used(self->fd));
-	EXPECT_LT(cg_current(self) - before, (long long)(1 * MiB));
+	EXPECT_LT(cg_settled(self, before + MiB) - before, (long long)(1 * MiB));
 	/* A size that fits still works. */
+	ASSERT_EQ(0, cg_set_max(self, before + 8 * MiB));
 	EXPECT_EQ(0, host_alloc(self->fd, 1 * MiB, &h));
 	ASSERT_EQ(0, cg_set_max(self, -1));
 	/* Failed, not OOM-killed: the OOM path was never taken. */
@@ -361,11 +308,12 @@ TEST_F(memcg, mem_alloc_over_max_is_enomem)
 	before = cg_current(self);
 	ASSERT_EQ(0, cg_set_max(self, before + 8 * MiB));
 	EXPECT_EQ(-ENOMEM, snpu_alloc(self->fd, 32 * MiB, 0, &addr));
+	/* The limit goes first, as above (cg_settled()). */
+	ASSERT_EQ(0, cg_set_max(self, -1));
 	ASSERT_EQ(0, snpu_ctx_query(self->fd, &q));
 	EXPECT_EQ(0ULL, q.mem_used);
 	EXPECT_EQ(0, dev_mem_used());
-	EXPECT_LT(cg_current(self) - before, (long long)(1 * MiB));
-	ASSERT_EQ(0, cg_set_max(self, -1));
+	EXPECT_LT(cg_settled(self, before + MiB) - before, (long long)(1 * MiB));
 	/* Failed, not OOM-killed: the OOM path was never taken. */
 	EXPECT_EQ(0LL, cg_event(self, "oom"));
 }
@@ -385,7 +333,8 @@ TEST_F(memcg, ring_setup_over_max_is_enomem)
 	EXPECT_EQ(-ENOMEM, snpu_ioc(self->fd, SNPU_IOC_RING_SETUP, &s));
 	ASSERT_EQ(0, cg_set_max(self, -1));
 	EXPECT_EQ(0LL, cg_event(self, "oom"));
-	EXPECT_LT(cg_current(self) - before, (long long)(256 * KiB));
+	EXPECT_LT(cg_settled(self, before + 256 * KiB) - before,
+		  (long long)(256 * KiB));
 	EXPECT_EQ(0, snpu_ioc(self->fd, SNPU_IOC_RING_SETUP, &s));
 }
 
@@ -437,7 +386,7 @@ TEST_F(memcg, opens_over_max_are_enomem)
 	 * allocation of an open would invoke the OOM killer if it were the
 	 * one to cross it: let that fail with ENOMEM too.
 	 */
-	ASSERT_EQ(0, write_file("/proc/self/oom_score_adj", "-1000"));
+	ASSERT_EQ(0, snpu_write_file("/proc/self/oom_score_adj", "-1000"));
 	memset(opens, 0xff, sizeof(opens));
 	before = cg_current(self);
 	ASSERT_EQ(0, cg_set_max(self, before + 512 * KiB));
@@ -624,7 +573,7 @@ TEST_F(bg, exited_threads_are_pruned)
 	ASSERT_EQ(0, bg_ioc(self->fd, SNPU_IOC_BG_UNREGISTER, &s));
 }
 
-TEST_F(bg, live_threads_are_bounded)
+TEST_F_TIMEOUT(bg, live_threads_are_bounded, 120)
 {
 	static struct bg_arg a[SNPU_BG_MAX];
 	static pthread_t th[SNPU_BG_MAX];

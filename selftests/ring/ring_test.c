@@ -488,7 +488,7 @@ FIXTURE_VARIANT_ADD(setup_bad, idle_ms_above_max) {
 };
 
 FIXTURE_VARIANT_ADD(setup_bad, flags_unknown_bit) {
-	.flags = 1U << 1, .sq_entries = 8, .reserved = -1, .error = EINVAL,
+	.flags = 1U << 2, .sq_entries = 8, .reserved = -1, .error = EINVAL,
 };
 
 FIXTURE_VARIANT_ADD(setup_bad, flags_top_bit) {
@@ -2586,7 +2586,7 @@ TEST_F(ring, poller_batches)
  * head passed it before the task could complete. One NOP at a time, so
  * that the poller races the reader on every round.
  */
-TEST_F(ring, poller_cqe_implies_sqe_free)
+TEST_F_TIMEOUT(ring, poller_cqe_implies_sqe_free, 300)
 {
 	struct snpu_cqe *cqe;
 	unsigned int round;

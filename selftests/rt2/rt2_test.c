@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "snpu.h"
 #include "snpu_rt2.h"
@@ -341,6 +342,13 @@ TEST_F(rt2, dyn_multi_stream_matches_reference)
 			     SNPU_RT2_EXEC_DYN_MULTI_STREAM);
 }
 
+/* Helpers take part from the start of every run. */
+TEST_F(rt2, three_workers_parallel_match_reference)
+{
+	runs_match_reference(_metadata, self, SNPU_RT2_EXEC_THREADS |
+			     SNPU_RT2_EXEC_PARALLEL);
+}
+
 /* The same inputs give the same bits in single-thread and three-worker mode. */
 TEST_F(rt2, modes_agree)
 {
@@ -612,6 +620,265 @@ TEST_F(rt2, small_pool_three_workers_equal_single_thread)
 	       (unsigned long long)s3.dev_frees);
 	snpu_rt2_exec_destroy(e1);
 	snpu_rt2_exec_destroy(e3);
+}
+
+/* ---- reuse of pool blocks, poisoned ------------------------------------- */
+
+/*
+ * A custom operator that takes its time on the host (200 us) before it
+ * queues its work (c = a + a on the executor's stream): the launch worker
+ * lags, so that the memory worker runs ahead of it as far as the
+ * relations let it, and a wrong reuse has time to show. No result
+ * depends on how long it takes.
+ */
+static int slow_double(struct snpu_rt2_kctx *ctx,
+		       const struct snpu_rt2_kargs *a, void *arg)
+{
+	struct timespec ts = { 0, 200000 };
+	struct snpu_kernel_arg args[3];
+	uint64_t bytes = 4ULL * a->out_shape.dims[0] * a->out_shape.dims[1];
+	struct snpu_task t;
+
+	nanosleep(&ts, NULL);
+	args[0] = snpu_arg_buf(a->out, bytes);
+	args[1] = snpu_arg_buf(a->in[0], bytes);
+	args[2] = args[1];
+	snpu_prep_launch(&t, a->stream, SNPU_KERNEL_ADD_F32, 1, args, 3);
+	return snpu_rt2_kctx_submit(ctx, &t, 1);
+}
+
+static int slow_op(struct snpu_rt2_model *m, int in)
+{
+	struct snpu_rt2_op_desc d;
+
+	memset(&d, 0, sizeof(d));
+	d.type = SNPU_RT2_OP_CUSTOM;
+	d.nin = 1;
+	d.in[0] = in;
+	d.custom = slow_double;
+	d.name = "slow_double";
+	d.out_shape = shape2(4, 4);
+	return snpu_rt2_model_op(m, &d);
+}
+
+/*
+ * Ten ops over 4 x 4 values, all of one size, so that any pool block may
+ * go to any value: t1 = relu(x), t2 = t1 + b, s1 = slow(t2), t3 = relu(s1),
+ * t4 = t3 + x, t5 = t4 + t2, s2 = slow(t5), t6 = relu(s2), t7 = t6 + t3,
+ * t8 = t7 + b.
+ */
+static struct snpu_rt2_model *same_size_model(void)
+{
+	struct snpu_rt2_shape s = shape2(4, 4);
+	struct snpu_rt2_model *m;
+	int x, b, t1, t2, t3, t4, t5, t6, t7, t8, s1, s2;
+
+	if (snpu_rt2_model_create(&m))
+		return NULL;
+	x = snpu_rt2_model_input(m, &s);
+	b = snpu_rt2_model_input(m, &s);
+	t1 = op2(m, SNPU_RT2_OP_RELU, x, -1);
+	t2 = op2(m, SNPU_RT2_OP_ADD, t1, b);
+	s1 = slow_op(m, t2);
+	t3 = op2(m, SNPU_RT2_OP_RELU, s1, -1);
+	t4 = op2(m, SNPU_RT2_OP_ADD, t3, x);
+	t5 = op2(m, SNPU_RT2_OP_ADD, t4, t2);
+	s2 = slow_op(m, t5);
+	t6 = op2(m, SNPU_RT2_OP_RELU, s2, -1);
+	t7 = op2(m, SNPU_RT2_OP_ADD, t6, t3);
+	t8 = op2(m, SNPU_RT2_OP_ADD, t7, b);
+	if (t8 < 0 || snpu_rt2_model_output(m, t8) < 0) {
+		snpu_rt2_model_destroy(m);
+		return NULL;
+	}
+	return m;
+}
+
+static void same_size_inputs(struct snpu_rt2_exec *e, unsigned int run)
+{
+	float *x, *b;
+	unsigned int i;
+
+	snpu_rt2_exec_input(e, 0, NULL, (void **)&x);
+	snpu_rt2_exec_input(e, 1, NULL, (void **)&b);
+	for (i = 0; i < 16; i++) {
+		x[i] = (float)((int)((i + run) * 5 % 13) - 6) / 3.0f;
+		b[i] = (float)((int)((i + 2 * run) % 7) - 3) / 2.0f;
+	}
+}
+
+/*
+ * On the module: three workers with SNPU_RT2_EXEC_POISON (every block the
+ * pool hands out again filled with a NaN pattern on the stream first)
+ * under every pool limit from one block to none, alone in ID order and
+ * with helpers from the start (SNPU_RT2_EXEC_PARALLEL), give one thread's
+ * results bit for bit in every run that does not fail with -ENOMEM: no
+ * block is reused before every launch of its last owner was submitted (a
+ * held block recycled a generation early would show as a NaN).
+ */
+TEST(poisoned_reuse_under_limits_equals_single_thread)
+{
+	struct snpu_rt2_exec_opts o1 = { 0 };
+	struct snpu_rt2_exec_opts o3 = {
+		.flags = SNPU_RT2_EXEC_THREADS | SNPU_RT2_EXEC_POISON };
+	struct snpu_rt2_pool_stats st;
+	struct snpu_rt2_exec *e1, *e3;
+	struct snpu_rt2_model *m;
+	struct snpu_device *dev;
+	struct snpu_rt2_dev *rd;
+	const void *out1, *out3;
+	unsigned int run, ok = 0, k;
+	uint64_t limit, recycles = 0;
+	int ret;
+
+	ASSERT_EQ(0, snpu_open(0, 0, &dev));
+	ASSERT_EQ(0, snpu_rt2_dev_open(dev, 0, &rd));
+	m = same_size_model();
+	ASSERT_NE(NULL, m);
+	ASSERT_EQ(0, snpu_rt2_exec_create(m, rd, &o1, &e1));
+	for (k = 0; k < 2 * 12; k++) {
+		limit = 64 * (k % 12 + 1);
+		o3.flags = SNPU_RT2_EXEC_THREADS | SNPU_RT2_EXEC_POISON |
+			   (k < 12 ? 0 : SNPU_RT2_EXEC_PARALLEL);
+		ASSERT_EQ(0, snpu_rt2_exec_create(m, rd, &o3, &e3));
+		ASSERT_EQ(0, snpu_rt2_exec_set_pool_limit(e3,
+				limit < 12 * 64 ? limit : 0));
+		for (run = 0; run < (k < 12 ? 4U : 16U); run++) {
+			same_size_inputs(e1, run);
+			same_size_inputs(e3, run);
+			ASSERT_EQ(0, snpu_rt2_exec_run(e1));
+			ret = snpu_rt2_exec_run(e3);
+			ASSERT_TRUE(ret == 0 || ret == -ENOMEM);
+			if (ret)
+				continue;
+			ok++;
+			ASSERT_EQ(0, snpu_rt2_exec_output(e1, 0, &out1, NULL));
+			ASSERT_EQ(0, snpu_rt2_exec_output(e3, 0, &out3, NULL));
+			ASSERT_EQ(0, memcmp(out1, out3, 16 * sizeof(float))) {
+				TH_LOG("limit %llu, run %u",
+				       (unsigned long long)limit, run);
+			}
+		}
+		ASSERT_EQ(0, snpu_rt2_exec_pool_stats(e3, &st));
+		recycles += st.recycles;
+		snpu_rt2_exec_destroy(e3);
+	}
+	TH_LOG("%u exact runs, %llu recycles", ok,
+	       (unsigned long long)recycles);
+	EXPECT_GT(ok, 0U);
+	EXPECT_GT(recycles, 0U);
+	snpu_rt2_exec_destroy(e1);
+	snpu_rt2_model_destroy(m);
+	snpu_rt2_dev_close(rd);
+	snpu_close(dev);
+}
+
+/* ---- the device time of each task -------------------------------------- */
+
+/*
+ * Tasks a core runs back to back (short copies on one stream, submitted
+ * at once: the driver chains them) complete each with its own time: the
+ * CQEs' times strictly increase. (With one time for the whole chain, an
+ * executor's statistics gave a chain's time to its first task, and its
+ * D2H copies none.)
+ */
+TEST(chained_tasks_complete_with_their_own_times)
+{
+	struct snpu_host_buf hb;
+	struct snpu_device *dev;
+	struct snpu_ring ring;
+	struct snpu_cqe *cqe;
+	uint64_t mem, last = 0, times[8];
+	unsigned int i, n = 0, increases = 0;
+	uint32_t s;
+
+	ASSERT_EQ(0, snpu_open(0, 0, &dev));
+	ASSERT_EQ(0, snpu_mem_alloc(dev, 4096, 64, 0, &mem));
+	ASSERT_EQ(0, snpu_host_alloc(dev, 8 * 4096, &hb));
+	ASSERT_EQ(0, snpu_stream_create(dev, SNPU_PRIO_NORMAL, 0, &s));
+	ASSERT_EQ(0, snpu_ring_init(dev, 64, 0, &ring));
+	for (i = 0; i < 8; i++) {
+		struct snpu_task *t = snpu_ring_get_sqe(&ring);
+
+		ASSERT_NE(NULL, t);
+		snpu_prep_copy(t, s, SNPU_COPY_D2H,
+			       (uintptr_t)hb.ptr + 4096ULL * i, mem, 4096);
+		t->user_data = i;
+	}
+	ASSERT_LE(0, snpu_ring_submit(&ring));
+	while (n < 8) {
+		ASSERT_EQ(0, snpu_ring_wait_cqe(&ring, &cqe));
+		ASSERT_EQ(0, cqe->result);
+		ASSERT_EQ(n, cqe->user_data);
+		times[n++] = cqe->time_ns;
+		snpu_ring_cqe_seen(&ring, cqe);
+	}
+	for (i = 0; i < 8; i++) {
+		EXPECT_GE(times[i], last);
+		increases += times[i] > last;
+		last = times[i];
+	}
+	/* Each copy of 4 KiB takes time: every completion is later. */
+	EXPECT_EQ(8U, increases);
+	snpu_ring_exit(&ring);
+	snpu_stream_destroy(dev, s, 0);
+	snpu_host_free(dev, &hb);
+	snpu_mem_free(dev, mem);
+	snpu_close(dev);
+}
+
+/*
+ * An executor's time split: relu(x) with x fed and the result read back,
+ * through the ring, each run three short tasks in order. Copies and
+ * compute each get device time of their own, the D2H copy's included,
+ * and the three together fit in the runs' wall time.
+ */
+TEST(time_split_gives_each_class_its_time)
+{
+	struct snpu_rt2_shape sx = shape2(4, 4);
+	struct snpu_rt2_exec_opts o = { .flags = SNPU_RT2_EXEC_THREADS };
+	struct snpu_rt2_exec_stats st;
+	struct snpu_rt2_model *m;
+	struct snpu_rt2_exec *e;
+	struct snpu_device *dev;
+	struct snpu_rt2_dev *rd;
+	struct timespec t0, t1;
+	unsigned int run, i;
+	uint64_t wall;
+	float *x;
+	int y;
+
+	ASSERT_EQ(0, snpu_open(0, 0, &dev));
+	ASSERT_EQ(0, snpu_rt2_dev_open(dev, 0, &rd));
+	ASSERT_EQ(0, snpu_rt2_model_create(&m));
+	ASSERT_EQ(0, snpu_rt2_model_input(m, &sx));
+	y = op2(m, SNPU_RT2_OP_RELU, 0, -1);
+	ASSERT_GT(y, 0);
+	ASSERT_EQ(0, snpu_rt2_model_output(m, y));
+	ASSERT_EQ(0, snpu_rt2_exec_create(m, rd, &o, &e));
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (run = 0; run < 20; run++) {
+		ASSERT_EQ(0, snpu_rt2_exec_input(e, 0, NULL, (void **)&x));
+		for (i = 0; i < 16; i++)
+			x[i] = (float)i - 8.0f;
+		ASSERT_EQ(0, snpu_rt2_exec_run(e));
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	wall = (uint64_t)(t1.tv_sec - t0.tv_sec) * 1000000000ULL +
+	       (uint64_t)t1.tv_nsec - (uint64_t)t0.tv_nsec;
+	ASSERT_EQ(0, snpu_rt2_exec_stats(e, &st));
+	TH_LOG("20 runs: h2d %llu ns, compute %llu ns, d2h %llu ns, wall %llu ns",
+	       (unsigned long long)st.h2d_ns,
+	       (unsigned long long)st.compute_ns,
+	       (unsigned long long)st.d2h_ns, (unsigned long long)wall);
+	EXPECT_GT(st.h2d_ns, 0U);
+	EXPECT_GT(st.compute_ns, 0U);
+	EXPECT_GT(st.d2h_ns, 0U);
+	EXPECT_LE(st.h2d_ns + st.compute_ns + st.d2h_ns, wall);
+	snpu_rt2_exec_destroy(e);
+	snpu_rt2_model_destroy(m);
+	snpu_rt2_dev_close(rd);
+	snpu_close(dev);
 }
 
 TEST_HARNESS_MAIN

@@ -304,6 +304,59 @@ TEST_F(event, rerecord_keeps_queued_waits)
 	ASSERT_EQ(0, snpu_event_sync(self->fd, self->e, LONG_TIMEOUT, NULL));
 }
 
+#define PP_ROUNDS	300
+#define PP_WORDS	256
+
+/*
+ * A ping-pong: stream A adds one to x and records E1; stream B waits for
+ * E1, copies x to y and records E2; A waits for E2 before its next add.
+ * Records and waits complete where the work before them completes, so
+ * only the events order the two streams: any early start shows in y.
+ */
+TEST_F_TIMEOUT(event, ping_pong_orders_two_streams, 120)
+{
+	struct snpu_task *t = calloc(6 * PP_ROUNDS, sizeof(*t));
+	uint32_t *buf = calloc(PP_WORDS, 4), b, e2, i;
+	uint64_t x, y, ones;
+	int32_t err = 1;
+
+	ASSERT_NE(NULL, t);
+	ASSERT_NE(NULL, buf);
+	ASSERT_EQ(0, snpu_stream_create(self->fd, 0, &b));
+	ASSERT_EQ(0, snpu_event_create(self->fd, &e2));
+	ASSERT_EQ(0, snpu_alloc(self->fd, 4 * PP_WORDS, 0, &x));
+	ASSERT_EQ(0, snpu_alloc(self->fd, 4 * PP_WORDS, 0, &y));
+	ASSERT_EQ(0, snpu_alloc(self->fd, 4 * PP_WORDS, 0, &ones));
+	ASSERT_EQ(0, snpu_memset(self->fd, x, 0, 4 * PP_WORDS));
+	ASSERT_EQ(0, snpu_memset(self->fd, y, 0, 4 * PP_WORDS));
+	for (i = 0; i < PP_WORDS; i++)
+		buf[i] = 1;
+	ASSERT_EQ(0, snpu_h2d(self->fd, ones, buf, 4 * PP_WORDS));
+	for (i = 0; i < PP_ROUNDS; i++) {
+		struct snpu_task *r = &t[6 * i];
+
+		r[0] = snpu_t_binop(self->s, SNPU_KERNEL_ADD_I32, x, x, ones,
+				    4 * PP_WORDS, 1);
+		r[1] = snpu_t_record(self->s, self->e);
+		r[2] = snpu_t_wait(b, self->e);
+		r[3] = snpu_t_copy(b, SNPU_COPY_D2D, y, x, 4 * PP_WORDS);
+		r[4] = snpu_t_record(b, e2);
+		r[5] = snpu_t_wait(self->s, e2);
+	}
+	ASSERT_EQ(0, snpu_submit_all(self->fd, t, 6 * PP_ROUNDS));
+	ASSERT_EQ(0, snpu_stream_sync(self->fd, self->s, LONG_TIMEOUT, &err));
+	EXPECT_EQ(0, err);
+	ASSERT_EQ(0, snpu_stream_sync(self->fd, b, LONG_TIMEOUT, &err));
+	EXPECT_EQ(0, err);
+	ASSERT_EQ(0, snpu_d2h(self->fd, buf, y, 4 * PP_WORDS));
+	for (i = 0; i < PP_WORDS; i++)
+		if (buf[i] != PP_ROUNDS)
+			break;
+	EXPECT_EQ((uint32_t)PP_WORDS, i) TH_LOG("y[%u] = %u", i, buf[i % PP_WORDS]);
+	free(t);
+	free(buf);
+}
+
 /*
  * The same with timestamps: A spins 100 ms, records E, spins 1 s more and
  * records E again; B (submitted between) waits E and records E2. E2 must

@@ -524,6 +524,87 @@ TEST_F(stream, tasks_behind_failure_cancelled)
 		TH_LOG("the memset after the failure ran");
 }
 
+/*
+ * Every kind of task behind a failure is cancelled, each by the decision
+ * taken when it became ready: launches of one and of several blocks, a
+ * memset and a copy leave their bytes alone, a NOP launch and an event
+ * record (which need no core) complete with -ECANCELED (the record's
+ * event says so), and a host callback is never delivered.
+ */
+TEST_F(stream, every_op_behind_failure_cancelled)
+{
+	struct snpu_event_query eq;
+	struct snpu_callback cb;
+	uint64_t y, y4, z, src, dst, last;
+	uint32_t e;
+	int32_t err = 0;
+
+	ASSERT_EQ(0, dev_u32(self->fd, 64, 0xa5a5a5a5, &y));
+	ASSERT_EQ(0, dev_u32(self->fd, 4096, 0xa5a5a5a5, &y4));
+	ASSERT_EQ(0, dev_u32(self->fd, 64, 0xa5a5a5a5, &z));
+	ASSERT_EQ(0, dev_u32(self->fd, 64, 0x11111111, &src));
+	ASSERT_EQ(0, dev_u32(self->fd, 64, 0xa5a5a5a5, &dst));
+	ASSERT_EQ(0, dev_u32(self->fd, 64, 0xa5a5a5a5, &last));
+	ASSERT_EQ(0, snpu_event_create(self->fd, &e));
+	struct snpu_task t[9] = {
+		snpu_t_fail(self->s, 5),
+		snpu_t_fill(self->s, y, 256, 1, 1),
+		snpu_t_fill(self->s, y4, 4096 * 4, 2, 4),
+		snpu_t_memset(self->s, z, 0, 256),
+		snpu_t_copy(self->s, SNPU_COPY_D2D, dst, src, 256),
+		snpu_t_nop(self->s),
+		snpu_t_record(self->s, e),
+		snpu_t_host_func(self->s, 9),
+		snpu_t_fill(self->s, last, 256, 3, 1),
+	};
+	ASSERT_EQ(0, snpu_submit(self->fd, t, 9, NULL));
+	/* A delivered callback would hold the stream: the sync would time out. */
+	ASSERT_EQ(0, snpu_stream_sync(self->fd, self->s, LONG_TIMEOUT, &err));
+	EXPECT_EQ(-5, err);
+	EXPECT_EQ(-ETIMEDOUT, snpu_callback_wait(self->fd, 0, &cb))
+		TH_LOG("a callback behind a failure was delivered");
+	EXPECT_EQ(64U, dev_check_u32(self->fd, y, 64, 0xa5a5a5a5));
+	EXPECT_EQ(4096U, dev_check_u32(self->fd, y4, 4096, 0xa5a5a5a5));
+	EXPECT_EQ(64U, dev_check_u32(self->fd, z, 64, 0xa5a5a5a5));
+	EXPECT_EQ(64U, dev_check_u32(self->fd, dst, 64, 0xa5a5a5a5));
+	EXPECT_EQ(64U, dev_check_u32(self->fd, last, 64, 0xa5a5a5a5));
+	ASSERT_EQ(0, snpu_event_query(self->fd, e, &eq));
+	EXPECT_EQ((__u32)SNPU_EVENT_COMPLETE, eq.state);
+	EXPECT_EQ(-ECANCELED, eq.error);
+}
+
+/*
+ * A failure inside a run of short tasks that one core runs back to back
+ * (a chain, see the scheduler): the tasks after it in the same batch are
+ * cancelled too, the ones before it ran.
+ */
+TEST_F(stream, failure_inside_a_chain_cancels_the_rest)
+{
+	struct snpu_task t[24];
+	uint64_t before[8], after[8];
+	int32_t err = 0;
+	unsigned int i;
+
+	for (i = 0; i < 8; i++) {
+		ASSERT_EQ(0, dev_u32(self->fd, 1024, 0xa5a5a5a5, &before[i]));
+		ASSERT_EQ(0, dev_u32(self->fd, 1024, 0xa5a5a5a5, &after[i]));
+	}
+	for (i = 0; i < 8; i++)
+		t[i] = snpu_t_fill(self->s, before[i], 4096, i + 1, 1);
+	t[8] = snpu_t_fail(self->s, 6);
+	for (i = 0; i < 8; i++)
+		t[9 + i] = snpu_t_fill(self->s, after[i], 4096, i + 1, 1);
+	ASSERT_EQ(0, snpu_submit(self->fd, t, 17, NULL));
+	ASSERT_EQ(0, snpu_stream_sync(self->fd, self->s, LONG_TIMEOUT, &err));
+	EXPECT_EQ(-6, err);
+	for (i = 0; i < 8; i++) {
+		EXPECT_EQ(1024U, dev_check_u32(self->fd, before[i], 1024, i + 1));
+		EXPECT_EQ(1024U, dev_check_u32(self->fd, after[i], 1024,
+					       0xa5a5a5a5))
+			TH_LOG("task %u after the failure ran", i);
+	}
+}
+
 /* A batch naming a stream in its error state queues nothing anywhere. */
 TEST_F(stream, batch_with_error_stream_eio)
 {

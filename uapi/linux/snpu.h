@@ -135,6 +135,13 @@
  *   0.9  Statistics through the generic netlink family: SNPU_CMD_STATS,
  *        messages SNPU_KIND_DEV_STATS and SNPU_KIND_CONTEXT
  *        (linux/snpu_netlink.h); tracepoints (system snpu, not ABI).
+ *   0.10 Host callbacks through the rings (SNPU_CAP_RING_CALLBACKS): a
+ *        ring set up with SNPU_RING_CALLBACK_CQE delivers ready callbacks
+ *        as completions flagged SNPU_CQE_F_CALLBACK (cookie and stream
+ *        in the new @callback member of struct snpu_cqe), and an SQE of
+ *        the new op SNPU_OP_CALLBACK_DONE completes one; event records,
+ *        stream waits and NOP launches complete where they become ready
+ *        (no behaviour changes).
  */
 #ifndef _UAPI_LINUX_SNPU_H
 #define _UAPI_LINUX_SNPU_H
@@ -144,7 +151,7 @@
 #include <linux/types.h>
 
 #define SNPU_ABI_MAJOR		0
-#define SNPU_ABI_MINOR		9
+#define SNPU_ABI_MINOR		10
 
 /*
  * In @flags of STREAM_SYNC, EVENT_SYNC, CALLBACK_WAIT and ENTER: @timeout_ns
@@ -170,6 +177,7 @@
 #define SNPU_CAP_ATTACHED	_BITULL(4)	/* owners, attached streams */
 #define SNPU_CAP_SNAPSHOT	_BITULL(5)	/* process snapshot */
 #define SNPU_CAP_GRAPHS		_BITULL(7)	/* graphs (ABI 0.7) */
+#define SNPU_CAP_RING_CALLBACKS	_BITULL(8)	/* callbacks as CQEs (0.10) */
 /*
  * Not a feature but how the module was loaded: the test hooks (kernels
  * SNPU_KERNEL_SPIN and SNPU_KERNEL_FAIL, SNPU_IOC_NOP) are enabled, by the
@@ -179,7 +187,8 @@
 #define SNPU_CAPS_KNOWN		(SNPU_CAP_MEMORY | SNPU_CAP_STREAMS | \
 				 SNPU_CAP_CALLBACKS | SNPU_CAP_RING | \
 				 SNPU_CAP_ATTACHED | SNPU_CAP_SNAPSHOT | \
-				 SNPU_CAP_TEST_HOOKS | SNPU_CAP_GRAPHS)
+				 SNPU_CAP_TEST_HOOKS | SNPU_CAP_GRAPHS | \
+				 SNPU_CAP_RING_CALLBACKS)
 
 /**
  * struct snpu_info - device description, returned by SNPU_IOC_GET_INFO
@@ -256,7 +265,7 @@ struct snpu_ctx_query {
 	__u32 graphs_limit;
 	__u64 graph_mem;
 	__u64 graph_mem_limit;
-	__u64 reserved[1];
+	__u64 reserved;
 };
 
 #define SNPU_CTX_QUERY_SIZE_VER0	96
@@ -636,6 +645,7 @@ struct snpu_event_elapsed {
 #define SNPU_OP_STREAM_WAIT	5	/* wait for an event's capture */
 #define SNPU_OP_HOST_FUNC	6	/* deliver a callback to the process */
 #define SNPU_OP_GRAPH		7	/* launch a graph (ABI 0.7) */
+#define SNPU_OP_CALLBACK_DONE	8	/* SQ only: complete a callback (0.10) */
 
 /*
  * Built-in kernels. A launch runs block_dim blocks in parallel; a block
@@ -785,6 +795,15 @@ struct snpu_kernel_arg {
  * @graph: SNPU_OP_GRAPH: the graph handle, the device address of each of
  *         its boundary slots (the ones past the graph's slot count zero)
  *         and of its scratch (zero when it has none); see "Graphs"
+ * @callback: SNPU_OP_CALLBACK_DONE, an SQE only (SUBMIT and graphs refuse
+ *            it with EINVAL): the @cookie of a callback the ring delivered
+ *            (SNPU_CQE_F_CALLBACK) and its @status, 0 or a -errno that
+ *            fails the callback's task and its stream, as
+ *            SNPU_IOC_CALLBACK_DONE does; @stream must be zero. It is not
+ *            a task: no job, no sequence number, and a completion only
+ *            when it fails (ENOENT for a cookie that names no delivered
+ *            callback of the file, EINVAL for a bad field), with its
+ *            @user_data
  * @raw: the union as words; unused words must be zero
  */
 struct snpu_task {
@@ -822,6 +841,10 @@ struct snpu_task {
 			__u64 scratch;
 			__u64 slots[8];
 		} graph;
+		struct {
+			__u32 cookie;
+			__s32 status;
+		} callback;
 		__u64 raw[13];
 	};
 };
@@ -1058,6 +1081,15 @@ struct snpu_graph_create {
  * A bad SQE is consumed and gets a CQE with its user_data and the error.
  */
 #define SNPU_RING_SQPOLL	_BITUL(0)	/* a kernel thread consumes the SQ */
+/*
+ * Host callbacks of the file that become ready from now on are delivered
+ * as completions (SNPU_CQE_F_CALLBACK) instead of to CALLBACK_WAIT, in
+ * the order they become ready; while the CQ has no room they wait and
+ * go in as the process reaps (ENTER, or the poller), where CALLBACK_WAIT
+ * may also take them. Complete one with an SNPU_OP_CALLBACK_DONE SQE, or
+ * with SNPU_IOC_CALLBACK_DONE (ABI 0.10).
+ */
+#define SNPU_RING_CALLBACK_CQE	_BITUL(1)
 
 #define SNPU_RING_MAX_ENTRIES	4096	/* SQ; the CQ may be twice as big */
 #define SNPU_SQ_NEED_WAKEUP	_BITUL(0)
@@ -1088,7 +1120,7 @@ struct snpu_ring_offsets {
 /**
  * struct snpu_ring_setup - SNPU_IOC_RING_SETUP, once per file
  * @size: in: sizeof; out: bytes written
- * @flags: in: SNPU_RING_SQPOLL
+ * @flags: in: SNPU_RING_SQPOLL, SNPU_RING_CALLBACK_CQE
  * @sq_entries: in: power of two, 1..SNPU_RING_MAX_ENTRIES
  * @cq_entries: in: power of two, @sq_entries..2 * SNPU_RING_MAX_ENTRIES,
  *              or 0 for twice @sq_entries
@@ -1126,17 +1158,31 @@ struct snpu_ring_setup {
  * struct snpu_cqe - a completion, 32 bytes
  * @user_data: the task's user_data
  * @result: 0, or the task's -errno (also for an SQE refused at submit)
- * @flags: zero
+ * @flags: 0, or SNPU_CQE_F_CALLBACK
  * @time_ns: completion time, CLOCK_MONOTONIC
+ * @callback: with SNPU_CQE_F_CALLBACK, in place of @time_ns: the ready
+ *            callback's @cookie (for SNPU_OP_CALLBACK_DONE) and @stream
  * @seq: the task's sequence number in its stream, 0 if refused
+ *
+ * With SNPU_CQE_F_CALLBACK the entry is not a completion: the host
+ * callback task @user_data of sequence number @seq waits for the process
+ * (@result 0). Its completion comes as usual once it is done.
  */
 struct snpu_cqe {
 	__u64 user_data;
 	__s32 result;
 	__u32 flags;
-	__u64 time_ns;
+	union {
+		__u64 time_ns;
+		struct {
+			__u32 cookie;
+			__u32 stream;
+		} callback;
+	};
 	__u64 seq;
 };
+
+#define SNPU_CQE_F_CALLBACK	_BITUL(0)	/* a ready host callback */
 
 #define SNPU_ENTER_GETEVENTS	_BITUL(0)	/* wait for @min_complete */
 #define SNPU_ENTER_SQ_WAKEUP	_BITUL(1)	/* wake the poller */

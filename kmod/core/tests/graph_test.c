@@ -278,6 +278,84 @@ TEST(hazards_only_conflicting_pairs)
 		}
 }
 
+/* Is @m in node @n's list? */
+static bool listed(const __u32 *off, const __u32 *list, __u32 n, __u32 m)
+{
+	__u32 e;
+
+	for (e = off[n]; e < off[n + 1]; e++)
+		if (list[e] == m)
+			return true;
+	return false;
+}
+
+/*
+ * A read that starts strictly before the write it overlaps: the sweep
+ * meets the reader first, so the pair is a write after read from its
+ * side. 0 reads A [0, 64), 1 writes A [32, 96), 2 reads A [40, 48),
+ * 3 writes B [8, 16) and 4 reads B [0, 12).
+ */
+TEST(hazards_write_after_read_listed)
+{
+	const struct snpu_gacc acc[5] = {
+		{ .start = 0, .end = 64, .node = 0, .res = 0 },
+		{ .start = 32, .end = 96, .node = 1, .res = 0, .write = 1 },
+		{ .start = 40, .end = 48, .node = 2, .res = 0 },
+		{ .start = 8, .end = 16, .node = 3, .res = 1, .write = 1 },
+		{ .start = 0, .end = 12, .node = 4, .res = 1 },
+	};
+	__u32 off[6], list[64], count;
+
+	ASSERT_EQ(0, hazards(acc, 5, off, list, &count));
+	EXPECT_TRUE(listed(off, list, 0, 1));
+	EXPECT_TRUE(listed(off, list, 1, 0));
+	EXPECT_TRUE(listed(off, list, 1, 2));
+	EXPECT_TRUE(listed(off, list, 2, 1));
+	EXPECT_TRUE(listed(off, list, 3, 4));
+	EXPECT_TRUE(listed(off, list, 4, 3));
+	EXPECT_FALSE(listed(off, list, 0, 2));
+	EXPECT_FALSE(listed(off, list, 0, 0));
+	/* 0: {1}, 1: {0, 1, 2}, 2: {1}, 3: {3, 4}, 4: {3}. */
+	EXPECT_EQ(8U, count);
+}
+
+/*
+ * Random access sets of up to 16 nodes on 3 resources, small ranges so
+ * that reads and writes overlap in every order: each list holds exactly
+ * the nodes that conflict, each once, in ascending order.
+ */
+TEST(hazards_random_sets_equal_every_pair)
+{
+	struct snpu_gacc acc[16];
+	__u32 off[17], list[64], count, n, m, i, round;
+
+	srand(1);
+	for (round = 0; round < 2000; round++) {
+		__u32 nodes = 1 + rand() % 16;
+
+		for (i = 0; i < nodes; i++) {
+			acc[i].start = rand() % 48;
+			acc[i].end = acc[i].start + 1 + rand() % 16;
+			acc[i].node = i;
+			acc[i].res = rand() % 3;
+			acc[i].write = rand() % 3 == 0;
+			acc[i].addr = 0;
+			acc[i].word = 0;
+		}
+		if (hazards(acc, nodes, off, list, &count))
+			continue;	/* past the bound: no lists */
+		for (n = 0; n < nodes; n++) {
+			for (i = off[n] + 1; i < off[n + 1]; i++)
+				ASSERT_LT(list[i - 1], list[i]);
+			for (m = 0; m < nodes; m++)
+				ASSERT_EQ(snpu_gacc_conflict(&acc[n], &acc[m]),
+					  listed(off, list, n, m))
+					TH_LOG("round %u: nodes %u and %u",
+					       round, n, m);
+		}
+	}
+}
+
 TEST(hazards_past_the_bound_refused)
 {
 	struct snpu_gacc acc[16];

@@ -184,4 +184,44 @@ TEST_F(task, launch_goes_through_kernel_check)
 	ASSERT_EQ(-EINVAL, snpu_task_check(&self->t));
 }
 
+/* CALLBACK_DONE is an SQE only: snpu_task_check() refuses it. */
+TEST_F(task, callback_done_not_a_task)
+{
+	self->t.op = SNPU_OP_CALLBACK_DONE;
+	ASSERT_EQ(-EINVAL, snpu_task_check(&self->t));
+}
+
+/* Its own check: a cookie and a status, everything else zero. */
+TEST_F(task, callback_done_rules)
+{
+	struct snpu_task d;
+
+	memset(&d, 0, sizeof(d));
+	d.op = SNPU_OP_CALLBACK_DONE;
+	d.callback.cookie = 0xffffffff;
+	d.user_data = 42;
+	EXPECT_EQ(0, snpu_task_check_callback_done(&d));
+	d.callback.status = -4095;
+	EXPECT_EQ(0, snpu_task_check_callback_done(&d));
+	d.callback.status = -4096;
+	EXPECT_EQ(-EINVAL, snpu_task_check_callback_done(&d));
+	d.callback.status = 1;
+	EXPECT_EQ(-EINVAL, snpu_task_check_callback_done(&d));
+	d.callback.status = 0;
+	d.flags = 1;
+	EXPECT_EQ(-EINVAL, snpu_task_check_callback_done(&d));
+	d.flags = 0;
+	d.stream = 1;
+	EXPECT_EQ(-EINVAL, snpu_task_check_callback_done(&d));
+	d.stream = 0;
+	d.reserved0 = 1;
+	EXPECT_EQ(-EINVAL, snpu_task_check_callback_done(&d));
+	d.reserved0 = 0;
+	d.raw[12] = 1;
+	EXPECT_EQ(-EINVAL, snpu_task_check_callback_done(&d));
+	d.raw[12] = 0;
+	d.op = SNPU_OP_HOST_FUNC;
+	EXPECT_EQ(-EINVAL, snpu_task_check_callback_done(&d));
+}
+
 TEST_HARNESS_MAIN

@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The kernel APIs that differ between the kernels snpu builds against
+ * (Debian 12's 6.1, Debian 13's 6.12, Debian's newest 7.x), in one place.
+ *
+ * Kbuild decides which form a kernel has by looking for it in that
+ * kernel's own headers, and defines SNPU_HAVE_<NAME> when it finds the
+ * newer one: no kernel version number is compared, so a distribution
+ * kernel that backported a change builds as well. Each wrapper names the
+ * kernel where its API changed. To support another change: a probe in
+ * Kbuild, a wrapper here, and the call sites through the wrapper.
+ */
+#ifndef SNPU_COMPAT_H
+#define SNPU_COMPAT_H
+
+#include <linux/mm.h>
+#include <linux/shmem_fs.h>
+#include <net/genetlink.h>
+
+/*
+ * 6.3: VMA flags are written through vm_flags_set() and vm_flags_clear()
+ * (vm_flags became read-only to the rest of the kernel); before, directly.
+ */
+#ifndef SNPU_HAVE_VM_FLAGS_SET
+static inline void vm_flags_set(struct vm_area_struct *vma, vm_flags_t flags)
+{
+	vma->vm_flags |= flags;
+}
+
+static inline void vm_flags_clear(struct vm_area_struct *vma,
+				  vm_flags_t flags)
+{
+	vma->vm_flags &= ~flags;
+}
+#endif
+
+/**
+ * snpu_shmem_file_noreserve() - an unlinked shmem file that reserves no
+ * memory up front (its pages are charged as they are written)
+ * @name: the file's name, as /proc/PID/maps would show it
+ * @size: its initial size in bytes
+ *
+ * shmem_file_setup() takes its VM_NORESERVE flag as an unsigned long up
+ * to 6.12, and as a vma_flags_t made with mk_vma_flags() in 7.x (the
+ * form Debian's 7.2 and 7.3 headers have).
+ *
+ * Return: the file, or an ERR_PTR() as shmem_file_setup() returns it.
+ */
+static inline struct file *snpu_shmem_file_noreserve(const char *name,
+						     loff_t size)
+{
+#ifdef SNPU_HAVE_SHMEM_VMA_FLAGS
+	return shmem_file_setup(name, size, mk_vma_flags(VMA_NORESERVE_BIT));
+#else
+	return shmem_file_setup(name, size, VM_NORESERVE);
+#endif
+}
+
+/**
+ * snpu_genl_dump_attrs() - the attributes of a generic netlink dump request
+ * @cb: the dump's callback, in its start() or dumpit()
+ *
+ * 6.6 embedded a struct genl_info, with the parsed attributes, in struct
+ * genl_dumpit_info (read with genl_info_dump()); the old @attrs member of
+ * struct genl_dumpit_info is gone from 6.12's headers.
+ *
+ * Return: the attribute table, NULL when the family parses none.
+ */
+static inline struct nlattr **snpu_genl_dump_attrs(struct netlink_callback *cb)
+{
+#ifdef SNPU_HAVE_GENL_INFO_DUMP
+	return genl_info_dump(cb)->attrs;
+#else
+	return genl_dumpit_info(cb)->attrs;
+#endif
+}
+
+#endif /* SNPU_COMPAT_H */
