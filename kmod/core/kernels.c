@@ -565,6 +565,9 @@ int snpu_kernel_check(__u32 kernel, __u32 block_dim,
 		unused |= args[i].value | args[i].bytes;
 	if (unused)
 		return -EINVAL;
+	/* Without arguments (NOP): no value to check and no work. */
+	if (!d->nargs)
+		return 0;
 	ret = snpu_kernel_check_values(kernel, block_dim, args);
 	if (ret)
 		return ret;
