@@ -49,6 +49,7 @@
 
 #include "snpu.h"
 #include "bench.h"
+#include "mlp.h"
 
 #define MAX_ROUNDS	101
 
@@ -146,37 +147,21 @@ static const struct gemm_shape gemm_shapes[] = {
 };
 
 /*
- * The plain loop: c[i][j] = the sum over l from 0 up of a(i, l) b(l, j),
- * a(i, l) = a[i * ai + l * al], b(l, j) = b[l * bl + j * bj].
+ * The plain loop, snpu-train's CPU reference (mlp.h): c[i][j] = the sum
+ * over l from 0 up of a(i, l) b(l, j), for each shape's layout.
  */
-static void plain_gemm(float *c, const float *a, const float *b, uint32_t m,
-		       uint32_t n, uint32_t k, size_t ai, size_t al, size_t bl,
-		       size_t bj)
-{
-	uint32_t i, j, l;
-
-	for (i = 0; i < m; i++)
-		for (j = 0; j < n; j++) {
-			float s = 0.0f;
-
-			for (l = 0; l < k; l++)
-				s += a[i * ai + l * al] * b[l * bl + j * bj];
-			c[(size_t)i * n + j] = s;
-		}
-}
-
 static void plain_shape(const struct gemm_shape *s, float *c, const float *a,
 			const float *b)
 {
 	switch (s->kernel) {
 	case SNPU_KERNEL_GEMM_TN_F32:	/* a is k x m */
-		plain_gemm(c, a, b, s->m, s->n, s->k, 1, s->m, s->n, 1);
+		mlp_gemm_strided(c, a, b, s->m, s->n, s->k, 1, s->m, s->n, 1);
 		break;
 	case SNPU_KERNEL_GEMM_NT_F32:	/* b is n x k */
-		plain_gemm(c, a, b, s->m, s->n, s->k, s->k, 1, 1, s->k);
+		mlp_gemm_strided(c, a, b, s->m, s->n, s->k, s->k, 1, 1, s->k);
 		break;
 	default:
-		plain_gemm(c, a, b, s->m, s->n, s->k, s->k, 1, s->n, 1);
+		mlp_gemm_strided(c, a, b, s->m, s->n, s->k, s->k, 1, s->n, 1);
 		break;
 	}
 }
