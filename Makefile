@@ -80,7 +80,7 @@ help:
 	@echo '  lib            build/lib: libsnpu.a, libsnpu.so (versioned symbols)'
 	@echo '  tools          build/tools: snpu-smi, snpu-bench, snpu-bench-snapshot,'
 	@echo '                 snpu-bench-graph, snpu-bench-sync, snpu-bench-rt2,'
-	@echo '                 snpu-train'
+	@echo '                 snpu-bench-kernels, snpu-train'
 	@echo '  selftests      build/selftests: kselftest suites (run in the VM)'
 	@echo '  unit           native unit tests of kmod/core and lib under ASan/UBSan;'
 	@echo '                 rt2'"'"'s hand-over stress test also under TSan'
@@ -118,8 +118,12 @@ help:
 	@echo '                 launches, hazard-list visits; snpu-bench-sync: event'
 	@echo '                 ping-pongs, callbacks (ioctl and ring) against FILLs,'
 	@echo '                 one task round trip against a pipe; snpu-bench-rt2:'
-	@echo '                 the rt2 executor per node through the ring; snpu-train:'
-	@echo '                 steps/s with graph replay, op by op, CPU reference'
+	@echo '                 the rt2 executor per node through the ring;'
+	@echo '                 snpu-bench-kernels: device GEMM GFLOP/s at block_dim 1,'
+	@echo '                 the cores and snpu_launch_dims beside OpenBLAS (1 and N'
+	@echo '                 threads) and a plain loop, the FPU section of each f32'
+	@echo '                 kernel; snpu-train: steps/s with graph replay, op by op,'
+	@echo '                 CPU reference, CPU with OpenBLAS'
 	@echo '  bench-native   attached-stream cache hits on the host (-O2, no sanitizers);'
 	@echo '                 fails if a hit allocates; the cost per node of graph capture;'
 	@echo '                 the rt2 executor per node on the host-only device, fails if'
@@ -186,6 +190,10 @@ lib: $(B)/lib/libsnpu.a $(B)/lib/$(LIBFILE)
 # scripts/deps groups a tool needs, installed before it is compiled, so
 # pkg-config runs in the recipe, after them.
 $(B)/tools/snpu-bench: TOOL_LIBS := -luring
+# snpu-bench-kernels sets the device's GEMM beside OpenBLAS's (Debian's
+# libopenblas-dev, scripts/deps bench).
+$(B)/tools/snpu-bench-kernels: TOOL_DEPS := bench
+$(B)/tools/snpu-bench-kernels: TOOL_LIBS := -lopenblas
 $(B)/tools/snpu-smi: TOOL_DEPS := net
 $(B)/tools/snpu-smi: TOOL_CFLAGS := $$(pkg-config --cflags libnl-genl-3.0)
 $(B)/tools/snpu-smi: TOOL_LIBS := $$(pkg-config --libs libnl-genl-3.0)
@@ -342,8 +350,10 @@ vm-image: all $(MINI_DATA)/.stamp
 	$(call vm-root,snpu.ko,$(B)/vm)
 
 # make run: train the MLP in the VM (scripts/train-run); RUN_ARGS are
-# snpu-train's options, EPOCHS=N trains N epochs of all 60000 images.
-RUN_ARGS ?= --subset 40000
+# snpu-train's options, EPOCHS=N trains N epochs of all 60000 images. The
+# default, two passes over 30000 images (936 steps), fits two to three
+# minutes on a 2-core machine since the kernels use every core.
+RUN_ARGS ?= --subset 30000 --epochs 2
 RUN_TIMEOUT ?= 900
 run: vm-image
 	$(Q)scripts/deps data
@@ -354,21 +364,27 @@ vm-shell: vm-image
 	$(Q)scripts/vm shell
 
 # The native part first, on the host; then the VM's.
-# snpu-bench-snapshot copies up to 256 MiB of device memory into an image
+# snpu-bench-kernels sets the device's GEMMs beside OpenBLAS and a plain
+# loop, and times each f32 kernel's FPU section; OpenBLAS takes QEMU's
+# default CPU model for an Opteron and dies on a 3DNow! instruction
+# unless told the core type. snpu-bench-snapshot copies up to 256 MiB of device memory into an image
 # and back, beside memcpy of as many bytes: 1 GiB of device memory and a
 # 2 GiB guest. snpu-bench-graph reads the graph counters in debugfs.
 bench: vm-image
 	$(Q)$(MAKE) bench-native
 	$(Q)scripts/vm run -t 600 'snpu-bench && snpu-bench -r 21 attached && snpu-bench-rt2 -r 7 -b 20000'
+	$(Q)scripts/vm run -t 900 'OPENBLAS_CORETYPE=Prescott snpu-bench-kernels'
 	$(Q)scripts/vm run -t 900 -m 2048 -p "mem_mb=1024" snpu-bench-snapshot
 	$(Q)scripts/vm run -t 600 snpu-bench-graph
 	$(Q)scripts/vm run -t 600 snpu-bench-sync
 	$(Q)scripts/vm run -t 900 '$(TRAIN_BENCH) --bench 40 && \
 		$(TRAIN_BENCH) --hidden 16 -b 8 --bench 400'
 
-# snpu-train's step three ways (graph replay, op by op, CPU reference) on
-# the VM image's small data set; Documentation/perf.rst.
-TRAIN_BENCH := snpu-train -d /opt/snpu/data/fashion-mnist-mini --plain -q \
+# snpu-train's step four ways (graph replay, op by op, CPU reference, a CPU
+# trainer with OpenBLAS's GEMMs, which needs the core type in QEMU's
+# default CPU model) on the VM image's small data set;
+# Documentation/perf.rst.
+TRAIN_BENCH := OPENBLAS_CORETYPE=Prescott snpu-train -d /opt/snpu/data/fashion-mnist-mini --plain -q \
 	-n 10 --test-subset 512 --svg -
 
 # lib/bench/*.c: host benchmarks with the library compiled in (they use

@@ -114,6 +114,9 @@ static int __init snpu_init(void)
 		pr_err("bad module parameter: %s\n", bad);
 		return -EINVAL;
 	}
+	ret = snpu_isa_init();
+	if (ret)
+		return ret;
 
 	snpu_quota.mem = (u64)p.ctx_mem_mb << 20;
 	snpu_quota.host = (u64)p.ctx_host_mb << 20;

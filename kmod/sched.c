@@ -460,7 +460,7 @@ static int snpu_run_block(struct snpu_work *w, u32 block, u64 deadline)
 		return -(int)l->scalar[0];
 	}
 
-	snpu_kernel_split(w->units, l->block_dim, block, &begin, &end);
+	snpu_kernel_split_steps(l, w->units, block, &begin, &end);
 	for (pos = begin;; pos = stop) {
 		stop = min_t(u64, end, pos + w->chunk);
 		if (w->fpu)

@@ -417,7 +417,8 @@ enum snpu_job_state {
  * @blocks_left: blocks not finished
  * @fail: first error of a block
  * @launch: SNPU_OP_LAUNCH, resolved
- * @units: units of @launch (snpu_kernel_units())
+ * @units: steps of @launch (snpu_kernel_steps(): its units, or pieces of
+ *         a long COLSUM's columns)
  * @chunk: units per chunk (snpu_kernel_chunk())
  * @fpu: the kernel uses the FPU
  * @copy: SNPU_OP_COPY and SNPU_OP_MEMSET (@src NULL, @value)
@@ -853,6 +854,9 @@ struct snpu_device *snpu_device_create(unsigned int index,
 				       const struct snpu_params *p,
 				       struct dentry *debugfs);
 void snpu_device_destroy(struct snpu_device *sdev);
+
+/* isa.c: the f32 kernels' instruction set, chosen at load */
+int snpu_isa_init(void);
 
 /* context.c */
 extern const struct file_operations snpu_fops;

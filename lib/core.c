@@ -13,3 +13,4 @@
 #include "../kmod/core/coll.c"
 #include "../kmod/core/kernels.c"
 #include "../kmod/core/kernels_f32.c"
+#include "../kmod/core/kernels_f32_avx2.c"

@@ -4,8 +4,9 @@
  * elements among blocks and the compute of one chunk of a slice.
  *
  * This file is built without any FPU in the kernel: it holds no floating
- * point type or operation. The f32 kernels are dispatched to
- * kernels_f32.c, the only object built with SSE.
+ * point type or operation. The f32 kernels are dispatched to the table of
+ * kernels_f32.c (SSE2) or kernels_f32_avx2.c (AVX2), the objects built
+ * with the FPU, whichever snpu_kernel_set_isa() chose.
  */
 #include "kernels.h"
 #include "kernels_f32.h"
@@ -86,6 +87,48 @@ static const struct snpu_kernel_desc snpu_kernel_descs[SNPU_KERNEL_COUNT] = {
 	[SNPU_KERNEL_AFFINE_F32]	= { .nargs = 4, .buffers = 0x03,
 					    .writes = 0x01, .fpu = true },
 };
+
+/*
+ * The f32 loops the kernels run: one table for the whole module (or
+ * program), chosen before any launch runs and not changed while one does.
+ */
+static const struct snpu_f32_ops *snpu_f32 = &snpu_f32_sse2;
+
+/**
+ * snpu_kernel_set_isa() - choose the instruction set of the f32 kernels
+ * @isa: SNPU_ISA_SSE2 (every x86-64 CPU) or SNPU_ISA_AVX2
+ *
+ * Both give the same bits; AVX2 does eight lanes an instruction where
+ * SSE2 does four. The caller has checked that the CPU has @isa (and, in
+ * the kernel, that the FPU state it saves covers the YMM registers), and
+ * calls this before any kernel runs: the module once at load, a test
+ * between launches.
+ *
+ * Return: 0, or -EINVAL for an unknown @isa.
+ */
+int snpu_kernel_set_isa(unsigned int isa)
+{
+	switch (isa) {
+	case SNPU_ISA_SSE2:
+		snpu_f32 = &snpu_f32_sse2;
+		return 0;
+	case SNPU_ISA_AVX2:
+		snpu_f32 = &snpu_f32_avx2;
+		return 0;
+	default:
+		return -EINVAL;
+	}
+}
+
+/**
+ * snpu_kernel_isa_name() - the instruction set the f32 kernels use
+ *
+ * Return: "sse2" or "avx2".
+ */
+const char *snpu_kernel_isa_name(void)
+{
+	return snpu_f32->name;
+}
 
 /* ceil(n / d) for d > 0, without a 64-bit division helper on 32-bit. */
 static __u64 snpu_div_round_up(__u64 n, __u32 d)
@@ -375,6 +418,39 @@ static __u64 snpu_kernel_unit_cost(__u32 kernel, struct snpu_kdims d)
 
 static __u64 snpu_kernel_units_of(__u32 kernel, struct snpu_kdims d);
 
+/*
+ * COLSUM's pieces: a column of more than SNPU_KERNEL_CHUNK_WORK rows is
+ * summed in pieces of SNPU_KERNEL_CHUNK rows (the last one shorter), so
+ * that no chunk adds more than SNPU_KERNEL_CHUNK_WORK elements; a shorter
+ * column is one piece. Return: the pieces of a column, at least 1; *@seg
+ * the rows of a piece.
+ */
+static __u64 snpu_colsum_pieces(__u64 rows, __u64 *seg)
+{
+	if (rows <= SNPU_KERNEL_CHUNK_WORK) {
+		*seg = rows;
+		return 1;
+	}
+	*seg = SNPU_KERNEL_CHUNK;
+	return rows / SNPU_KERNEL_CHUNK + (rows % SNPU_KERNEL_CHUNK != 0);
+}
+
+/* Steps of one unit: COLSUM's pieces of a column, else 1. */
+static __u64 snpu_kernel_unit_steps(__u32 kernel, struct snpu_kdims d)
+{
+	__u64 seg;
+
+	if (kernel != SNPU_KERNEL_COLSUM_F32)
+		return 1;
+	return snpu_colsum_pieces(snpu_kernel_unit_cost(kernel, d), &seg);
+}
+
+static __u64 snpu_kernel_steps_of(__u32 kernel, struct snpu_kdims d)
+{
+	return snpu_kernel_units_of(kernel, d) *
+	       snpu_kernel_unit_steps(kernel, d);
+}
+
 /* See snpu_kernel_chunk(). */
 static __u64 snpu_kernel_chunk_of(__u32 kernel, struct snpu_kdims d)
 {
@@ -385,8 +461,43 @@ static __u64 snpu_kernel_chunk_of(__u32 kernel, struct snpu_kdims d)
 	cost = snpu_kernel_unit_cost(kernel, d);
 	if (!cost)
 		return 1;
+	/* A piece of a long COLSUM column costs SNPU_KERNEL_CHUNK. */
+	if (kernel == SNPU_KERNEL_COLSUM_F32 && cost > SNPU_KERNEL_CHUNK_WORK)
+		cost = SNPU_KERNEL_CHUNK;
+	/* ncls <= 65536 for a checked launch: no overflow. */
+	if (kernel == SNPU_KERNEL_SOFTMAX_XENT_F32)
+		cost *= SNPU_KERNEL_SOFTMAX_CLASS_WORK;
 	return cost >= SNPU_KERNEL_CHUNK_WORK ? 1 :
 	       SNPU_KERNEL_CHUNK_WORK / cost;
+}
+
+/**
+ * snpu_kernel_work() - the units of a launch and what one costs
+ * @kernel: SNPU_KERNEL_*
+ * @args: the SNPU_KERNEL_MAX_ARGS arguments, as for snpu_kernel_check()
+ * @units: out: the units its blocks share (snpu_kernel_units())
+ * @cost: out: the work of one unit in the units of
+ *        SNPU_KERNEL_BLOCK_WORK_MAX: k for the GEMMs, ncls for
+ *        SOFTMAX_XENT and ARGMAX, rows for COLSUM, 1 for the others
+ *
+ * From the arguments alone (bytes of buffers, values of scalars), for a
+ * caller sizing a launch before it is checked (libsnpu's
+ * snpu_launch_dims()) as for the check. Arguments a launch leaves unused
+ * must be zero, as the check requires.
+ */
+void snpu_kernel_work(__u32 kernel, const struct snpu_kernel_arg *args,
+		      __u64 *units, __u64 *cost)
+{
+	/*
+	 * The units and the cost read the bytes of buffer arguments and the
+	 * values of scalar ones only, and unused arguments are zero: no need
+	 * to tell them apart here.
+	 */
+	struct snpu_kdims d = snpu_kdims_args(args);
+
+	*units = snpu_kernel_units_of(kernel, d);
+	*cost = snpu_kernel_costed(kernel) ?
+		snpu_kernel_unit_cost(kernel, d) : 1;
 }
 
 /*
@@ -399,20 +510,11 @@ static __u64 snpu_kernel_chunk_of(__u32 kernel, struct snpu_kdims d)
 static __u64 snpu_kernel_block_work(__u32 kernel, __u32 block_dim,
 				    const struct snpu_kernel_arg *args)
 {
-	/*
-	 * The units and the cost read the bytes of buffer arguments and the
-	 * values of scalar ones only, and unused arguments are zero: no need
-	 * to tell them apart here.
-	 */
-	struct snpu_kdims d = snpu_kdims_args(args);
 	__u64 slice, cost;
 
-	slice = snpu_kernel_units_of(kernel, d);
+	snpu_kernel_work(kernel, args, &slice, &cost);
 	if (block_dim > 1)
 		slice = snpu_div_round_up(slice, block_dim);
-	if (!snpu_kernel_costed(kernel))
-		return slice;
-	cost = snpu_kernel_unit_cost(kernel, d);
 	if (cost && slice > ~0ULL / cost)
 		return ~0ULL;
 	return slice * cost;
@@ -463,6 +565,9 @@ int snpu_kernel_check(__u32 kernel, __u32 block_dim,
 		unused |= args[i].value | args[i].bytes;
 	if (unused)
 		return -EINVAL;
+	/* Without arguments (NOP): no value to check and no work. */
+	if (!d->nargs)
+		return 0;
 	ret = snpu_kernel_check_values(kernel, block_dim, args);
 	if (ret)
 		return ret;
@@ -560,6 +665,23 @@ __u64 snpu_kernel_units(const struct snpu_klaunch *l)
 	return snpu_kernel_units_of(l->kernel, snpu_kdims_launch(l));
 }
 
+/**
+ * snpu_kernel_steps() - the steps a launch's blocks run
+ * @l: a launch snpu_kernel_check() accepted
+ *
+ * What the cores count in, and what the positions given to
+ * snpu_kernel_run() are: the units (snpu_kernel_units()), except for a
+ * COLSUM whose columns have more than SNPU_KERNEL_CHUNK_WORK rows, whose
+ * columns are cut into pieces of SNPU_KERNEL_CHUNK rows: n * pieces
+ * steps. Blocks still get whole columns (snpu_kernel_slice()).
+ *
+ * Return: the number of steps, 0 for NOP, SPIN, FAIL and unknown kernels.
+ */
+__u64 snpu_kernel_steps(const struct snpu_klaunch *l)
+{
+	return snpu_kernel_steps_of(l->kernel, snpu_kdims_launch(l));
+}
+
 static __u64 snpu_kernel_units_of(__u32 kernel, struct snpu_kdims d)
 {
 	switch (kernel) {
@@ -634,19 +756,48 @@ void snpu_kernel_split(__u64 units, __u32 block_dim, __u32 block,
 }
 
 /**
- * snpu_kernel_slice() - the units one block of a launch works on
+ * snpu_kernel_split_steps() - the steps one block of a launch works on
+ * @l: a launch snpu_kernel_check() accepted
+ * @steps: snpu_kernel_steps() of @l
+ * @block: the block, below @l->block_dim
+ * @begin: out: first step of the block's slice
+ * @end: out: one past its last step
+ *
+ * snpu_kernel_split() of the launch's units, in steps: a COLSUM whose
+ * columns are in P pieces gets [P * b, P * e) for the columns [b, e)
+ * (its steps are @steps / n), every other launch the units themselves. A
+ * block past the last gets the empty slice [@steps, @steps).
+ */
+void snpu_kernel_split_steps(const struct snpu_klaunch *l, __u64 steps,
+			     __u32 block, __u64 *begin, __u64 *end)
+{
+	__u32 n = (__u32)l->scalar[2], rem;
+	__u64 pieces, b, e;
+
+	if (l->kernel != SNPU_KERNEL_COLSUM_F32) {
+		snpu_kernel_split(steps, l->block_dim, block, begin, end);
+		return;
+	}
+	pieces = n ? snpu_div_rem(steps, n, &rem) : 1;
+	snpu_kernel_split(n, l->block_dim, block, &b, &e);
+	*begin = b * pieces;
+	*end = e * pieces;
+}
+
+/**
+ * snpu_kernel_slice() - the steps one block of a launch works on
  * @l: a launch snpu_kernel_check() accepted
  * @block: the block, below @l->block_dim
- * @begin: out: first unit of the block's slice
- * @end: out: one past its last unit
+ * @begin: out: first step of the block's slice
+ * @end: out: one past its last step
  *
- * snpu_kernel_split() of the launch's units.
+ * snpu_kernel_split_steps() of the launch's steps: the block's slice of
+ * the units (snpu_kernel_split()), in the steps snpu_kernel_run() takes.
  */
 void snpu_kernel_slice(const struct snpu_klaunch *l, __u32 block,
 		       __u64 *begin, __u64 *end)
 {
-	snpu_kernel_split(snpu_kernel_units(l), l->block_dim, block, begin,
-			  end);
+	snpu_kernel_split_steps(l, snpu_kernel_steps(l), block, begin, end);
 }
 
 /* CRC-32C, reflected polynomial 0x82f63b78: the register after each byte. */
@@ -738,6 +889,48 @@ __u32 snpu_crc32c(__u32 crc, const void *buf, __u64 len)
 	return crc;
 }
 
+/*
+ * COLSUM's steps [begin, end) of a block's slice [slice_begin, slice_end):
+ * the slice is its columns [c0, c0 + w) times the pieces of a column, in
+ * the order piece 0 of every column, piece 1 of every column, and so on,
+ * so that a chunk sums a piece of rows for a run of columns (vectors
+ * across the columns), starting from the sums the pieces before left in
+ * out[]. Each column's rows are still added from row 0 up, one after the
+ * other.
+ */
+static void snpu_colsum_exec(const struct snpu_klaunch *l, __u64 slice_begin,
+			     __u64 slice_end, __u64 begin, __u64 end)
+{
+	__u64 rows = snpu_kernel_unit_cost(l->kernel, snpu_kdims_launch(l));
+	__u64 seg, pieces, c0, t, t1, piece, r0, r1;
+	__u32 n = (__u32)l->scalar[2], w, j, len, rem;
+
+	if (begin == end)
+		return;
+	pieces = snpu_colsum_pieces(rows, &seg);
+	if (pieces == 1) {
+		snpu_f32->colsum(l->buf[0], l->buf[1], n, 0, rows, begin, end,
+				 true);
+		return;
+	}
+	/* pieces <= 4096 (rows <= 2^24) and w <= n: 32-bit divisors. */
+	c0 = snpu_div_rem(slice_begin, (__u32)pieces, &rem);
+	w = (__u32)snpu_div_rem(slice_end - slice_begin, (__u32)pieces, &rem);
+	t = begin - slice_begin;
+	t1 = end - slice_begin;
+	while (t < t1) {
+		piece = snpu_div_rem(t, w, &j);
+		len = w - j;
+		if (len > t1 - t)
+			len = (__u32)(t1 - t);
+		r0 = piece * seg;
+		r1 = r0 + seg < rows ? r0 + seg : rows;
+		snpu_f32->colsum(l->buf[0], l->buf[1], n, r0, r1, c0 + j,
+				 c0 + j + len, !piece);
+		t += len;
+	}
+}
+
 /* The int and byte kernels of one chunk; f32 ones go to kernels_f32.c. */
 /**
  * snpu_kernel_exec() - snpu_kernel_run() without its checks
@@ -763,6 +956,7 @@ int snpu_kernel_exec(const struct snpu_klaunch *l, __u32 block,
 	__u32 *u32buf = l->buf[0];
 	const __u32 *x = l->buf[1];
 	const __u32 *y = l->buf[2];
+	const struct snpu_f32_ops *f32 = snpu_f32;
 	__u64 i;
 	__u32 row_rem, sum;
 	__u64 row;
@@ -785,23 +979,27 @@ int snpu_kernel_exec(const struct snpu_klaunch *l, __u32 block,
 			u32buf[i] = x[i] * y[i];
 		break;
 	case SNPU_KERNEL_ADD_F32:
-		snpu_f32_add(l->buf[0], l->buf[1], l->buf[2], begin, end);
+		f32->add(l->buf[0], l->buf[1], l->buf[2], begin, end);
 		break;
 	case SNPU_KERNEL_MUL_F32:
-		snpu_f32_mul(l->buf[0], l->buf[1], l->buf[2], begin, end);
+		f32->mul(l->buf[0], l->buf[1], l->buf[2], begin, end);
 		break;
 	case SNPU_KERNEL_AXPY_F32:
-		snpu_f32_axpy(l->buf[0], l->buf[1], (__u32)l->scalar[2],
-			      begin, end);
+		f32->axpy(l->buf[0], l->buf[1], (__u32)l->scalar[2], begin, end);
 		break;
 	case SNPU_KERNEL_RELU_F32:
-		snpu_f32_relu(l->buf[0], l->buf[1], begin, end);
+		f32->relu(l->buf[0], l->buf[1], begin, end);
 		break;
 	case SNPU_KERNEL_GEMM_F32:
-		row = snpu_div_rem(begin, (__u32)l->scalar[4], &row_rem);
-		snpu_f32_gemm(l->buf[0], l->buf[1], l->buf[2],
-			      (__u32)l->scalar[4], (__u32)l->scalar[5],
-			      row, row_rem, end - begin);
+	case SNPU_KERNEL_GEMM_TN_F32:
+	case SNPU_KERNEL_GEMM_NT_F32:
+		n = (__u32)l->scalar[4];
+		row = snpu_div_rem(begin, n, &row_rem);
+		f32->gemm(l->buf[0], l->buf[1], l->buf[2], (__u32)l->scalar[3],
+			  n, (__u32)l->scalar[5],
+			  l->kernel == SNPU_KERNEL_GEMM_F32 ? SNPU_GEMM_NN :
+			  l->kernel == SNPU_KERNEL_GEMM_TN_F32 ? SNPU_GEMM_TN :
+			  SNPU_GEMM_NT, row, row_rem, end - begin);
 		break;
 	case SNPU_KERNEL_REDUCE_SUM_I32:
 		sum = begin == slice_begin ? 0 : u32buf[block];
@@ -824,43 +1022,25 @@ int snpu_kernel_exec(const struct snpu_klaunch *l, __u32 block,
 		if (end == slice_end)
 			u32buf[block] ^= ~0U;
 		break;
-	case SNPU_KERNEL_GEMM_TN_F32:
-	case SNPU_KERNEL_GEMM_NT_F32:
-		n = (__u32)l->scalar[4];
-		row = snpu_div_rem(begin, n, &row_rem);
-		if (l->kernel == SNPU_KERNEL_GEMM_TN_F32)
-			snpu_f32_gemm_tn(l->buf[0], l->buf[1], l->buf[2],
-					 (__u32)l->scalar[3], n,
-					 (__u32)l->scalar[5], row, row_rem,
-					 end - begin);
-		else
-			snpu_f32_gemm_nt(l->buf[0], l->buf[1], l->buf[2], n,
-					 (__u32)l->scalar[5], row, row_rem,
-					 end - begin);
-		break;
 	case SNPU_KERNEL_BIAS_ADD_F32:
 		n = (__u32)l->scalar[3];
 		snpu_div_rem(begin, n, &row_rem);
-		snpu_f32_bias_add(l->buf[0], l->buf[1], l->buf[2], n, row_rem,
-				  begin, end);
+		f32->bias_add(l->buf[0], l->buf[1], l->buf[2], n, row_rem,
+			      begin, end);
 		break;
 	case SNPU_KERNEL_RELU_BWD_F32:
-		snpu_f32_relu_bwd(l->buf[0], l->buf[1], l->buf[2], begin, end);
+		f32->relu_bwd(l->buf[0], l->buf[1], l->buf[2], begin, end);
 		break;
 	case SNPU_KERNEL_SOFTMAX_XENT_F32:
-		return snpu_f32_softmax_xent(l->buf[0], l->buf[1], l->buf[2],
-					     l->buf[3], (__u32)l->scalar[4],
-					     (__u32)l->scalar[5], begin, end);
+		return f32->softmax_xent(l->buf[0], l->buf[1], l->buf[2],
+					 l->buf[3], (__u32)l->scalar[4],
+					 (__u32)l->scalar[5], begin, end);
 	case SNPU_KERNEL_COLSUM_F32:
-		n = (__u32)l->scalar[2];
-		snpu_f32_colsum(l->buf[0], l->buf[1], n,
-				snpu_kernel_unit_cost(l->kernel,
-						      snpu_kdims_launch(l)),
-				begin, end);
+		snpu_colsum_exec(l, slice_begin, slice_end, begin, end);
 		break;
 	case SNPU_KERNEL_ARGMAX_F32:
-		snpu_f32_argmax(l->buf[0], l->buf[1], (__u32)l->scalar[2],
-				begin, end);
+		f32->argmax(l->buf[0], l->buf[1], (__u32)l->scalar[2], begin,
+			    end);
 		break;
 	case SNPU_KERNEL_COUNT_EQ_I32:
 		sum = begin == slice_begin ? 0 : u32buf[block];
@@ -869,8 +1049,8 @@ int snpu_kernel_exec(const struct snpu_klaunch *l, __u32 block,
 		u32buf[block] = sum;
 		break;
 	case SNPU_KERNEL_AFFINE_F32:
-		snpu_f32_affine(l->buf[0], l->buf[1], (__u32)l->scalar[2],
-				(__u32)l->scalar[3], begin, end);
+		f32->affine(l->buf[0], l->buf[1], (__u32)l->scalar[2],
+			    (__u32)l->scalar[3], begin, end);
 		break;
 	}
 	return 0;
@@ -880,12 +1060,13 @@ int snpu_kernel_exec(const struct snpu_klaunch *l, __u32 block,
  * snpu_kernel_run() - compute one chunk of a block's slice
  * @l: a launch snpu_kernel_check() accepted, buffers resolved
  * @block: the block, below @l->block_dim
- * @slice_begin: first unit of the block's slice (snpu_kernel_slice())
- * @slice_end: one past the slice's last unit
- * @begin: first unit of the chunk, at least @slice_begin
- * @end: one past the chunk's last unit, at most @slice_end
+ * @slice_begin: first step of the block's slice (snpu_kernel_slice())
+ * @slice_end: one past the slice's last step
+ * @begin: first step of the chunk, at least @slice_begin
+ * @end: one past the chunk's last step, at most @slice_end
  *
- * Computes units [@begin, @end). A slice is covered exactly once by calls
+ * Computes steps [@begin, @end) (snpu_kernel_steps(): the units, or a
+ * long COLSUM's pieces of columns). A slice is covered exactly once by calls
  * in increasing order, each starting where the previous ended (the call
  * that ends at @slice_end is the last one); REDUCE_SUM, COUNT_EQ and
  * CRC32C carry their running value in out[@block] from one call to the
@@ -898,7 +1079,7 @@ int snpu_kernel_exec(const struct snpu_klaunch *l, __u32 block,
  * them out.
  *
  * Return: 0; -EINVAL for an unknown kernel, a block out of range or a
- * chunk outside its slice or the launch's units; -EDOM when a row of
+ * chunk outside its slice or the launch's steps; -EDOM when a row of
  * SOFTMAX_XENT has a label outside [0, ncls) (the rows before it in the
  * chunk are done, it and the ones after are not).
  */
@@ -917,22 +1098,29 @@ int snpu_kernel_run(const struct snpu_klaunch *l, __u32 block,
 	if (l->kernel >= SNPU_KERNEL_COUNT || block >= l->block_dim)
 		return -EINVAL;
 	if (slice_begin > begin || begin > end || end > slice_end ||
-	    slice_end > snpu_kernel_units(l))
+	    slice_end > snpu_kernel_steps(l))
 		return -EINVAL;
 	return snpu_kernel_exec(l, block, slice_begin, slice_end, begin, end);
 }
 
 /**
- * snpu_kernel_chunk() - units one bounded chunk of a launch covers
+ * snpu_kernel_chunk() - steps one bounded chunk of a launch covers
  * @l: the launch
  *
  * A chunk is the work done between checks for cancellation, and for f32
  * kernels inside one FPU section (preemption off): SNPU_KERNEL_CHUNK
  * units, or for the kernels whose units cost more than 1 (the GEMMs,
  * SOFTMAX_XENT, ARGMAX, COLSUM) as many units as make
- * SNPU_KERNEL_CHUNK_WORK of their cost (at least one).
+ * SNPU_KERNEL_CHUNK_WORK of their cost, at least one; a class of
+ * SOFTMAX_XENT counts SNPU_KERNEL_SOFTMAX_CLASS_WORK (its exp). A unit
+ * costs at most SNPU_KERNEL_CHUNK_WORK (k and ncls are at most 65536),
+ * so a chunk does at most that many multiply-adds, compares or adds,
+ * or 65536 classes of one SOFTMAX_XENT row; but for COLSUM, whose units
+ * cost their rows: a column of more than SNPU_KERNEL_CHUNK_WORK rows is
+ * cut into pieces of SNPU_KERNEL_CHUNK rows (see snpu_kernel_steps()),
+ * SNPU_KERNEL_CHUNK_WORK / SNPU_KERNEL_CHUNK of them a chunk.
  *
- * Return: units per chunk, at least 1.
+ * Return: steps per chunk, at least 1.
  */
 __u64 snpu_kernel_chunk(const struct snpu_klaunch *l)
 {
@@ -943,13 +1131,14 @@ __u64 snpu_kernel_chunk(const struct snpu_klaunch *l)
  * snpu_kernel_plan() - what running a launch needs, in one call
  * @kernel: SNPU_KERNEL_* of a launch snpu_kernel_check() accepted
  * @args: its arguments, as the task gives them
- * @units: out: snpu_kernel_units() of the launch
+ * @units: out: snpu_kernel_steps() of the launch (its units, see there)
  * @chunk: out: snpu_kernel_chunk() of the launch
  * @fpu: out: snpu_kernel_uses_fpu() of @kernel
  *
- * Computed from the arguments, before the buffers are resolved (the units
+ * Computed from the arguments, before the buffers are resolved (the steps
  * and the cost read only the bytes of buffers and the values of scalars):
- * where a launch is prepared, one call instead of four.
+ * where a launch is prepared, one call instead of four. A core splits
+ * @units among the blocks with snpu_kernel_split_steps().
  *
  * Return: snpu_kernel_buffers() of @kernel.
  */
@@ -964,7 +1153,7 @@ __u32 snpu_kernel_plan(__u32 kernel, const struct snpu_kernel_arg *args,
 		*fpu = false;
 		return 0;
 	}
-	*units = snpu_kernel_units_of(kernel, d);
+	*units = snpu_kernel_steps_of(kernel, d);
 	*chunk = snpu_kernel_chunk_of(kernel, d);
 	*fpu = snpu_kernel_descs[kernel].fpu;
 	return snpu_kernel_descs[kernel].buffers;

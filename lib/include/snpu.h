@@ -252,6 +252,17 @@ int snpu_submit(struct snpu_device *dev, const struct snpu_task *tasks,
 int snpu_launch(struct snpu_device *dev, uint32_t stream, uint32_t kernel,
 		uint32_t block_dim, const struct snpu_kernel_arg *args,
 		unsigned int nargs);
+
+/*
+ * The block_dim of a launch sized to the device (LIBSNPU_0.10): enough
+ * blocks to keep every core busy, none with less than SNPU_LAUNCH_MIN_WORK
+ * of work (the units of SNPU_KERNEL_BLOCK_WORK_MAX: a core's chunk, about
+ * half a millisecond of a GEMM under TCG), and as many more as the work
+ * bound needs. See snpu_launch_dims(3).
+ */
+#define SNPU_LAUNCH_MIN_WORK	65536
+int snpu_launch_dims(const struct snpu_info *info, uint32_t kernel,
+		     const struct snpu_kernel_arg *args, unsigned int nargs);
 int snpu_memcpy_async(struct snpu_device *dev, uint32_t stream, uint32_t dir,
 		      uint64_t dst, uint64_t src, uint64_t bytes);
 int snpu_memset_async(struct snpu_device *dev, uint32_t stream,

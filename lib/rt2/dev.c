@@ -559,8 +559,10 @@ int snpu_rt2_dev_open(struct snpu_device *dev, unsigned int ring_entries,
 	s->dev = dev;
 	pthread_mutex_init(&s->sq_lock, NULL);
 	pthread_mutex_init(&s->cq_lock, NULL);
-	ret = snpu_ring_init(dev, ring_entries ? ring_entries : 256, 0,
-			     &s->ring);
+	ret = snpu_get_info(dev, &s->head.info);
+	if (!ret)
+		ret = snpu_ring_init(dev, ring_entries ? ring_entries : 256, 0,
+				     &s->ring);
 	if (!ret)
 		ret = snpu_owner_create(dev, SNPU_PRIO_NORMAL, &s->owner);
 	if (ret) {

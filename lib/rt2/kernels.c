@@ -19,17 +19,27 @@
 
 #include "rt2.h"
 
-/* Work bound of one block of a launch (SNPU_KERNEL_BLOCK_WORK_MAX). */
-#define RT2_BLOCK_WORK		(1ULL << 24)
-#define RT2_MAX_BLOCK_DIM	65535
-
-static uint32_t rt2_blocks(uint64_t units, uint64_t cost)
+/*
+ * The block_dim of a launch: snpu_launch_dims() for the device's cores.
+ * An interface that does not describe its device (info.cores 0) is
+ * treated as one core, which gives the fewest blocks the work bound
+ * allows. A launch the policy cannot size (no block_dim keeps it within
+ * the work bound) goes with one block, for the device to refuse.
+ */
+static uint32_t rt2_blocks(const struct snpu_rt2_exec *e, uint32_t kernel,
+			   const struct snpu_kernel_arg *args,
+			   unsigned int nargs)
 {
-	uint64_t b = (units * cost + RT2_BLOCK_WORK - 1) / RT2_BLOCK_WORK;
+	struct snpu_info one = {
+		.cores = 1,
+		.max_block_dim = 65535,
+		.max_block_work = SNPU_KERNEL_BLOCK_WORK_MAX,
+	};
+	const struct snpu_info *info = &e->dev->info;
+	int b;
 
-	if (!b)
-		b = 1;
-	return b > RT2_MAX_BLOCK_DIM ? RT2_MAX_BLOCK_DIM : (uint32_t)b;
+	b = snpu_launch_dims(info->cores ? info : &one, kernel, args, nargs);
+	return b > 0 ? (uint32_t)b : 1;
 }
 
 static struct rt2_value *rt2_val(struct snpu_rt2_exec *e, int32_t t)
@@ -188,7 +198,7 @@ static int rt2_k_launch_matmul(struct snpu_rt2_exec *e,
 	args[4] = snpu_arg_u64(nn);
 	args[5] = snpu_arg_u64(k);
 	snpu_prep_launch(&t, e->dq.stream, kernel,
-			 rt2_blocks((uint64_t)m * nn, k), args, 6);
+			 rt2_blocks(e, kernel, args, 6), args, 6);
 	return rt2_submit(e, &t, 1);
 }
 
@@ -197,6 +207,8 @@ static int rt2_k_launch_add(struct snpu_rt2_exec *e, const struct rt2_node *n)
 	const struct rt2_value *c = rt2_val(e, n->out[0]);
 	struct snpu_kernel_arg args[3];
 	uint64_t elems = rt2_shape_elems(&c->shape);
+	uint32_t kernel = c->shape.dtype == SNPU_RT2_F32 ?
+			  SNPU_KERNEL_ADD_F32 : SNPU_KERNEL_ADD_I32;
 	struct snpu_task t;
 
 	if (!elems)
@@ -204,9 +216,8 @@ static int rt2_k_launch_add(struct snpu_rt2_exec *e, const struct rt2_node *n)
 	args[0] = rt2_buf(c);
 	args[1] = rt2_buf(rt2_val(e, n->in[0]));
 	args[2] = rt2_buf(rt2_val(e, n->in[1]));
-	snpu_prep_launch(&t, e->dq.stream,
-			 c->shape.dtype == SNPU_RT2_F32 ? SNPU_KERNEL_ADD_F32 :
-			 SNPU_KERNEL_ADD_I32, rt2_blocks(elems, 1), args, 3);
+	snpu_prep_launch(&t, e->dq.stream, kernel,
+			 rt2_blocks(e, kernel, args, 3), args, 3);
 	return rt2_submit(e, &t, 1);
 }
 
@@ -223,19 +234,20 @@ static int rt2_k_launch_relu(struct snpu_rt2_exec *e,
 	args[0] = rt2_buf(y);
 	args[1] = rt2_buf(rt2_val(e, n->in[0]));
 	snpu_prep_launch(&t, e->dq.stream, SNPU_KERNEL_RELU_F32,
-			 rt2_blocks(elems, 1), args, 2);
+			 rt2_blocks(e, SNPU_KERNEL_RELU_F32, args, 2), args, 2);
 	return rt2_submit(e, &t, 1);
 }
 
 /* ---- the training ops (LIBSNPU_0.9) --------------------------------------- */
 
+/* A launch of @kernel with the block_dim rt2_blocks() gives it. */
 static int rt2_launch(struct snpu_rt2_exec *e, uint32_t kernel,
-		      uint32_t blocks, const struct snpu_kernel_arg *args,
-		      unsigned int nargs)
+		      const struct snpu_kernel_arg *args, unsigned int nargs)
 {
 	struct snpu_task t;
 
-	snpu_prep_launch(&t, e->dq.stream, kernel, blocks, args, nargs);
+	snpu_prep_launch(&t, e->dq.stream, kernel,
+			 rt2_blocks(e, kernel, args, nargs), args, nargs);
 	return rt2_submit(e, &t, 1);
 }
 
@@ -258,8 +270,7 @@ static int rt2_k_launch_bias_add(struct snpu_rt2_exec *e,
 	args[1] = rt2_buf(rt2_val(e, n->in[0]));
 	args[2] = rt2_buf(rt2_val(e, n->in[1]));
 	args[3] = snpu_arg_u64(rt2_inner(&y->shape));
-	return rt2_launch(e, SNPU_KERNEL_BIAS_ADD_F32, rt2_blocks(elems, 1),
-			  args, 4);
+	return rt2_launch(e, SNPU_KERNEL_BIAS_ADD_F32, args, 4);
 }
 
 static int rt2_k_launch_relu_bwd(struct snpu_rt2_exec *e,
@@ -274,8 +285,7 @@ static int rt2_k_launch_relu_bwd(struct snpu_rt2_exec *e,
 	args[0] = rt2_buf(dx);
 	args[1] = rt2_buf(rt2_val(e, n->in[0]));
 	args[2] = rt2_buf(rt2_val(e, n->in[1]));
-	return rt2_launch(e, SNPU_KERNEL_RELU_BWD_F32, rt2_blocks(elems, 1),
-			  args, 3);
+	return rt2_launch(e, SNPU_KERNEL_RELU_BWD_F32, args, 3);
 }
 
 /* dlogits (result 0) and the loss (result 1); the mean's scale 1 / rows. */
@@ -294,8 +304,7 @@ static int rt2_k_launch_softmax_xent(struct snpu_rt2_exec *e,
 	args[3] = rt2_buf(rt2_val(e, n->in[1]));
 	args[4] = snpu_arg_u64(ncls);
 	args[5] = snpu_arg_f32(1.0f / (float)rows);
-	return rt2_launch(e, SNPU_KERNEL_SOFTMAX_XENT_F32,
-			  rt2_blocks(rows, ncls), args, 6);
+	return rt2_launch(e, SNPU_KERNEL_SOFTMAX_XENT_F32, args, 6);
 }
 
 /*
@@ -303,7 +312,7 @@ static int rt2_k_launch_softmax_xent(struct snpu_rt2_exec *e,
  * rows units; ARGMAX_F32 sliced by row, each of cols units.
  */
 static int rt2_launch_rowwise(struct snpu_rt2_exec *e, const struct rt2_node *n,
-			      uint32_t kernel, bool by_col)
+			      uint32_t kernel)
 {
 	const struct rt2_value *in = rt2_val(e, n->in[0]);
 	uint32_t rows = in->shape.dims[0], cols = in->shape.dims[1];
@@ -314,38 +323,42 @@ static int rt2_launch_rowwise(struct snpu_rt2_exec *e, const struct rt2_node *n,
 	args[0] = rt2_buf(rt2_val(e, n->out[0]));
 	args[1] = rt2_buf(in);
 	args[2] = snpu_arg_u64(cols);
-	return rt2_launch(e, kernel, by_col ? rt2_blocks(cols, rows) :
-			  rt2_blocks(rows, cols), args, 3);
+	return rt2_launch(e, kernel, args, 3);
 }
 
 static int rt2_k_launch_colsum(struct snpu_rt2_exec *e,
 			       const struct rt2_node *n)
 {
-	return rt2_launch_rowwise(e, n, SNPU_KERNEL_COLSUM_F32, true);
+	return rt2_launch_rowwise(e, n, SNPU_KERNEL_COLSUM_F32);
 }
 
 static int rt2_k_launch_argmax(struct snpu_rt2_exec *e,
 			       const struct rt2_node *n)
 {
-	return rt2_launch_rowwise(e, n, SNPU_KERNEL_ARGMAX_F32, false);
+	return rt2_launch_rowwise(e, n, SNPU_KERNEL_ARGMAX_F32);
 }
 
-/* One block, so that its one count is the whole count. */
+/*
+ * One block, so that its one count is the whole count: the caller's own
+ * block_dim (more elements than one block may count is -EOVERFLOW).
+ */
 static int rt2_k_launch_count_eq(struct snpu_rt2_exec *e,
 				 const struct rt2_node *n)
 {
 	const struct rt2_value *a = rt2_val(e, n->in[0]);
 	uint64_t elems = rt2_shape_elems(&a->shape);
 	struct snpu_kernel_arg args[3];
+	struct snpu_task t;
 
 	if (!elems)
 		return 0;
-	if (rt2_blocks(elems, 1) > 1)
+	if (elems > SNPU_KERNEL_BLOCK_WORK_MAX)
 		return -EOVERFLOW;
 	args[0] = rt2_buf(rt2_val(e, n->out[0]));
 	args[1] = rt2_buf(a);
 	args[2] = rt2_buf(rt2_val(e, n->in[1]));
-	return rt2_launch(e, SNPU_KERNEL_COUNT_EQ_I32, 1, args, 3);
+	snpu_prep_launch(&t, e->dq.stream, SNPU_KERNEL_COUNT_EQ_I32, 1, args, 3);
+	return rt2_submit(e, &t, 1);
 }
 
 static int rt2_k_launch_affine(struct snpu_rt2_exec *e,
@@ -362,8 +375,7 @@ static int rt2_k_launch_affine(struct snpu_rt2_exec *e,
 	args[1] = rt2_buf(rt2_val(e, n->in[0]));
 	args[2] = snpu_arg_f32(op->scalars[0]);
 	args[3] = snpu_arg_f32(op->scalars[1]);
-	return rt2_launch(e, SNPU_KERNEL_AFFINE_F32, rt2_blocks(elems, 1),
-			  args, 4);
+	return rt2_launch(e, SNPU_KERNEL_AFFINE_F32, args, 4);
 }
 
 /* param += (-lr) grad, in place: AXPY on the parameter's memory. */
@@ -379,8 +391,7 @@ static int rt2_k_launch_sgd(struct snpu_rt2_exec *e, const struct rt2_node *n)
 	args[0] = rt2_buf(w);
 	args[1] = rt2_buf(rt2_val(e, n->in[1]));
 	args[2] = snpu_arg_f32(-op->scalars[0]);
-	return rt2_launch(e, SNPU_KERNEL_AXPY_F32, rt2_blocks(elems, 1),
-			  args, 3);
+	return rt2_launch(e, SNPU_KERNEL_AXPY_F32, args, 3);
 }
 
 static int rt2_k_launch_custom(struct snpu_rt2_exec *e,

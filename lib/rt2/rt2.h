@@ -156,9 +156,15 @@ struct rt2_dev_time {
 void rt2_dev_time_done(struct rt2_dev_time *t, uint8_t seq, unsigned int cls,
 		       uint64_t done_ns);
 
-/* The common head of every device interface: its table. */
+/*
+ * The common head of every device interface: its table, and the device's
+ * description (SNPU_IOC_GET_INFO) that launches are sized from with
+ * snpu_launch_dims(); an interface that leaves @info zero gets launches
+ * of the fewest blocks the work bound allows.
+ */
 struct snpu_rt2_dev {
 	const struct rt2_dev_ops *ops;
+	struct snpu_info info;
 };
 
 /* ---- kernel registry ---------------------------------------------------- */

@@ -31,12 +31,18 @@
 /* The attached stream of the normalisation operator. */
 #define MLP_NORM_STREAM	"snpu-train-normalize"
 
+/*
+ * @info: the device the normalisation's launch is sized for with
+ * snpu_launch_dims(), as rt2 sizes its own; set by the caller after
+ * mlp_rt2_build() (left zero: as for one core, the fewest blocks).
+ */
 struct mlp_rt2 {
 	struct snpu_rt2_model *m;
 	int x, y;			/* inputs */
 	int w1, b1, w2, b2;		/* parameters */
 	int loss, correct;		/* tensors of the outputs */
 	unsigned long norm_calls;	/* the custom operator ran */
+	struct snpu_info info;
 };
 
 /* The custom operator: xn = a x + b on an attached stream, joined back. */
@@ -44,12 +50,16 @@ static int mlp_rt2_normalize(struct snpu_rt2_kctx *ctx,
 			     const struct snpu_rt2_kargs *a, void *arg)
 {
 	struct mlp_rt2 *net = arg;
+	struct snpu_info one = {
+		.cores = 1, .max_block_dim = 65535,
+		.max_block_work = SNPU_KERNEL_BLOCK_WORK_MAX,
+	};
 	struct snpu_kernel_arg args[4];
 	struct snpu_task t;
 	uint64_t elems = 1;
-	uint32_t stream, blocks;
+	uint32_t stream;
 	unsigned int i;
-	int ret;
+	int ret, blocks;
 
 	net->norm_calls++;
 	for (i = 0; i < a->in_shape[0].ndim; i++)
@@ -65,9 +75,15 @@ static int mlp_rt2_normalize(struct snpu_rt2_kctx *ctx,
 	args[1] = snpu_arg_buf(a->in[0], elems * 4);
 	args[2] = snpu_arg_f32(MLP_NORM_A);
 	args[3] = snpu_arg_f32(MLP_NORM_B);
-	blocks = (uint32_t)((elems + 65535) / 65536);
-	snpu_prep_launch(&t, stream, SNPU_KERNEL_AFFINE_F32, blocks, args, 4);
-	ret = snpu_rt2_kctx_submit(ctx, &t, 1);
+	blocks = snpu_launch_dims(net->info.cores ? &net->info : &one,
+				  SNPU_KERNEL_AFFINE_F32, args, 4);
+	if (blocks > 0) {
+		snpu_prep_launch(&t, stream, SNPU_KERNEL_AFFINE_F32,
+				 (uint32_t)blocks, args, 4);
+		ret = snpu_rt2_kctx_submit(ctx, &t, 1);
+	} else {
+		ret = blocks;
+	}
 	/* Joined back in any case: later work is ordered after it. */
 	i = snpu_rt2_kctx_join(ctx, stream);
 	return ret ? ret : (int)i;

@@ -468,7 +468,8 @@ static void real_row(struct snpu_rt2_dev *dev,
 		     unsigned int *tasks)
 {
 	struct snpu_rt2_exec_opts o = { .flags = flags };
-	struct rec_dev rd = { .head.ops = &rec_ops, .in = dev };
+	struct rec_dev rd = { .head.ops = &rec_ops, .head.info = dev->info,
+			      .in = dev };
 	unsigned long before, dheap, dpool, rec;
 	struct snpu_rt2_exec *e;
 	unsigned int i;

@@ -3,7 +3,7 @@
  * snpu-bench-sync: what stream-order synchronization costs, beside the
  * work it orders, in one run. Everything goes through the SQ.
  *
- *   snpu-bench-sync [-d N] [-r ROUNDS] [-n COUNT]
+ *   snpu-bench-sync [-d N] [-r ROUNDS] [-n COUNT] [pingpong|callback|roundtrip]
  *
  * pingpong: COUNT pairs of one-block 4 KiB FILLs, one on stream A and
  *           one on stream B, against the same pairs tied by EVENT_RECORD
@@ -19,7 +19,8 @@
  *           sent back and forth between two threads over two pipes: the
  *           wake-up floor of the machine.
  *
- * Medians of ROUNDS rounds (default 9); the two sides of each pair of
+ * All three without an argument, else the one named (for a profile of
+ * one path). Medians of ROUNDS rounds (default 9); the two sides of each pair of
  * figures run in alternating order from round to round.
  */
 #include <errno.h>
@@ -405,6 +406,7 @@ int main(int argc, char **argv)
 {
 	struct bench b = { .count = 2048, .rounds = 9 };
 	unsigned int index = 0, i;
+	const char *only = NULL;
 	int opt, ret;
 
 	while ((opt = getopt(argc, argv, "d:r:n:h")) != -1) {
@@ -419,9 +421,18 @@ int main(int argc, char **argv)
 			b.count = strtoul(optarg, NULL, 10);
 			break;
 		default:
-			fprintf(stderr, "usage: %s [-d N] [-r ROUNDS] [-n COUNT]\n",
+			fprintf(stderr, "usage: %s [-d N] [-r ROUNDS] [-n COUNT] [pingpong|callback|roundtrip]\n",
 				argv[0]);
 			return opt == 'h' ? 0 : 2;
+		}
+	}
+	if (optind < argc) {
+		only = argv[optind];
+		if (strcmp(only, "pingpong") && strcmp(only, "callback") &&
+		    strcmp(only, "roundtrip")) {
+			fprintf(stderr, "snpu-bench-sync: unknown part %s\n",
+				only);
+			return 2;
 		}
 	}
 	/* Each line as it is done, into a pipe too. */
@@ -457,9 +468,12 @@ int main(int argc, char **argv)
 				     SNPU_RING_CALLBACK_CQE, &b.cbring);
 	if (ret)
 		die("setup", ret);
-	pingpong(&b);
-	callbacks(&b);
-	roundtrip(&b);
+	if (!only || !strcmp(only, "pingpong"))
+		pingpong(&b);
+	if (!only || !strcmp(only, "callback"))
+		callbacks(&b);
+	if (!only || !strcmp(only, "roundtrip"))
+		roundtrip(&b);
 	snpu_ring_exit(&b.cbring);
 	snpu_ring_exit(&b.ring);
 	snpu_close(b.cbdev);

@@ -23,6 +23,9 @@
  * Runs as root in the test VM with the module loaded with its defaults.
  */
 #include <math.h>
+#include <pthread.h>
+#include <sched.h>
+#include <sys/resource.h>
 
 #include "kselftest_harness.h"
 #include "snpu_test.h"
@@ -119,6 +122,12 @@ FIXTURE_VARIANT_ADD(k, n1000_b1) { .n = 1000, .nb = 1 };
 FIXTURE_VARIANT_ADD(k, n1000_b3) { .n = 1000, .nb = 3 };
 FIXTURE_VARIANT_ADD(k, n1000_b64) { .n = 1000, .nb = 64 };
 FIXTURE_VARIANT_ADD(k, n1000_b2000) { .n = 1000, .nb = 2000 };
+/* Odd counts around the vector widths, with 2 and 4 (the cores) blocks. */
+FIXTURE_VARIANT_ADD(k, n3_b2) { .n = 3, .nb = 2 };
+FIXTURE_VARIANT_ADD(k, n17_b4) { .n = 17, .nb = 4 };
+FIXTURE_VARIANT_ADD(k, n129_b2) { .n = 129, .nb = 2 };
+FIXTURE_VARIANT_ADD(k, n129_b65535) { .n = 129, .nb = 65535 };
+FIXTURE_VARIANT_ADD(k, n4099_b4) { .n = 4099, .nb = 4 };
 FIXTURE_VARIANT_ADD(k, n65543_b1) { .n = 65543, .nb = 1 };
 FIXTURE_VARIANT_ADD(k, n65543_b3) { .n = 65543, .nb = 3 };
 FIXTURE_VARIANT_ADD(k, n65543_b64) { .n = 65543, .nb = 64 };
@@ -898,16 +907,18 @@ TEST_F(one, fail_stream_error_is_first_block_error)
 /*
  * ---- the kernels for training (ABI 0.8) -------------------------------
  *
- * Each against a reference written here, for block_dim 1, 3 and 64 (and
- * more blocks than units): GEMM_TN/NT, BIAS_ADD, RELU_BWD, COLSUM,
- * ARGMAX, COUNT_EQ and AFFINE bit for bit. SOFTMAX_XENT uses the driver's
- * own exp and log: its results are checked against libm in double within
- * a tolerance, and bit for bit between block counts.
+ * Each against a reference written here, for block_dim 1, 2, 3, 4 (the
+ * module's default cores), 64 and 65535 (more blocks than units):
+ * GEMM_TN/NT, BIAS_ADD, RELU_BWD, COLSUM, ARGMAX, COUNT_EQ and AFFINE bit
+ * for bit. SOFTMAX_XENT uses the driver's own exp and log: its results
+ * are checked against libm in double within a tolerance, and bit for bit
+ * between block counts.
  */
 
 FIXTURE(train) {
 	int fd;
 	uint32_t s;
+	struct snpu_info info;
 };
 
 FIXTURE_SETUP(train)
@@ -916,6 +927,7 @@ FIXTURE_SETUP(train)
 	ASSERT_GE(self->fd, 0) TH_LOG("open " SNPU_TEST_DEV ": %s",
 				      strerror(-self->fd));
 	ASSERT_EQ(0, snpu_stream_create(self->fd, 0, &self->s));
+	ASSERT_EQ(0, snpu_get_info(self->fd, &self->info));
 }
 
 FIXTURE_TEARDOWN(train)
@@ -924,7 +936,7 @@ FIXTURE_TEARDOWN(train)
 		close(self->fd);
 }
 
-static const uint32_t train_nbs[] = { 1, 3, 64 };
+static const uint32_t train_nbs[] = { 1, 2, 3, 4, 64, 65535 };
 
 /* Finite values of moderate size: for the GEMMs and softmax. */
 static void fill_finite(float *f, size_t n, uint64_t seed, float scale)
@@ -972,7 +984,9 @@ static void gemm2_check(struct __test_metadata *_metadata, int fd,
 			for (kk = 0; kk < k; kk++)
 				acc += kernel == SNPU_KERNEL_GEMM_TN_F32 ?
 				       a[kk * m + r] * b[kk * n + col] :
-				       a[r * k + kk] * b[col * k + kk];
+				       kernel == SNPU_KERNEL_GEMM_NT_F32 ?
+				       a[r * k + kk] * b[col * k + kk] :
+				       a[r * k + kk] * b[kk * n + col];
 			if (c[r * n + col] != f2u(acc)) {
 				TH_LOG("kernel %u %ux%ux%u blocks %u: c[%u][%u] got %a want %a",
 				       kernel, m, n, k, nb, r, col,
@@ -995,6 +1009,216 @@ static const uint32_t gemm2_shapes[][3] = {
 	{ 17, 33, 9 }, { 64, 10, 128 }, { 10, 64, 32 }, { 1, 40, 3 },
 	{ 40, 1, 300 },
 };
+
+/*
+ * ---- a user's vector registers while the cores compute ------------------
+ *
+ * One thread per CPU, pinned to it, holds known values in xmm0..xmm14
+ * (all 256 bits of ymm0..ymm14 where the CPU has AVX2) and an MXCSR of
+ * its own (rounding toward zero, denormals are zero), and compares them
+ * with memory in a loop of its own instructions, so that nothing of the
+ * program touches them, until it is told to stop. Meanwhile the device's
+ * cores, kernel threads on the same CPUs, run f32 kernels in hundreds of
+ * blocks and FPU sections: kernel_fpu_begin() must save what the thread
+ * holds before a core uses the registers, and have it back before the
+ * thread runs again. The threads must have been preempted on their CPUs
+ * while they held the values, and see every register and the MXCSR
+ * intact; the device's results are right too.
+ */
+
+#define HOLD_REGS	15
+#define HOLD_MXCSR	0x7fc0U	/* all masked, toward zero, DAZ */
+#define MXCSR_DEFAULT	0x1f80U
+
+struct holder {
+	pthread_t thread;
+	int cpu;
+	bool avx2;
+	volatile int *stop;
+	const unsigned char *pat;	/* HOLD_REGS x 32 bytes, 32-aligned */
+	uint64_t iters;
+	uint32_t mxcsr;
+	long nivcsw;
+	int bad;
+	int err;
+};
+
+#define XMM_LOAD(n)	"movdqa " #n "*32(%[p]), %%xmm" #n "\n\t"
+#define XMM_CHECK(n)	"movdqa %%xmm" #n ", %%xmm15\n\t"		\
+			"pcmpeqb " #n "*32(%[p]), %%xmm15\n\t"		\
+			"pmovmskb %%xmm15, %%eax\n\t"			\
+			"cmp $0xffff, %%eax\n\t"			\
+			"jne 2f\n\t"
+#define YMM_LOAD(n)	"vmovdqa " #n "*32(%[p]), %%ymm" #n "\n\t"
+#define YMM_CHECK(n)	"vpcmpeqb " #n "*32(%[p]), %%ymm" #n ", %%ymm15\n\t" \
+			"vpmovmskb %%ymm15, %%eax\n\t"			\
+			"cmp $-1, %%eax\n\t"				\
+			"jne 2f\n\t"
+#define REGS(m)		m(0) m(1) m(2) m(3) m(4) m(5) m(6) m(7) m(8)	\
+			m(9) m(10) m(11) m(12) m(13) m(14)
+#define HOLD_CLOBBERS	"eax", "ecx", "cc", "memory", "xmm0", "xmm1",	\
+			"xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7",	\
+			"xmm8", "xmm9", "xmm10", "xmm11", "xmm12",	\
+			"xmm13", "xmm14", "xmm15"
+
+/* Hold the values until *stop; return 1 as soon as one has changed. */
+static int hold_xmm(struct holder *h, uint32_t mxcsr)
+{
+	int bad;
+
+	asm volatile("ldmxcsr %[mxin]\n\t"
+		     REGS(XMM_LOAD)
+		     "1:\n\t"
+		     REGS(XMM_CHECK)
+		     "incq %[it]\n\t"
+		     "cmpl $0, %[stop]\n\t"
+		     "je 1b\n\t"
+		     "xor %%ecx, %%ecx\n\t"
+		     "jmp 3f\n\t"
+		     "2:\n\t"
+		     "mov $1, %%ecx\n\t"
+		     "3:\n\t"
+		     "stmxcsr %[mxout]\n\t"
+		     "mov %%ecx, %[bad]\n\t"
+		     : [bad] "=r" (bad), [it] "+m" (h->iters),
+		       [mxout] "=m" (h->mxcsr)
+		     : [p] "r" (h->pat), [stop] "m" (*h->stop),
+		       [mxin] "m" (mxcsr)
+		     : HOLD_CLOBBERS);
+	return bad;
+}
+
+static int hold_ymm(struct holder *h, uint32_t mxcsr)
+{
+	int bad;
+
+	asm volatile("ldmxcsr %[mxin]\n\t"
+		     REGS(YMM_LOAD)
+		     "1:\n\t"
+		     REGS(YMM_CHECK)
+		     "incq %[it]\n\t"
+		     "cmpl $0, %[stop]\n\t"
+		     "je 1b\n\t"
+		     "xor %%ecx, %%ecx\n\t"
+		     "jmp 3f\n\t"
+		     "2:\n\t"
+		     "mov $1, %%ecx\n\t"
+		     "3:\n\t"
+		     "stmxcsr %[mxout]\n\t"
+		     "vzeroupper\n\t"
+		     "mov %%ecx, %[bad]\n\t"
+		     : [bad] "=r" (bad), [it] "+m" (h->iters),
+		       [mxout] "=m" (h->mxcsr)
+		     : [p] "r" (h->pat), [stop] "m" (*h->stop),
+		       [mxin] "m" (mxcsr)
+		     : HOLD_CLOBBERS);
+	return bad;
+}
+
+static void *holder_main(void *arg)
+{
+	struct holder *h = arg;
+	uint32_t def = MXCSR_DEFAULT;
+	struct rusage ru;
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(h->cpu, &set);
+	h->err = pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+	if (h->err)
+		return NULL;
+	h->bad = h->avx2 ? hold_ymm(h, HOLD_MXCSR) : hold_xmm(h, HOLD_MXCSR);
+	asm volatile("ldmxcsr %0" : : "m" (def));
+	if (getrusage(RUSAGE_THREAD, &ru))
+		h->err = errno;
+	h->nivcsw = ru.ru_nivcsw;
+	return NULL;
+}
+
+TEST_F(train, user_vector_registers_survive_device_kernels)
+{
+	static unsigned char pat[HOLD_REGS * 32] __attribute__((aligned(32)));
+	const uint32_t m = 96, n = 96, k = 200, launches = 40;
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	float *a = malloc((size_t)m * k * 4), *b = malloc((size_t)k * n * 4);
+	float *c = malloc((size_t)m * n * 4);
+	volatile int stop = 0;
+	struct holder *h;
+	uint64_t da, db, dc, st = 4242;
+	uint32_t r, col, kk, i;
+	long preempted = 0;
+	bool avx2;
+
+	ASSERT_GT(ncpu, 0);
+	ASSERT_NE(NULL, a);
+	ASSERT_NE(NULL, b);
+	ASSERT_NE(NULL, c);
+	h = calloc(ncpu, sizeof(*h));
+	ASSERT_NE(NULL, h);
+	for (i = 0; i < sizeof(pat); i++)
+		pat[i] = (unsigned char)snpu_rand(&st);
+	__builtin_cpu_init();
+	avx2 = __builtin_cpu_supports("avx2");
+	TH_LOG("%ld CPUs, holding %s registers", ncpu,
+	       avx2 ? "ymm (AVX2)" : "xmm");
+	fill_finite(a, (size_t)m * k, 1, 2.0f);
+	fill_finite(b, (size_t)k * n, 2, 2.0f);
+	ASSERT_EQ(0, dbuf(self->fd, a, (uint64_t)m * k * 4, &da));
+	ASSERT_EQ(0, dbuf(self->fd, b, (uint64_t)k * n * 4, &db));
+	ASSERT_EQ(0, dbuf(self->fd, NULL, (uint64_t)m * n * 4, &dc));
+
+	for (i = 0; i < ncpu; i++) {
+		h[i].cpu = (int)i;
+		h[i].avx2 = avx2;
+		h[i].stop = &stop;
+		h[i].pat = pat;
+		ASSERT_EQ(0, pthread_create(&h[i].thread, NULL, holder_main,
+					    &h[i]));
+	}
+	/* GEMMs of 96 blocks of 96 elements, an FPU section each. */
+	for (i = 0; i < launches; i++) {
+		struct snpu_task t = snpu_t_launch(self->s,
+						   SNPU_KERNEL_GEMM_F32, 96);
+
+		snpu_t_buf(&t, 0, dc, (uint64_t)m * n * 4);
+		snpu_t_buf(&t, 1, da, (uint64_t)m * k * 4);
+		snpu_t_buf(&t, 2, db, (uint64_t)k * n * 4);
+		snpu_t_scalar(&t, 3, m);
+		snpu_t_scalar(&t, 4, n);
+		snpu_t_scalar(&t, 5, k);
+		ASSERT_EQ(0, run(self->fd, self->s, t));
+	}
+	stop = 1;
+	for (i = 0; i < ncpu; i++) {
+		ASSERT_EQ(0, pthread_join(h[i].thread, NULL));
+		ASSERT_EQ(0, h[i].err);
+		EXPECT_EQ(0, h[i].bad)
+			TH_LOG("CPU %d: a register changed under the thread after %llu checks",
+			       h[i].cpu, (unsigned long long)h[i].iters);
+		EXPECT_EQ(HOLD_MXCSR, h[i].mxcsr)
+			TH_LOG("CPU %d: MXCSR %#x", h[i].cpu, h[i].mxcsr);
+		EXPECT_GT(h[i].iters, 0ULL);
+		preempted += h[i].nivcsw;
+	}
+	/* The cores ran while the threads held their values. */
+	EXPECT_GT(preempted, 0L);
+	TH_LOG("threads preempted %ld times", preempted);
+	ASSERT_EQ(0, dread(self->fd, dc, c, (uint64_t)m * n * 4));
+	for (r = 0; r < m; r++) {
+		for (col = 0; col < n; col++) {
+			float acc = 0.0f;
+
+			for (kk = 0; kk < k; kk++)
+				acc += a[r * k + kk] * b[kk * n + col];
+			ASSERT_EQ(f2u(acc), f2u(c[r * n + col]))
+				TH_LOG("c[%u][%u]", r, col);
+		}
+	}
+	free(h);
+	free(a);
+	free(b);
+	free(c);
+}
 
 TEST_F(train, gemm_tn_f32)
 {
@@ -1023,6 +1247,34 @@ TEST_F(train, gemm_nt_f32)
 				    train_nbs[j]);
 	gemm2_check(_metadata, self->fd, self->s, SNPU_KERNEL_GEMM_NT_F32,
 		    3, 5, 7, 600);
+}
+
+/*
+ * The three GEMMs on odd shapes (1, 3, 17, 129 rows and columns; k of 1,
+ * 3, 17, 129, 784, no multiple of the vector widths) with 1, 2, the
+ * device's cores and 65535 blocks, bit for bit the reference summed over
+ * k from 0 up; and the default MLP's forward GEMM.
+ */
+TEST_F(train, gemm_family_odd_shapes_and_block_dims)
+{
+	static const uint32_t kernels[] = {
+		SNPU_KERNEL_GEMM_F32, SNPU_KERNEL_GEMM_TN_F32,
+		SNPU_KERNEL_GEMM_NT_F32,
+	};
+	static const uint32_t shapes[][3] = {	/* m, n, k */
+		{ 1, 1, 1 }, { 3, 17, 129 }, { 17, 3, 784 }, { 129, 129, 3 },
+		{ 129, 17, 1 }, { 17, 129, 17 }, { 1, 129, 3 },
+		{ 64, 128, 784 },
+	};
+	const uint32_t nbs[] = { 1, 2, self->info.cores, 65535 };
+	unsigned int i, j, q;
+
+	for (q = 0; q < ARRAY_SIZE(kernels); q++)
+		for (i = 0; i < ARRAY_SIZE(shapes); i++)
+			for (j = 0; j < ARRAY_SIZE(nbs); j++)
+				gemm2_check(_metadata, self->fd, self->s,
+					    kernels[q], shapes[i][0],
+					    shapes[i][1], shapes[i][2], nbs[j]);
 }
 
 TEST_F(train, bias_add_f32)
@@ -1121,7 +1373,7 @@ TEST_F(train, relu_bwd_f32)
  */
 static void softmax_check(struct __test_metadata *_metadata, int fd,
 			  uint32_t s, uint32_t rows, uint32_t ncls,
-			  float spread)
+			  float spread, float last)
 {
 	size_t cnt = (size_t)rows * ncls;
 	const float scale = 1.0f / 64.0f;
@@ -1142,6 +1394,14 @@ static void softmax_check(struct __test_metadata *_metadata, int fd,
 	fill_finite(x, cnt, cnt + 5, spread);
 	for (r = 0; r < rows; r++)
 		lab[r] = (int32_t)(snpu_rand(&st) % ncls);
+	/*
+	 * @last above the spread in the last class of every other row: its
+	 * maximum. The sums are shifted by it, so a maximum that missed it
+	 * would take exp of about @last, which overflows past 88.7.
+	 */
+	if (last != 0.0f)
+		for (r = 0; r < rows; r += 2)
+			x[(size_t)r * ncls + ncls - 1] = spread + last;
 	ASSERT_EQ(0, dbuf(fd, x, cnt * 4, &dx));
 	ASSERT_EQ(0, dbuf(fd, lab, rows * 4, &dlab));
 	for (j = 0; j < ARRAY_SIZE(train_nbs); j++) {
@@ -1204,12 +1464,31 @@ static void softmax_check(struct __test_metadata *_metadata, int fd,
 	free(lab);
 }
 
+/*
+ * Half the rows of each case have their maximum in the last class, 100
+ * above the others (see below); the 300-row case none.
+ */
 TEST_F(train, softmax_xent_f32)
 {
-	softmax_check(_metadata, self->fd, self->s, 64, 10, 8.0f);
-	softmax_check(_metadata, self->fd, self->s, 300, 10, 40.0f);
-	softmax_check(_metadata, self->fd, self->s, 3, 1000, 20.0f);
-	softmax_check(_metadata, self->fd, self->s, 5, 1, 5.0f);
+	softmax_check(_metadata, self->fd, self->s, 64, 10, 8.0f, 100.0f);
+	softmax_check(_metadata, self->fd, self->s, 300, 10, 40.0f, 0.0f);
+	softmax_check(_metadata, self->fd, self->s, 3, 1000, 20.0f, 100.0f);
+	softmax_check(_metadata, self->fd, self->s, 5, 1, 5.0f, 0.0f);
+}
+
+/*
+ * The maximum in the last class, 100 above the rest: a maximum loop that
+ * skipped the last class would shift by the wrong one and overflow exp,
+ * giving an infinite or NaN loss. Class counts around the vector widths.
+ */
+TEST_F(train, softmax_xent_f32_max_in_last_class)
+{
+	static const uint32_t nclss[] = { 2, 3, 9, 10, 17, 129 };
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(nclss); i++)
+		softmax_check(_metadata, self->fd, self->s, 33, nclss[i], 6.0f,
+			      100.0f);
 }
 
 /*
@@ -1330,9 +1609,14 @@ TEST_F(train, argmax_f32)
 
 		ASSERT_NE(NULL, in);
 		ASSERT_NE(NULL, out);
-		/* Few distinct values: ties, which go to the first. */
+		/*
+		 * Few distinct values: ties, which go to the first; every
+		 * third row's maximum alone in its last class.
+		 */
 		for (r = 0; r < cnt; r++)
 			in[r] = (float)(snpu_rand(&st) % 5);
+		for (r = 0; r < rows; r += 3)
+			in[(size_t)r * ncls + ncls - 1] = 9.0f;
 		ASSERT_EQ(0, dbuf(self->fd, in, cnt * 4, &din));
 		for (j = 0; j < ARRAY_SIZE(train_nbs); j++) {
 			ASSERT_EQ(0, dbuf(self->fd, NULL, rows * 4, &dout));

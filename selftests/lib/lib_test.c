@@ -1082,6 +1082,92 @@ TEST_F(lib, launch_axpy_f32)
 	free(got);
 }
 
+/*
+ * snpu_launch_dims() on the real device: what it picks for a GEMM past
+ * the work bound (512 x 512 x 100: 26 214 400 multiply-adds, 2 blocks at
+ * least) and for one of snpu-train's is a multiple of the cores, the
+ * driver takes it, and the result is the reference's, summed over k from
+ * 0 up; a tiny ADD gets one block; the errors of its page.
+ */
+TEST_F(lib, launch_dims_sized_launches_run)
+{
+	static const uint32_t shapes[][3] = { { 512, 512, 100 },
+					      { 64, 128, 784 } };
+	struct snpu_kernel_arg args[6];
+	struct snpu_info info;
+	unsigned int s;
+
+	ASSERT_EQ(0, snpu_get_info(self->dev, &info));
+	for (s = 0; s < 2; s++) {
+		uint32_t m = shapes[s][0], n = shapes[s][1], k = shapes[s][2];
+		float *a = malloc((size_t)m * k * 4), *b = malloc((size_t)k * n * 4);
+		float *c = malloc((size_t)m * n * 4);
+		uint64_t da, db, dc;
+		uint32_t i, j, l;
+		int bd;
+
+		ASSERT_NE(NULL, a);
+		ASSERT_NE(NULL, b);
+		ASSERT_NE(NULL, c);
+		for (i = 0; i < m * k; i++)
+			a[i] = (float)(int)(i % 7) * 0.375f - 1.0f;
+		for (i = 0; i < k * n; i++)
+			b[i] = (float)(int)(i % 11) * 0.1f - 0.5f;
+		ASSERT_EQ(0, snpu_mem_alloc(self->dev, (uint64_t)m * k * 4, 0, 0,
+					    &da));
+		ASSERT_EQ(0, snpu_mem_alloc(self->dev, (uint64_t)k * n * 4, 0, 0,
+					    &db));
+		ASSERT_EQ(0, snpu_mem_alloc(self->dev, (uint64_t)m * n * 4, 0, 0,
+					    &dc));
+		ASSERT_EQ(0, snpu_memcpy_h2d(self->dev, da, a,
+					     (uint64_t)m * k * 4));
+		ASSERT_EQ(0, snpu_memcpy_h2d(self->dev, db, b,
+					     (uint64_t)k * n * 4));
+		args[0] = snpu_arg_buf(dc, (uint64_t)m * n * 4);
+		args[1] = snpu_arg_buf(da, (uint64_t)m * k * 4);
+		args[2] = snpu_arg_buf(db, (uint64_t)k * n * 4);
+		args[3] = snpu_arg_u64(m);
+		args[4] = snpu_arg_u64(n);
+		args[5] = snpu_arg_u64(k);
+		bd = snpu_launch_dims(&info, SNPU_KERNEL_GEMM_F32, args, 6);
+		ASSERT_GE(bd, (int)info.cores);
+		EXPECT_EQ(0, bd % (int)info.cores);
+		ASSERT_EQ(0, snpu_launch(self->dev, self->s,
+					 SNPU_KERNEL_GEMM_F32, (uint32_t)bd,
+					 args, 6));
+		ASSERT_EQ(0, snpu_stream_synchronize(self->dev, self->s, -1));
+		ASSERT_EQ(0, snpu_memcpy_d2h(self->dev, c, dc,
+					     (uint64_t)m * n * 4));
+		for (i = 0; i < m; i++) {
+			for (j = 0; j < n; j++) {
+				float acc = 0.0f;
+
+				for (l = 0; l < k; l++)
+					acc += a[i * k + l] * b[l * n + j];
+				ASSERT_EQ(0, memcmp(&acc, &c[i * n + j], 4))
+					TH_LOG("%ux%ux%u, %d blocks: c[%u][%u]",
+					       m, n, k, bd, i, j);
+			}
+		}
+		snpu_mem_free(self->dev, da);
+		snpu_mem_free(self->dev, db);
+		snpu_mem_free(self->dev, dc);
+		free(a);
+		free(b);
+		free(c);
+	}
+	args[0] = snpu_arg_buf(0x1000, 40);
+	args[1] = snpu_arg_buf(0x2000, 40);
+	args[2] = snpu_arg_buf(0x3000, 40);
+	EXPECT_EQ(1, snpu_launch_dims(&info, SNPU_KERNEL_ADD_F32, args, 3));
+	EXPECT_EQ(-EINVAL, snpu_launch_dims(NULL, SNPU_KERNEL_ADD_F32, args,
+					    3));
+	EXPECT_EQ(-EINVAL, snpu_launch_dims(&info, SNPU_KERNEL_COUNT, args, 3));
+	args[1].bytes = 4;
+	EXPECT_EQ(-EINVAL, snpu_launch_dims(&info, SNPU_KERNEL_ADD_F32, args,
+					    3));
+}
+
 TEST_F(lib, launch_einval)
 {
 	struct snpu_kernel_arg args[SNPU_KERNEL_MAX_ARGS + 1];

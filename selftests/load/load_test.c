@@ -302,6 +302,11 @@ FIXTURE_VARIANT_ADD(bad_param, devices_abc) {
 	.why = NULL,
 };
 
+FIXTURE_VARIANT_ADD(bad_param, kernel_isa_sse3) {
+	.params = "kernel_isa=sse3",
+	.why = NULL,
+};
+
 FIXTURE_SETUP(bad_param)
 {
 	self->kmsg = -1;
@@ -333,6 +338,42 @@ TEST_F(bad_param, refused)
 				      variant->why))
 			TH_LOG("no \"bad module parameter: %s\" in the log",
 			       variant->why);
+}
+
+/*
+ * kernel_isa: the f32 kernels' instruction set, chosen at load. auto (the
+ * default) takes AVX2 when the CPU has it, else SSE2, and the parameter
+ * reads back the choice; sse2 is always there; avx2 on a CPU without it
+ * fails the load with EINVAL and says why.
+ */
+TEST_F(load, kernel_isa)
+{
+	bool avx2;
+	int kmsg;
+
+	__builtin_cpu_init();
+	avx2 = __builtin_cpu_supports("avx2");
+	ASSERT_EQ(0, module_load(""));
+	ASSERT_FILE(SNPU_SYSPARM "kernel_isa", avx2 ? "avx2" : "sse2");
+	ASSERT_EQ(0, module_unload());
+	ASSERT_EQ(0, module_load("kernel_isa=sse2"));
+	ASSERT_FILE(SNPU_SYSPARM "kernel_isa", "sse2");
+	ASSERT_EQ(0, module_unload());
+	ASSERT_EQ(0, module_load("kernel_isa=auto"));
+	ASSERT_FILE(SNPU_SYSPARM "kernel_isa", avx2 ? "avx2" : "sse2");
+	ASSERT_EQ(0, module_unload());
+	kmsg = kmsg_open();
+	ASSERT_GE(kmsg, 0);
+	if (avx2) {
+		ASSERT_EQ(0, module_load("kernel_isa=avx2"));
+		ASSERT_FILE(SNPU_SYSPARM "kernel_isa", "avx2");
+	} else {
+		ASSERT_EQ(-EINVAL, module_load("kernel_isa=avx2"));
+		ASSERT_FALSE(module_loaded());
+		ASSERT_TRUE(kmsg_find(kmsg, "snpu: kernel_isa=avx2",
+				      "cannot run AVX2"));
+	}
+	close(kmsg);
 }
 
 TEST_F_TIMEOUT(load, cycles, 120)

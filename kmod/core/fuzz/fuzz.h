@@ -67,6 +67,7 @@ bool ref_uses_fpu(__u32 kernel);
 __u32 ref_writes(__u32 kernel);
 __u64 ref_unit_cost(__u32 kernel, const struct snpu_kernel_arg *args);
 __u64 ref_units(__u32 kernel, const struct snpu_kernel_arg *args);
+__u64 ref_unit_steps(__u32 kernel, const struct snpu_kernel_arg *args);
 __u64 ref_chunk(__u32 kernel, const struct snpu_kernel_arg *args);
 __u64 ref_slice_max(__u64 n, __u32 block_dim);
 void ref_slice(__u64 n, __u64 c, __u32 block, __u64 *begin, __u64 *end);

@@ -9,7 +9,8 @@
  * to give snpu_kernel_run() (4 + 4 * 8), where a window of slices is
  * checked (2), and for a launch that is run a PRNG seed of the buffers'
  * contents (8) and a mode (1: f32 inputs as small integers, 2 and 4:
- * block order, 8: one SOFTMAX_XENT label out of range, 16: which one).
+ * block order, 8: one SOFTMAX_XENT label out of range, 16: which one,
+ * 32: the AVX2 loops when the CPU has them, else SSE2).
  *
  * Properties, each a trap when it does not hold:
  * - snpu_kernel_check() answers 0 or -EINVAL, 0 exactly when the
@@ -19,13 +20,14 @@
  *   unknown kernel, a block >= block_dim and a chunk outside its slice or
  *   the units, and returns 0 for NOP, SPIN and FAIL, whatever the chunk;
  * - for an accepted launch, of any size: the units are the documented
- *   ones and fit every buffer; the chunk is the documented one; the slices
- *   of blocks 0..block_dim-1 (up to 4096 of them, else windows of 256 at
- *   both ends and at a chosen place) are the documented ones, computed
- *   without overflow, start at 0, meet one another and end at the units,
- *   so they cover them exactly once; blocks past the last get [n, n); with
- *   buffers no larger than device memory, walking a slice chunk by chunk
- *   cannot wrap;
+ *   ones and fit every buffer; the steps are the units times the
+ *   documented steps of a unit (a long COLSUM column's pieces); the chunk
+ *   is the documented one; the slices of blocks 0..block_dim-1 (up to
+ *   4096 of them, else windows of 256 at both ends and at a chosen place)
+ *   are the documented ones in steps, computed without overflow, start at
+ *   0, meet one another and end at the steps, so they cover them exactly
+ *   once; blocks past the last get [steps, steps); with buffers no larger
+ *   than device memory, walking a slice chunk by chunk cannot wrap;
  * - for an accepted launch with small buffers: the buffers are allocated
  *   at their exact size (ASan catches one byte past), every block runs
  *   its slice in chunks exactly as kmod/sched.c does, in a chosen block
@@ -100,7 +102,8 @@ static void check_run_refusals(const struct launch *ln, struct fuzz_in *in)
 	int ret;
 
 	build(ln, &l);
-	n = snpu_kernel_units(&l);
+	/* The steps (wrapping, as the kernel's, for absurd arguments). */
+	n = ref_units(ln->kernel, ln->a) * ref_unit_steps(ln->kernel, ln->a);
 	fine = ln->kernel < SNPU_KERNEL_COUNT && block < ln->block_dim &&
 	       sb <= b && b <= e && e <= se && se <= n;
 	if (fine && !no_compute(ln->kernel))
@@ -130,7 +133,8 @@ static void check_run_refusals(const struct launch *ln, struct fuzz_in *in)
 #define SLICE_ALL	4096
 #define SLICE_WINDOW	256
 
-static void check_slices(const struct snpu_klaunch *l, __u64 n, __u32 at)
+static void check_slices(const struct snpu_klaunch *l, __u64 n, __u64 per,
+			 __u32 at)
 {
 	__u32 bd = l->block_dim, from[3], to[3], blk, next = 0;
 	__u64 c = ref_slice_max(n, bd), b, e, rb, re, prev = 0;
@@ -154,16 +158,21 @@ static void check_slices(const struct snpu_klaunch *l, __u64 n, __u32 at)
 	for (r = 0; r < nr; r++) {
 		for (blk = from[r] > next ? from[r] : next; blk < to[r]; blk++) {
 			/* After a gap, the documented end of the block before. */
-			if (blk != next)
+			if (blk != next) {
 				ref_slice(n, c, blk - 1, &rb, &prev);
+				prev *= per;
+			}
 			snpu_kernel_slice(l, blk, &b, &e);
 			ref_slice(n, c, blk, &rb, &re);
+			rb *= per;
+			re *= per;
 			FUZZ_CHECK(b == rb && e == re,
 				   "block %u of %u, n %llu: [%llu, %llu), documented [%llu, %llu)",
 				   blk, bd, (unsigned long long)n,
 				   (unsigned long long)b, (unsigned long long)e,
 				   (unsigned long long)rb, (unsigned long long)re);
-			FUZZ_CHECK(b == prev && b <= e && e <= n && e - b <= c,
+			FUZZ_CHECK(b == prev && b <= e && e <= n * per &&
+				   e - b <= c * per,
 				   "block %u: [%llu, %llu) after %llu, n %llu",
 				   blk, (unsigned long long)b,
 				   (unsigned long long)e,
@@ -173,27 +182,32 @@ static void check_slices(const struct snpu_klaunch *l, __u64 n, __u32 at)
 			next = blk + 1;
 		}
 	}
-	FUZZ_CHECK(next == bd && prev == n, "slices end at %llu, not %llu",
-		   (unsigned long long)prev, (unsigned long long)n);
+	FUZZ_CHECK(next == bd && prev == n * per,
+		   "slices end at %llu, not %llu", (unsigned long long)prev,
+		   (unsigned long long)(n * per));
 	snpu_kernel_slice(l, bd, &b, &e);
-	FUZZ_CHECK(b == n && e == n, "block past the last");
+	FUZZ_CHECK(b == n * per && e == n * per, "block past the last");
 	snpu_kernel_slice(l, 0xffffffffU, &b, &e);
-	FUZZ_CHECK(b == n && e == n, "block ~0");
+	FUZZ_CHECK(b == n * per && e == n * per, "block ~0");
 }
 
 static void check_math(const struct launch *ln, const struct snpu_klaunch *l,
 		       struct fuzz_in *in)
 {
 	__u64 n = snpu_kernel_units(l), chunk = snpu_kernel_chunk(l), max = 0;
+	__u64 per = ref_unit_steps(ln->kernel, ln->a);
 	unsigned int i;
 
 	FUZZ_CHECK(ref_extents_ok(ln->kernel, ln->block_dim, ln->a, n),
 		   "kernel %u units %llu", ln->kernel, (unsigned long long)n);
+	FUZZ_CHECK(snpu_kernel_steps(l) == n * per, "kernel %u steps %llu",
+		   ln->kernel, (unsigned long long)snpu_kernel_steps(l));
 	FUZZ_CHECK(chunk == ref_chunk(ln->kernel, ln->a), "chunk %llu",
 		   (unsigned long long)chunk);
 	FUZZ_CHECK(chunk >= 1, "chunk 0");
 
-	check_slices(l, n, (__u32)fuzz_take(in, 2));
+	check_slices(l, n, per, (__u32)fuzz_take(in, 2));
+	n *= per;
 
 	/*
 	 * kmod/sched.c ends a chunk at min(end, pos + chunk) with pos < end
@@ -475,7 +489,7 @@ static void run(const struct launch *ln, struct snpu_klaunch *l,
 {
 	void *init[SNPU_KERNEL_MAX_ARGS] = { NULL };
 	__u64 seed = fuzz_take(in, 8), mode = fuzz_take(in, 1);
-	__u64 n = snpu_kernel_units(l), chunk = snpu_kernel_chunk(l);
+	__u64 n = snpu_kernel_steps(l), chunk = snpu_kernel_chunk(l);
 	__u64 size0 = l->bytes[0], calls = 0, i, b, e, pos, stop, from, to;
 	__u64 bad = ~0ULL, want_calls;
 	__u32 *order, blk, j, t, writes = ref_writes(l->kernel);
@@ -559,6 +573,8 @@ static void run(const struct launch *ln, struct snpu_klaunch *l,
 	if ((__u64)size0 * (l->block_dim + n / chunk + 1) <= RUN_MAX_FENCE)
 		fence = malloc(size0);
 
+	if (mode & 32 && __builtin_cpu_supports("avx2"))
+		FUZZ_CHECK(!snpu_kernel_set_isa(SNPU_ISA_AVX2), "avx2");
 	for (j = 0; j < l->block_dim; j++) {
 		blk = order[j];
 		snpu_kernel_slice(l, blk, &b, &e);
@@ -604,6 +620,7 @@ static void run(const struct launch *ln, struct snpu_klaunch *l,
 		FUZZ_CHECK(calls == want_calls, "block %u: %llu calls", blk,
 			   (unsigned long long)calls);
 	}
+	snpu_kernel_set_isa(SNPU_ISA_SSE2);
 
 	for (a = 1; a < SNPU_KERNEL_MAX_ARGS; a++)
 		if (init[a] && !(writes & (1U << a)))

@@ -387,13 +387,31 @@ __u64 ref_units(__u32 kernel, const struct snpu_kernel_arg *a)
 }
 
 /*
+ * Steps of one unit: a COLSUM column of more than 65536 rows is summed in
+ * pieces of 4096 rows, ceil(rows / 4096) of them; every other unit is one
+ * step.
+ */
+__u64 ref_unit_steps(__u32 kernel, const struct snpu_kernel_arg *a)
+{
+	__u64 rows = ref_unit_cost(kernel, a);
+
+	if (kernel != SNPU_KERNEL_COLSUM_F32 || rows <= 65536)
+		return 1;
+	return rows / 4096 + (rows % 4096 != 0);
+}
+
+/*
  * At most 4096 units, or for the kernels whose unit costs more (the GEMMs,
- * SOFTMAX_XENT, ARGMAX, COLSUM) 65536 of that cost: max(1, 65536 / cost).
+ * SOFTMAX_XENT, ARGMAX, COLSUM) 65536 of that cost: max(1, 65536 / cost),
+ * a class of SOFTMAX_XENT costing 32; a COLSUM in pieces takes 16 pieces
+ * (65536 rows) a chunk.
  */
 __u64 ref_chunk(__u32 kernel, const struct snpu_kernel_arg *a)
 {
 	u128 cost = ref_unit_cost(kernel, a), per;
 
+	if (ref_unit_steps(kernel, a) > 1)
+		return 16;
 	switch (kernel) {
 	case SNPU_KERNEL_GEMM_F32:
 	case SNPU_KERNEL_GEMM_TN_F32:
@@ -405,6 +423,8 @@ __u64 ref_chunk(__u32 kernel, const struct snpu_kernel_arg *a)
 	default:
 		return 4096;
 	}
+	if (kernel == SNPU_KERNEL_SOFTMAX_XENT_F32)
+		cost *= 32;
 	per = cost ? 65536 / cost : 1;
 	return per ? (__u64)per : 1;
 }

@@ -233,6 +233,8 @@ static void kernel_seeds(void)
 	for (k = 0; k < SNPU_KERNEL_COUNT; k++) {
 		emit_launch((l = make_launch(k, 1, 16), &l), "small");
 		emit_launch((l = make_launch(k, 5, 37), &l), "uneven");
+		emit_launch_mode((l = make_launch(k, 5, 37), &l), "avx2",
+				 (k & 7) | 32);
 		emit_launch((l = make_launch(k, 2, 9000), &l), "chunks");
 		emit_launch((l = make_launch(k, 64, 3), &l), "empty");
 		emit_launch((l = make_launch(k, SNPU_MAX_BLOCK_DIM, 1ULL << 30),

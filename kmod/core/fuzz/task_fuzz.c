@@ -17,8 +17,10 @@
  *   32 bits, a FAIL errno is a valid -errno, a SPIN at most 1 s, a chunk
  *   is the documented one, 1..4096 units (the GEMMs, SOFTMAX_XENT,
  *   ARGMAX and COLSUM: max(1, 65536 / cost) units, so at most 65536 of
- *   their cost unless 1), and probed
- *   slices start at 0, end at n and meet their neighbours;
+ *   their cost unless 1, a step costing at most 65536: a COLSUM column
+ *   of more rows is in pieces of 4096), the steps are the units times
+ *   the pieces, and probed slices (in steps) start at 0, end at the
+ *   steps and meet their neighbours;
  * - an accepted copy has a direction 1..3 and bytes > 0, a memset bytes
  *   > 0 and a value that fits a byte;
  * - an accepted task with flags, reserved0, a pad or one unused union
@@ -44,7 +46,7 @@ static void check_launch(const struct snpu_task *t, struct fuzz_in *in)
 	const struct snpu_kernel_arg *a = t->launch.args;
 	__u32 kernel = t->launch.kernel, bd = t->launch.block_dim, blk;
 	struct snpu_klaunch l;
-	__u64 n, chunk, c, b, e, b2, e2;
+	__u64 n, chunk, c, b, e, b2, e2, per, step_cost;
 	unsigned int i;
 
 	FUZZ_CHECK(kernel < SNPU_KERNEL_COUNT, "kernel %u", kernel);
@@ -107,27 +109,38 @@ static void check_launch(const struct snpu_task *t, struct fuzz_in *in)
 		break;
 	}
 
-	/* A chunk bounds the work between cancellation checks. */
+	/*
+	 * A chunk bounds the work between cancellation checks: in steps, a
+	 * unit, or a piece of 4096 rows of a COLSUM column of more than
+	 * 65536 (whose cost, its rows, has no bound of its own).
+	 */
 	chunk = snpu_kernel_chunk(&l);
 	FUZZ_CHECK(chunk == ref_chunk(kernel, a), "chunk %llu",
 		   (unsigned long long)chunk);
+	per = ref_unit_steps(kernel, a);
+	step_cost = per > 1 ? SNPU_KERNEL_CHUNK : ref_unit_cost(kernel, a);
+	FUZZ_CHECK(snpu_kernel_steps(&l) == n * per, "steps %llu",
+		   (unsigned long long)snpu_kernel_steps(&l));
 	if (kernel == SNPU_KERNEL_GEMM_F32 ||
 	    kernel == SNPU_KERNEL_GEMM_TN_F32 ||
 	    kernel == SNPU_KERNEL_GEMM_NT_F32 ||
 	    kernel == SNPU_KERNEL_SOFTMAX_XENT_F32 ||
 	    kernel == SNPU_KERNEL_ARGMAX_F32 ||
 	    kernel == SNPU_KERNEL_COLSUM_F32)
-		FUZZ_CHECK(chunk == 1 ||
-			   chunk * ref_unit_cost(kernel, a) <=
-			   SNPU_KERNEL_CHUNK_WORK,
-			   "chunk %llu cost %llu", (unsigned long long)chunk,
-			   (unsigned long long)ref_unit_cost(kernel, a));
+		FUZZ_CHECK(step_cost <= SNPU_KERNEL_CHUNK_WORK &&
+			   (chunk == 1 ||
+			    chunk * step_cost <= SNPU_KERNEL_CHUNK_WORK),
+			   "chunk %llu step cost %llu",
+			   (unsigned long long)chunk,
+			   (unsigned long long)step_cost);
 	else
 		FUZZ_CHECK(chunk >= 1 && chunk <= SNPU_KERNEL_CHUNK,
 			   "chunk %llu", (unsigned long long)chunk);
+	/* The blocks' slices below are in steps. */
+	n *= per;
 
 	/* Probe the first, the last and one chosen block with its next. */
-	c = n / bd + (n % bd != 0);
+	c = (n / per / bd + (n / per % bd != 0)) * per;
 	snpu_kernel_slice(&l, 0, &b, &e);
 	FUZZ_CHECK(b == 0 && e <= n && e - b <= c, "block 0");
 	snpu_kernel_slice(&l, bd - 1, &b, &e);

@@ -2146,8 +2146,9 @@ TEST(check_block_work_training)
 
 /*
  * The plan of a launch, from its arguments, is what the separate calls
- * give for the resolved launch: for every kernel, with arguments of
- * random sizes and values (none dereferenced), and for an unknown kernel.
+ * give for the resolved launch (its steps, its chunk): for every kernel,
+ * with arguments of random sizes and values (none dereferenced), and for
+ * an unknown kernel.
  */
 TEST(plan_matches_the_separate_calls)
 {
@@ -2169,7 +2170,7 @@ TEST(plan_matches_the_separate_calls)
 			resolve(k, 1, a, &l);
 			ASSERT_EQ(snpu_kernel_buffers(k), bufs)
 				TH_LOG("%s", kinfo[k].name);
-			ASSERT_EQ(snpu_kernel_units(&l), units)
+			ASSERT_EQ(snpu_kernel_steps(&l), units)
 				TH_LOG("%s", kinfo[k].name);
 			ASSERT_EQ(snpu_kernel_chunk(&l), chunk)
 				TH_LOG("%s", kinfo[k].name);
@@ -2229,9 +2230,15 @@ TEST(chunk_bounds_training)
 	ASSERT_EQ((__u64)(SNPU_KERNEL_CHUNK_WORK / 1000), snpu_kernel_chunk(&l));
 	l.kernel = SNPU_KERNEL_GEMM_NT_F32;
 	ASSERT_EQ((__u64)(SNPU_KERNEL_CHUNK_WORK / 1000), snpu_kernel_chunk(&l));
+	/* A class of the softmax counts SNPU_KERNEL_SOFTMAX_CLASS_WORK. */
 	l.kernel = SNPU_KERNEL_SOFTMAX_XENT_F32;
 	l.scalar[4] = 10;
-	ASSERT_EQ((__u64)(SNPU_KERNEL_CHUNK_WORK / 10), snpu_kernel_chunk(&l));
+	ASSERT_EQ((__u64)(SNPU_KERNEL_CHUNK_WORK / 10 /
+			  SNPU_KERNEL_SOFTMAX_CLASS_WORK), snpu_kernel_chunk(&l));
+	l.scalar[4] = SNPU_KERNEL_CHUNK_WORK / SNPU_KERNEL_SOFTMAX_CLASS_WORK;
+	ASSERT_EQ(1ULL, snpu_kernel_chunk(&l));
+	l.scalar[4] = 65536;
+	ASSERT_EQ(1ULL, snpu_kernel_chunk(&l));
 	l.kernel = SNPU_KERNEL_ARGMAX_F32;
 	l.scalar[2] = 65536;
 	ASSERT_EQ(1ULL, snpu_kernel_chunk(&l));
@@ -2243,6 +2250,134 @@ TEST(chunk_bounds_training)
 	ASSERT_EQ((__u64)(SNPU_KERNEL_CHUNK), snpu_kernel_chunk(&l));
 	l.kernel = SNPU_KERNEL_COUNT_EQ_I32;
 	ASSERT_EQ((__u64)(SNPU_KERNEL_CHUNK), snpu_kernel_chunk(&l));
+}
+
+/*
+ * No FPU section does more than SNPU_KERNEL_CHUNK_WORK of work (or
+ * SNPU_KERNEL_CHUNK elements of an element-wise kernel), for every f32
+ * kernel, at the block-work bound: one block of 2^24 work, the most a
+ * launch may give a block. A chunk's work is its steps times the work of
+ * a step, the launch's work (units times the documented cost of a unit)
+ * over its steps, from snpu_kernel_plan() as the module plans a launch.
+ * A COLSUM column's cost is its rows, bounded only by the block-work
+ * bound: such a column must not be one chunk.
+ */
+TEST(chunk_work_bounded_at_the_block_bound)
+{
+	static const struct {
+		__u32 kernel;
+		__u64 m, n, k;	/* GEMM m n k; SOFTMAX, ARGMAX rows ncls;
+				 * COLSUM rows n; element-wise count */
+	} cases[] = {
+		{ SNPU_KERNEL_GEMM_F32, 1, 256, 65536 },
+		{ SNPU_KERNEL_GEMM_F32, 4096, 4096, 1 },
+		{ SNPU_KERNEL_GEMM_F32, 64, 128, 784 },
+		{ SNPU_KERNEL_GEMM_TN_F32, 1, 256, 65536 },
+		{ SNPU_KERNEL_GEMM_TN_F32, 784, 128, 64 },
+		{ SNPU_KERNEL_GEMM_NT_F32, 1, 256, 65536 },
+		{ SNPU_KERNEL_GEMM_NT_F32, 64, 128, 10 },
+		{ SNPU_KERNEL_SOFTMAX_XENT_F32, 256, 65536, 0 },
+		{ SNPU_KERNEL_SOFTMAX_XENT_F32, 1ULL << 24, 1, 0 },
+		{ SNPU_KERNEL_SOFTMAX_XENT_F32, 64, 10, 0 },
+		{ SNPU_KERNEL_ARGMAX_F32, 256, 65536, 0 },
+		{ SNPU_KERNEL_ARGMAX_F32, 64, 10, 0 },
+		{ SNPU_KERNEL_COLSUM_F32, 1ULL << 24, 1, 0 },
+		{ SNPU_KERNEL_COLSUM_F32, 1ULL << 20, 16, 0 },
+		{ SNPU_KERNEL_COLSUM_F32, 65537, 3, 0 },
+		{ SNPU_KERNEL_COLSUM_F32, 65536, 256, 0 },
+		{ SNPU_KERNEL_COLSUM_F32, 256, 65536, 0 },
+		{ SNPU_KERNEL_COLSUM_F32, 64, 128, 0 },
+		{ SNPU_KERNEL_ADD_F32, 1ULL << 24, 0, 0 },
+		{ SNPU_KERNEL_MUL_F32, 1ULL << 24, 0, 0 },
+		{ SNPU_KERNEL_AXPY_F32, 1ULL << 24, 0, 0 },
+		{ SNPU_KERNEL_RELU_F32, 1ULL << 24, 0, 0 },
+		{ SNPU_KERNEL_RELU_BWD_F32, 1ULL << 24, 0, 0 },
+		{ SNPU_KERNEL_BIAS_ADD_F32, 1ULL << 24, 0, 0 },
+		{ SNPU_KERNEL_AFFINE_F32, 1ULL << 24, 0, 0 },
+		{ SNPU_KERNEL_REDUCE_SUM_F32, 1ULL << 24, 0, 0 },
+	};
+	struct snpu_kernel_arg a[NARGS];
+	__u64 steps, chunk, units, cost, step_work;
+	unsigned int i;
+	bool fpu, elementwise;
+
+	for (i = 0; i < ARRAY_SIZE(cases); i++) {
+		__u32 k = cases[i].kernel;
+		__u64 m = cases[i].m, n = cases[i].n, kk = cases[i].k;
+
+		elementwise = false;
+		valid_args(k, 1, a);
+		switch (k) {
+		case SNPU_KERNEL_GEMM_F32:
+		case SNPU_KERNEL_GEMM_TN_F32:
+		case SNPU_KERNEL_GEMM_NT_F32:
+			gemm2_args(a, k, m, n, kk);
+			units = m * n;
+			cost = kk;
+			break;
+		case SNPU_KERNEL_SOFTMAX_XENT_F32:
+			a[0].bytes = m * 4;
+			a[1].bytes = m * n * 4;
+			a[2].bytes = m * n * 4;
+			a[3].bytes = m * 4;
+			a[4] = scalar_arg(n);
+			units = m;
+			cost = n;
+			break;
+		case SNPU_KERNEL_ARGMAX_F32:
+			a[0].bytes = m * 4;
+			a[1].bytes = m * n * 4;
+			a[2] = scalar_arg(n);
+			units = m;
+			cost = n;
+			break;
+		case SNPU_KERNEL_COLSUM_F32:
+			a[0].bytes = n * 4;
+			a[1].bytes = m * n * 4;
+			a[2] = scalar_arg(n);
+			units = n;
+			cost = m;
+			break;
+		case SNPU_KERNEL_REDUCE_SUM_F32:
+			a[1].bytes = m * 4;
+			units = m;
+			cost = 1;
+			elementwise = true;
+			break;
+		default:
+			a[0].bytes = m * 4;
+			a[1].bytes = m * 4;
+			if (kinfo[k].buffers & 4)
+				a[2].bytes = k == SNPU_KERNEL_BIAS_ADD_F32 ?
+					     16 : m * 4;
+			units = m;
+			cost = 1;
+			elementwise = true;
+			break;
+		}
+		ASSERT_EQ(0, check(k, 1, a))
+			TH_LOG("%s case %u is not a valid launch",
+			       kinfo[k].name, i);
+		ASSERT_LE(units * cost, SNPU_KERNEL_BLOCK_WORK_MAX);
+		snpu_kernel_plan(k, a, &steps, &chunk, &fpu);
+		ASSERT_TRUE(fpu);
+		ASSERT_GE(steps, units);
+		step_work = (units * cost + steps - 1) / steps;
+		if (elementwise) {
+			ASSERT_LE(chunk, (__u64)SNPU_KERNEL_CHUNK)
+				TH_LOG("%s: chunk of %llu elements",
+				       kinfo[k].name, (unsigned long long)chunk);
+		} else {
+			ASSERT_LE(chunk * step_work,
+				  (__u64)SNPU_KERNEL_CHUNK_WORK)
+				TH_LOG("%s %llu %llu %llu: a chunk of %llu steps of %llu work",
+				       kinfo[k].name, (unsigned long long)m,
+				       (unsigned long long)n,
+				       (unsigned long long)kk,
+				       (unsigned long long)chunk,
+				       (unsigned long long)step_work);
+		}
+	}
 }
 
 /* The chunk sizes the run tests use: the module's, and awkward ones. */
@@ -3090,6 +3225,592 @@ TEST(log_specials)
 	ASSERT_LT(fabs(f32_of(snpu_f32_log_bits(1)) - log(0x1p-149)), 1e-4);
 	ASSERT_LT(fabs(f32_of(snpu_f32_log_bits(bits_of(10.0f))) - log(10.0)),
 		  1e-6);
+}
+
+/*
+ * ---- both instruction sets ------------------------------------------------
+ *
+ * Every f32 kernel with the SSE2 loops and with the AVX2 ones (where the
+ * CPU has it: else the variant runs SSE2 again and says so), against the
+ * references above, bit for bit, with the block counts of the issue: 1,
+ * 2, 4 (the device's default cores) and 65535, odd shapes (1, 3, 17, 129
+ * rows and columns; k and class counts that are no multiple of 4 or 8),
+ * the module's chunks and short ones (7 units), and a guard of sentinel
+ * floats after every output, which must stay untouched.
+ */
+
+#define GUARD_FLOATS	17
+#define SENTINEL_BITS	0x7fa5a5a5U	/* a NaN no kernel computes */
+
+static const __u32 isa_block_dims[] = { 1, 2, 4, 65535 };
+
+FIXTURE(isa) {
+	bool ran_other;		/* the AVX2 variant on a CPU without it */
+};
+
+FIXTURE_VARIANT(isa) {
+	unsigned int isa;
+};
+
+FIXTURE_VARIANT_ADD(isa, sse2) { .isa = SNPU_ISA_SSE2 };
+FIXTURE_VARIANT_ADD(isa, avx2) { .isa = SNPU_ISA_AVX2 };
+
+FIXTURE_SETUP(isa)
+{
+	unsigned int isa = variant->isa;
+
+	__builtin_cpu_init();
+	if (isa == SNPU_ISA_AVX2 && !__builtin_cpu_supports("avx2")) {
+		TH_LOG("this CPU has no AVX2: the SSE2 loops instead");
+		isa = SNPU_ISA_SSE2;
+		self->ran_other = true;
+	}
+	ASSERT_EQ(0, snpu_kernel_set_isa(isa));
+	ASSERT_STREQ(isa == SNPU_ISA_AVX2 ? "avx2" : "sse2",
+		     snpu_kernel_isa_name());
+}
+
+FIXTURE_TEARDOWN(isa)
+{
+	snpu_kernel_set_isa(SNPU_ISA_SSE2);
+}
+
+/* @n floats and a guard of sentinels after them. */
+static float *alloc_guarded(__u64 n)
+{
+	float *p = alloc_f32(n + GUARD_FLOATS);
+	__u64 i;
+
+	for (i = n; i < n + GUARD_FLOATS; i++)
+		p[i] = f32_of(SENTINEL_BITS);
+	return p;
+}
+
+static bool guard_intact(const float *p, __u64 n)
+{
+	__u64 i;
+
+	for (i = n; i < n + GUARD_FLOATS; i++)
+		if (bits_of(p[i]) != SENTINEL_BITS)
+			return false;
+	return true;
+}
+
+/* Same bits, or both NaN (which NaN a kernel propagates is the CPU's). */
+static bool same_f32(float a, float b)
+{
+	return bits_of(a) == bits_of(b) || (a != a && b != b);
+}
+
+static __u64 first_diff(const float *want, const float *got, __u64 n)
+{
+	__u64 i;
+
+	for (i = 0; i < n; i++)
+		if (!same_f32(want[i], got[i]))
+			return i;
+	return n;
+}
+
+/* The module's chunk for @a, or 7 (chunks that cut rows and vectors). */
+static __u64 isa_chunk(const struct snpu_kernel_arg *a, __u32 kernel,
+		       __u32 nb, bool odd)
+{
+	struct snpu_klaunch l;
+
+	if (odd)
+		return 7;
+	resolve(kernel, nb, a, &l);
+	return snpu_kernel_chunk(&l);
+}
+
+/*
+ * Launch @kernel with every block count (the module's chunks, and for 2
+ * blocks also chunks of 7), output @out of @n floats filled with garbage
+ * first, and compare it (and @out2, @n2 floats, when not NULL) with the
+ * references; the guards after them stay.
+ */
+static void isa_run(struct __test_metadata *_metadata, __u32 kernel,
+		    const struct snpu_kernel_arg *a, float *out,
+		    const float *want, __u64 n, float *out2,
+		    const float *want2, __u64 n2, const char *what)
+{
+	unsigned int i, odd;
+
+	for (i = 0; i < ARRAY_SIZE(isa_block_dims); i++) {
+		for (odd = 0; odd < 2; odd++) {
+			__u32 nb = isa_block_dims[i];
+			__u64 d;
+
+			if (odd && nb != 2)
+				continue;
+			memset(out, 0x5a, n * 4);
+			if (out2)
+				memset(out2, 0x5a, n2 * 4);
+			ASSERT_EQ(0, launch(kernel, nb, a,
+					    isa_chunk(a, kernel, nb, odd)));
+			d = first_diff(want, out, n);
+			ASSERT_EQ(n, d)
+				TH_LOG("%s %s, %u blocks%s: element %llu is %a, want %a",
+				       kinfo[kernel].name, what, nb,
+				       odd ? ", chunks of 7" : "",
+				       (unsigned long long)d, out[d], want[d]);
+			ASSERT_TRUE(guard_intact(out, n))
+				TH_LOG("%s %s: written past the output",
+				       kinfo[kernel].name, what);
+			if (!out2)
+				continue;
+			d = first_diff(want2, out2, n2);
+			ASSERT_EQ(n2, d)
+				TH_LOG("%s %s, %u blocks: element %llu of the second output",
+				       kinfo[kernel].name, what, nb,
+				       (unsigned long long)d);
+			ASSERT_TRUE(guard_intact(out2, n2));
+		}
+	}
+}
+
+/* c[m x n] of @kernel as documented: each sum over kk from +0.0 up. */
+static void ref_gemm(__u32 kernel, const float *a, const float *b, float *c,
+		     __u64 m, __u64 n, __u64 k)
+{
+	__u64 i, j, kk;
+
+	for (i = 0; i < m; i++) {
+		for (j = 0; j < n; j++) {
+			float acc = 0.0f;
+
+			for (kk = 0; kk < k; kk++) {
+				float x, y;
+
+				if (kernel == SNPU_KERNEL_GEMM_TN_F32)
+					x = a[kk * m + i];
+				else
+					x = a[i * k + kk];
+				if (kernel == SNPU_KERNEL_GEMM_NT_F32)
+					y = b[j * k + kk];
+				else
+					y = b[kk * n + j];
+				acc += x * y;
+			}
+			c[i * n + j] = acc;
+		}
+	}
+}
+
+static void isa_gemm(struct __test_metadata *_metadata, __u32 kernel)
+{
+	static const __u64 shapes[][3] = {	/* m, n, k */
+		{ 1, 1, 1 }, { 3, 17, 129 }, { 17, 3, 13 }, { 129, 129, 3 },
+		{ 129, 17, 1 }, { 17, 129, 17 }, { 1, 129, 3 }, { 3, 1, 784 },
+		{ 64, 10, 128 }, { 10, 64, 7 }, { 5, 23, 2 },
+	};
+	unsigned int s;
+	char what[64];
+
+	for (s = 0; s < ARRAY_SIZE(shapes); s++) {
+		__u64 m = shapes[s][0], n = shapes[s][1], k = shapes[s][2];
+		float *av = alloc_f32(m * k), *bv = alloc_f32(k * n);
+		float *c = alloc_guarded(m * n), *want = alloc_f32(m * n);
+		struct snpu_kernel_arg a[NARGS] = { 0 };
+
+		ref_gemm(kernel, av, bv, want, m, n, k);
+		a[0] = buf_arg(c, m * n * 4);
+		a[1] = buf_arg(av, m * k * 4);
+		a[2] = buf_arg(bv, k * n * 4);
+		a[3] = scalar_arg(m);
+		a[4] = scalar_arg(n);
+		a[5] = scalar_arg(k);
+		snprintf(what, sizeof(what), "%llux%llux%llu",
+			 (unsigned long long)m, (unsigned long long)n,
+			 (unsigned long long)k);
+		isa_run(_metadata, kernel, a, c, want, m * n, NULL, NULL, 0,
+			what);
+		free(av);
+		free(bv);
+		free(c);
+		free(want);
+	}
+}
+
+TEST_F(isa, gemm_f32)
+{
+	isa_gemm(_metadata, SNPU_KERNEL_GEMM_F32);
+}
+
+TEST_F(isa, gemm_tn_f32)
+{
+	isa_gemm(_metadata, SNPU_KERNEL_GEMM_TN_F32);
+}
+
+TEST_F(isa, gemm_nt_f32)
+{
+	isa_gemm(_metadata, SNPU_KERNEL_GEMM_NT_F32);
+}
+
+/* The special values the element-wise kernels must carry through. */
+static const __u32 isa_specials[] = {
+	0x00000000, 0x80000000, 0x7f800000, 0xff800000, 0x7fc00000,
+	0x00000001, 0x807fffff, 0x3f800000, 0xbf800000, 0x7f7fffff,
+};
+
+static float *alloc_with_specials(__u64 n)
+{
+	float *p = alloc_f32(n);
+	__u64 i;
+
+	for (i = 0; i < n; i += 3)
+		p[i] = f32_of(isa_specials[rnd() % ARRAY_SIZE(isa_specials)]);
+	return p;
+}
+
+static const __u64 isa_counts[] = { 1, 3, 17, 129, 4097, 8195 };
+
+/* y = f(x, z) element by element, as each kernel documents it. */
+static float ref_elem(__u32 kernel, float x, float z, float y0, float sa,
+		      float sb)
+{
+	switch (kernel) {
+	case SNPU_KERNEL_ADD_F32:
+		return x + z;
+	case SNPU_KERNEL_MUL_F32:
+		return x * z;
+	case SNPU_KERNEL_AXPY_F32:
+		return y0 + sa * x;
+	case SNPU_KERNEL_RELU_F32:
+		return x > 0.0f ? x : 0.0f;
+	case SNPU_KERNEL_RELU_BWD_F32:
+		return z > 0.0f ? x : 0.0f;
+	default:	/* AFFINE */
+		return sa * x + sb;
+	}
+}
+
+TEST_F(isa, elementwise_f32)
+{
+	static const __u32 ks[] = {
+		SNPU_KERNEL_ADD_F32, SNPU_KERNEL_MUL_F32, SNPU_KERNEL_AXPY_F32,
+		SNPU_KERNEL_RELU_F32, SNPU_KERNEL_RELU_BWD_F32,
+		SNPU_KERNEL_AFFINE_F32,
+	};
+	const float sa = -1.75f, sb = 0.3125f;
+	unsigned int i, c;
+
+	for (i = 0; i < ARRAY_SIZE(ks); i++) {
+		for (c = 0; c < ARRAY_SIZE(isa_counts); c++) {
+			__u32 k = ks[i];
+			__u64 n = isa_counts[c], e;
+			float *x = alloc_with_specials(n);
+			float *z = alloc_with_specials(n);
+			float *y = alloc_guarded(n), *want = alloc_f32(n);
+			float *y0 = alloc_f32(n);
+			struct snpu_kernel_arg a[NARGS] = { 0 };
+			unsigned int b, odd;
+
+			a[0] = buf_arg(y, n * 4);
+			a[1] = buf_arg(x, n * 4);
+			switch (k) {
+			case SNPU_KERNEL_AXPY_F32:
+				a[2] = scalar_arg(bits_of(sa));
+				break;
+			case SNPU_KERNEL_RELU_F32:
+				break;
+			case SNPU_KERNEL_AFFINE_F32:
+				a[2] = scalar_arg(bits_of(sa));
+				a[3] = scalar_arg(bits_of(sb));
+				break;
+			default:
+				a[2] = buf_arg(z, n * 4);
+				break;
+			}
+			for (e = 0; e < n; e++)
+				want[e] = ref_elem(k, x[e], z[e], y0[e], sa,
+						   sb);
+			/* AXPY reads y: each launch starts from y0. */
+			for (b = 0; b < ARRAY_SIZE(isa_block_dims); b++) {
+				for (odd = 0; odd < 2; odd++) {
+					__u32 nb = isa_block_dims[b];
+					__u64 d;
+
+					if (odd && nb != 2)
+						continue;
+					memcpy(y, y0, n * 4);
+					ASSERT_EQ(0, launch(k, nb, a,
+						  isa_chunk(a, k, nb, odd)));
+					d = first_diff(want, y, n);
+					ASSERT_EQ(n, d)
+						TH_LOG("%s n %llu blocks %u: element %llu",
+						       kinfo[k].name,
+						       (unsigned long long)n,
+						       nb, (unsigned long long)d);
+					ASSERT_TRUE(guard_intact(y, n));
+				}
+			}
+			free(x);
+			free(z);
+			free(y);
+			free(want);
+			free(y0);
+		}
+	}
+}
+
+TEST_F(isa, bias_add_f32)
+{
+	static const __u64 shapes[][2] = {	/* rows, n */
+		{ 1, 1 }, { 3, 17 }, { 17, 3 }, { 129, 129 }, { 1, 129 },
+		{ 64, 128 }, { 7, 9 },
+	};
+	unsigned int s;
+	char what[64];
+
+	for (s = 0; s < ARRAY_SIZE(shapes); s++) {
+		__u64 rows = shapes[s][0], n = shapes[s][1], cnt = rows * n, e;
+		float *x = alloc_with_specials(cnt), *bias = alloc_f32(n);
+		float *y = alloc_guarded(cnt), *want = alloc_f32(cnt);
+		struct snpu_kernel_arg a[NARGS] = { 0 };
+
+		for (e = 0; e < cnt; e++)
+			want[e] = x[e] + bias[e % n];
+		a[0] = buf_arg(y, cnt * 4);
+		a[1] = buf_arg(x, cnt * 4);
+		a[2] = buf_arg(bias, n * 4);
+		a[3] = scalar_arg(n);
+		snprintf(what, sizeof(what), "%llu x %llu",
+			 (unsigned long long)rows, (unsigned long long)n);
+		isa_run(_metadata, SNPU_KERNEL_BIAS_ADD_F32, a, y, want, cnt,
+			NULL, NULL, 0, what);
+		free(x);
+		free(bias);
+		free(y);
+		free(want);
+	}
+}
+
+/*
+ * Columns of up to 65536 rows in one piece, and longer ones in pieces of
+ * 4096 rows (70001: 18 pieces, the last of 369 rows).
+ */
+TEST_F(isa, colsum_f32)
+{
+	static const __u64 shapes[][2] = {	/* rows, n */
+		{ 1, 1 }, { 3, 17 }, { 17, 3 }, { 129, 129 }, { 129, 1 },
+		{ 64, 128 }, { 70001, 3 }, { 65537, 17 },
+	};
+	unsigned int s;
+	char what[64];
+
+	for (s = 0; s < ARRAY_SIZE(shapes); s++) {
+		__u64 rows = shapes[s][0], n = shapes[s][1], r, j;
+		float *in = alloc_with_specials(rows * n);
+		float *out = alloc_guarded(n), *want = alloc_f32(n);
+		struct snpu_kernel_arg a[NARGS] = { 0 };
+
+		for (j = 0; j < n; j++) {
+			float acc = 0.0f;
+
+			for (r = 0; r < rows; r++)
+				acc += in[r * n + j];
+			want[j] = acc;
+		}
+		a[0] = buf_arg(out, n * 4);
+		a[1] = buf_arg(in, rows * n * 4);
+		a[2] = scalar_arg(n);
+		snprintf(what, sizeof(what), "%llu x %llu",
+			 (unsigned long long)rows, (unsigned long long)n);
+		isa_run(_metadata, SNPU_KERNEL_COLSUM_F32, a, out, want, n,
+			NULL, NULL, 0, what);
+		free(in);
+		free(out);
+		free(want);
+	}
+}
+
+/*
+ * SOFTMAX_XENT bit for bit against ref_softmax_xent(), also in place, with
+ * rows whose maximum is in the last class (and far above the others, so
+ * that a maximum that missed it would overflow exp), and rows of equal
+ * values.
+ */
+TEST_F(isa, softmax_xent_f32)
+{
+	static const __u32 nclss[] = { 1, 3, 8, 9, 10, 17, 129 };
+	const __u64 rows = 17;
+	const float scale = 1.0f / 17.0f;
+	unsigned int c, inplace;
+	char what[64];
+
+	for (c = 0; c < ARRAY_SIZE(nclss); c++) {
+		for (inplace = 0; inplace < 2; inplace++) {
+			__u32 ncls = nclss[c], j;
+			__u64 cnt = rows * ncls, r;
+			float *x = alloc_f32(cnt), *x0 = alloc_f32(cnt);
+			float *d = alloc_guarded(cnt), *loss = alloc_guarded(rows);
+			float *wd = alloc_f32(cnt), *wl = alloc_f32(rows);
+			__s32 *lab = alloc_bytes(rows * 4);
+			struct snpu_kernel_arg a[NARGS] = { 0 };
+			unsigned int b;
+
+			fill_logits(x0, cnt, 8.0f);
+			for (r = 0; r < rows; r++) {
+				lab[r] = (__s32)(rnd() % ncls);
+				if (r % 3 == 0)	/* the maximum last, far up */
+					x0[r * ncls + ncls - 1] = 100.0f;
+				if (r % 5 == 1)	/* every class equal */
+					for (j = 0; j < ncls; j++)
+						x0[r * ncls + j] = -2.5f;
+			}
+			ref_softmax_xent(x0, lab, rows, ncls, scale, wl, wd);
+			for (r = 0; r < rows; r++)
+				ASSERT_TRUE(wl[r] == wl[r] && wl[r] < 1e30f)
+					TH_LOG("the reference's loss %llu",
+					       (unsigned long long)r);
+			a[0] = buf_arg(loss, rows * 4);
+			a[1] = buf_arg(inplace ? x : d, cnt * 4);
+			a[2] = buf_arg(x, cnt * 4);
+			a[3] = buf_arg(lab, rows * 4);
+			a[4] = scalar_arg(ncls);
+			a[5] = scalar_arg(bits_of(scale));
+			for (b = 0; b < ARRAY_SIZE(isa_block_dims); b++) {
+				__u32 nb = isa_block_dims[b];
+				float *dd = inplace ? x : d;
+				__u64 e;
+
+				memcpy(x, x0, cnt * 4);
+				if (!inplace)
+					memset(d, 0x5a, cnt * 4);
+				memset(loss, 0x5a, rows * 4);
+				ASSERT_EQ(0, launch(SNPU_KERNEL_SOFTMAX_XENT_F32,
+						    nb, a,
+						    isa_chunk(a,
+							SNPU_KERNEL_SOFTMAX_XENT_F32,
+							nb, false)));
+				snprintf(what, sizeof(what), "%llu x %u%s",
+					 (unsigned long long)rows, ncls,
+					 inplace ? " in place" : "");
+				e = first_diff(wl, loss, rows);
+				ASSERT_EQ(rows, e)
+					TH_LOG("%s, %u blocks: loss %llu %a want %a",
+					       what, nb, (unsigned long long)e,
+					       loss[e], wl[e]);
+				e = first_diff(wd, dd, cnt);
+				ASSERT_EQ(cnt, e)
+					TH_LOG("%s, %u blocks: dlogits %llu",
+					       what, nb, (unsigned long long)e);
+				ASSERT_TRUE(guard_intact(loss, rows));
+				if (!inplace)
+					ASSERT_TRUE(guard_intact(d, cnt));
+			}
+			free(x);
+			free(x0);
+			free(d);
+			free(loss);
+			free(wd);
+			free(wl);
+			free(lab);
+		}
+	}
+}
+
+TEST_F(isa, argmax_f32)
+{
+	static const __u32 nclss[] = { 1, 3, 8, 9, 16, 17, 129 };
+	const __u64 rows = 33;
+	unsigned int c;
+
+	for (c = 0; c < ARRAY_SIZE(nclss); c++) {
+		__u32 ncls = nclss[c], j;
+		__u64 cnt = rows * ncls, r;
+		float *in = alloc_f32(cnt), *out = alloc_guarded(rows);
+		float *want = alloc_f32(rows);
+		struct snpu_kernel_arg a[NARGS] = { 0 };
+		char what[32];
+
+		for (r = 0; r < rows; r++) {
+			float *x = in + r * ncls;
+			__u32 best = 0;
+
+			switch (r % 6) {
+			case 0:		/* the maximum in the last class */
+				x[ncls - 1] = 1e30f;
+				break;
+			case 1:		/* ties: the first wins */
+				for (j = 0; j < ncls; j++)
+					x[j] = (float)(rnd() % 3);
+				break;
+			case 2:		/* NaNs never win */
+				for (j = 0; j < ncls; j += 2)
+					x[j] = f32_of(0x7fc00000);
+				break;
+			case 3:		/* zeros of both signs */
+				for (j = 0; j < ncls; j++)
+					x[j] = j % 2 ? 0.0f : -0.0f;
+				break;
+			}
+			for (j = 1; j < ncls; j++)
+				if (x[j] > x[best])
+					best = j;
+			memcpy(&want[r], &best, 4);
+		}
+		a[0] = buf_arg(out, rows * 4);
+		a[1] = buf_arg(in, cnt * 4);
+		a[2] = scalar_arg(ncls);
+		snprintf(what, sizeof(what), "ncls %u", ncls);
+		isa_run(_metadata, SNPU_KERNEL_ARGMAX_F32, a, out, want, rows,
+			NULL, NULL, 0, what);
+		free(in);
+		free(out);
+		free(want);
+	}
+}
+
+/*
+ * The vector exp of the softmax gives snpu_f32_exp_bits()'s bits: on a
+ * sweep of every 4099th float (a million and more, both signs, all
+ * exponents) and on the edges of its cases (overflow, underflow to
+ * subnormals and 0, NaN, infinities, zeros).
+ */
+TEST_F(isa, exp_matches_scalar)
+{
+	static const __u32 edges[] = {
+		0x00000000, 0x80000000, 0x7f800000, 0xff800000, 0x7fc00000,
+		0xffc00001, 0x42b1999a, 0x42b2cccd, 0x42b17218, 0x42b17217,
+		0xc2d00000, 0xc2cfffff, 0xc2ce0000, 0xc2aeac50, 0xc2aeac4f,
+		0xc2bc0000, 0x3f000000, 0xbf000000, 0x3f317218, 0xb4000000,
+	};
+	const __u64 n = (1ULL << 32) / 4099 + ARRAY_SIZE(edges);
+	float *x = alloc_f32(n), *y = alloc_f32(n);
+	const struct snpu_f32_ops *ops = strcmp(snpu_kernel_isa_name(),
+						"avx2") ? &snpu_f32_sse2 :
+						&snpu_f32_avx2;
+	__u64 i, bad = n;
+
+	for (i = 0; i < n - ARRAY_SIZE(edges); i++)
+		x[i] = f32_of((__u32)(i * 4099));
+	for (i = 0; i < ARRAY_SIZE(edges); i++)
+		x[n - ARRAY_SIZE(edges) + i] = f32_of(edges[i]);
+	/* Odd lengths and starts: the padded last vector too. */
+	ops->exp(y, x, n);
+	ops->exp(y + 1, x + 1, 5);
+	for (i = 0; i < n && bad == n; i++) {
+		__u32 want = snpu_f32_exp_bits(bits_of(x[i]));
+
+		if (!same_f32(f32_of(want), y[i]))
+			bad = i;
+	}
+	ASSERT_EQ(n, bad)
+		TH_LOG("exp(%a): %a, the scalar exp %a", x[bad], y[bad],
+		       f32_of(snpu_f32_exp_bits(bits_of(x[bad]))));
+	free(x);
+	free(y);
+}
+
+TEST(set_isa_unknown)
+{
+	ASSERT_EQ(0, snpu_kernel_set_isa(SNPU_ISA_SSE2));
+	ASSERT_EQ(-EINVAL, snpu_kernel_set_isa(2));
+	ASSERT_EQ(-EINVAL, snpu_kernel_set_isa(~0U));
+	ASSERT_STREQ("sse2", snpu_kernel_isa_name());
 }
 
 TEST_HARNESS_MAIN

@@ -429,6 +429,10 @@ int hostdev_open(struct hostdev **hp)
 	if (!h)
 		return -ENOMEM;
 	h->head.ops = &hostdev_ops;
+	/* Launches sized as for the module's default device. */
+	h->head.info.cores = HDEV_CORES;
+	h->head.info.max_block_dim = 65535;
+	h->head.info.max_block_work = SNPU_KERNEL_BLOCK_WORK_MAX;
 	pthread_mutex_init(&h->lock, NULL);
 	*hp = h;
 	return 0;

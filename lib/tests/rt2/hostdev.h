@@ -16,6 +16,8 @@
 #define HDEV_LOG	4096
 #define HDEV_STREAMS	128
 #define HDEV_GRAPHS	8
+/* The cores it reports: what launches are sized for (snpu_launch_dims()). */
+#define HDEV_CORES	4
 
 struct hdev_log {
 	uint32_t op;
