@@ -258,7 +258,10 @@ TEST_F(cg, collectives_through_the_ring)
 		ASSERT_EQ(0, snpu_h2d(self->g.r[r].fd, self->slot[r][0], v,
 				      BYTES));
 	}
-	/* Not the others' shape first (refused, its CQE says so), then theirs. */
+	/*
+	 * Rank 0's entry binds the collective first; the others' task of
+	 * another reduction is refused, then theirs matches.
+	 */
 	t[0] = t_coll(k->stream, k->comm, SNPU_COLL_ALLREDUCE, SNPU_DTYPE_I32,
 		      SNPU_REDOP_MAX, COUNT, self->slot[0][0],
 		      self->slot[0][1], 0);
@@ -281,12 +284,13 @@ TEST_F(cg, collectives_through_the_ring)
 	ASSERT_EQ(1u, gr_reap(&ring, cqe, 1));
 	EXPECT_EQ(1u, cqe[0].user_data);
 	EXPECT_EQ(0, cqe[0].result);
+	/* An entry naming no rank of the file is refused through its CQE. */
 	t[1] = t[0];
-	t[1].coll.count = COUNT - 1;
+	t[1].coll.comm = k->comm + 1000;
 	t[1].user_data = 2;
 	ASSERT_EQ(0, gr_run(k->fd, &ring, &t[1], 1, cqe));
 	EXPECT_EQ(2u, cqe[0].user_data);
-	EXPECT_EQ(-EINVAL, cqe[0].result);
+	EXPECT_EQ(-ENOENT, cqe[0].result);
 	/* The SQE's collective ran: every rank has the max, N - 1. */
 	for (r = 0; r < N; r++) {
 		ASSERT_EQ(0, snpu_d2h(self->g.r[r].fd, v, self->slot[r][1],
