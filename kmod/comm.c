@@ -334,9 +334,9 @@ void snpu_coll_unbind(struct snpu_work *w)
 struct snpu_comm_rank *snpu_comm_rank_get_locked(struct snpu_context *ctx,
 						 u32 handle)
 {
-	lockdep_assert_held(&ctx->lock);
 	struct snpu_object *obj;
 
+	lockdep_assert_held(&ctx->lock);
 	obj = snpu_object_get_locked(ctx, handle, SNPU_OBJ_COMM);
 	return obj ? container_of(obj, struct snpu_comm_rank, obj) : NULL;
 }

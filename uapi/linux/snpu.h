@@ -960,7 +960,7 @@ struct snpu_callback {
  * times as ONE task (SNPU_OP_GRAPH) through SNPU_IOC_SUBMIT or the SQ.
  *
  * Nodes are struct snpu_graph_node: a struct snpu_task (LAUNCH, COPY
- * device to device, or MEMSET; @stream, @flags and @user_data zero) and,
+ * device to device, MEMSET or COLL; @stream, @flags and @user_data zero) and,
  * for each device address of the task, how it is bound (@ref):
  *
  *   SNPU_GRAPH_REF_ADDR       the value is a device address of the context,
@@ -973,7 +973,11 @@ struct snpu_callback {
  *
  * @ref[i] binds launch argument i (zero for scalars), or for a COPY
  * @ref[0] the destination and @ref[1] the source, for a MEMSET @ref[0] the
- * address; the other entries are zero. Internal edges are a fanin CSR:
+ * address, for a collective (SNPU_OP_COLL, ABI 0.11) @ref[0] its recv and
+ * @ref[1] its send (0 off a broadcast's root); each launch binds its
+ * collective nodes, in index order, as the rank's next collectives, and a
+ * graph with one is never stitched; the other entries are zero. Internal
+ * edges are a fanin CSR:
  * the predecessors of node n are fanin[fanin_offsets[n] ..
  * fanin_offsets[n + 1]), each an index below n (so the graph is acyclic),
  * without duplicates. A node starts when its predecessors are complete;
