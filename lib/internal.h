@@ -91,6 +91,10 @@ int snpu_task_check(const struct snpu_task *t);
 uint32_t snpu_kernel_buffers(uint32_t kernel);
 uint32_t snpu_kernel_writes(uint32_t kernel);
 
+/* comm.c: SNPU_IOC_COMM_QUERY of a rank handle of @dev's file. */
+int snpu_comm_query_handle(struct snpu_device *dev, uint32_t handle,
+			   struct snpu_comm_query *q);
+
 /*
  * The recorder (capture.c): a graph definition built from tasks, with
  * edges from the device ranges each node reads and writes.
