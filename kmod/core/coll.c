@@ -36,6 +36,7 @@
  * only when every rank's steps are done.
  */
 #include "coll.h"
+#include "kernels.h"
 
 #ifdef __KERNEL__
 #include <linux/math64.h>
@@ -149,21 +150,6 @@ int snpu_coll_check_buffers(const struct snpu_coll_desc *d, __u32 rank,
 	return send + sb <= recv || recv + rb <= send ? 0 : -EINVAL;
 }
 
-/* ceil(n / d) for d > 0, without a 64-bit division helper on 32-bit. */
-static __u64 snpu_coll_div_round_up(__u64 n, __u32 d)
-{
-	__u64 q;
-	__u32 rem;
-
-#ifdef __KERNEL__
-	q = div_u64_rem(n, d, &rem);
-#else
-	q = n / d;
-	rem = n % d;
-#endif
-	return q + (rem != 0);
-}
-
 /**
  * snpu_coll_chunk() - the elements of chunk @c
  * @d: the collective
@@ -186,7 +172,7 @@ void snpu_coll_chunk(const struct snpu_coll_desc *d, __u32 c, __u64 *begin,
 		*elems = d->count;
 		return;
 	}
-	per = snpu_coll_div_round_up(d->count, d->nranks);
+	per = snpu_div_round_up(d->count, d->nranks);
 	b = (__u64)c * per;
 	if (b > d->count)
 		b = d->count;
