@@ -1612,6 +1612,38 @@ TEST_F(cap, ring_invalid_goes_to_kernel)
 }
 
 /* Entries of other streams go to the real SQ at once. */
+/* A collective SQE is a node; one the kernel would refuse goes to it. */
+TEST_F(cap, ring_coll)
+{
+	struct snpu_ring ring;
+	struct fake_ring m;
+	struct snpu_task t = coll(SNPU_COLL_ALLREDUCE, A, B, 16, 0);
+
+	self->dev->graph_ops = &fake_ops_comm;
+	fake_ring_init(&ring, &m, self->dev->fd);
+	ASSERT_EQ(0, snpu_graph_begin_ring(self->dev, &ring, S, 3, 0));
+	ASSERT_EQ(0, ring_put(&ring, mset(A, N)));
+	ASSERT_EQ(0, ring_put(&ring, t));
+	ASSERT_EQ(2, snpu_ring_submit(&ring));
+	EXPECT_EQ(0U, m.tail);
+	ASSERT_EQ(0, snpu_graph_end(self->dev));
+	EXPECT_EQ(1U, m.tail);
+	EXPECT_EQ((uint32_t)SNPU_OP_GRAPH, m.sqes[0].op);
+	ASSERT_EQ(2U, self->f->nodes_count);
+	EXPECT_EQ((uint32_t)SNPU_OP_COLL, self->f->nodes[1].task.op);
+	fake_ring_consume(&m);
+	/* A handle of no rank: the capture breaks, the kernel answers. */
+	ASSERT_EQ(0, snpu_graph_begin_ring(self->dev, &ring, S, 4, 0));
+	ASSERT_EQ(0, ring_put(&ring, mset(A, N)));
+	t.coll.comm = 9;
+	ASSERT_EQ(0, ring_put(&ring, t));
+	ASSERT_EQ(2, snpu_ring_submit(&ring));
+	EXPECT_EQ(3U, m.tail);
+	EXPECT_EQ(9U, m.sqes[2].coll.comm);
+	EXPECT_EQ(SNPU_GRAPH_NOT_RECORDED, snpu_graph_end(self->dev));
+	EXPECT_EQ(1U, self->f->creates);
+}
+
 TEST_F(cap, ring_other_stream)
 {
 	struct snpu_ring ring;
