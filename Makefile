@@ -223,7 +223,10 @@ tools: $(TOOLS)
 
 # ---- tests -----------------------------------------------------------------
 
+# The mpi suite is built when pkg-config finds Open MPI (ompi-c), which
+# scripts/deps mpi installs.
 selftests: lib ksrc
+	$(Q)scripts/deps mpi
 	$(Q)$(MAKE) -C selftests OUTPUT=$(CURDIR)/$(B)/selftests
 
 # -ffp-contract=off: the f32 kernels and the tests' references must round
@@ -326,6 +329,7 @@ define vm-root
 	$(Q)cp selftests/run_vm.sh $(2)/root/opt/snpu/bin/snpu-selftests
 	$(Q)mkdir -p $(2)/root/opt/snpu/data
 	$(Q)cp -a $(MINI_DATA) $(2)/root/opt/snpu/data/
+	$(Q)if pkg-config --exists ompi-c; then scripts/vm-mpi $(2)/root; fi
 	@$(if $(Q),echo '  GEN     $(2)/initramfs.cpio.gz')
 	$(Q)scripts/mkinitramfs $(2)/root $(2)/initramfs.cpio.gz
 endef
