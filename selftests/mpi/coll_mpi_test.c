@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * Collectives across processes with an MPI bootstrap, the way nccl-tests
- * runs NCCL: run under mpirun, MPI process r opens /dev/snpu<r>, rank 0
- * makes the communicator's id (SNPU_IOC_COMM_ID) and MPI_Bcast shares it,
- * each process joins as rank r (SNPU_IOC_COMM_JOIN), and then every
+ * runs NCCL, through libsnpu: run under mpirun, MPI process r opens
+ * /dev/snpu<r>, rank 0 makes the communicator's unique id
+ * (snpu_comm_get_unique_id()) and MPI_Bcast shares it, each process joins
+ * as rank r (snpu_comm_init_rank()), and then every
  * collective runs on every process's stream: all-reduce (sum and max, f32
  * and i32), broadcast (from the last rank and from rank 0), all-gather and
  * reduce-scatter, on 1 element, odd counts, counts the ranks do not
@@ -14,8 +15,16 @@
  *
  * The module is loaded with devices=4 (run_vm.sh), so up to 4 processes.
  */
+#include <errno.h>
+#include <unistd.h>
+
+#include <snpu.h>
+
 #include "mpi_ksft.h"
-#include "comm_util.h"
+#include "mpi_coll_ref.h"
+
+/* Hang guard of a stream sync: generous, never a pass condition. */
+#define WAIT_NS	(120LL * 1000000000LL)
 
 static const uint64_t counts[] = { 1, 7, 1001, 4096, 262147 };
 
@@ -42,13 +51,15 @@ static const struct ccase cases[] = {
 /* join, the cases, in-place all-reduce, destroy */
 #define PLAN	(1 + NCASES * NCOUNTS + 1 + 1)
 
-static int me, nr, fd = -1;
-static uint32_t stream, comm;
+static int me, nr;
+static struct snpu_device *dev;
+static struct snpu_comm *comm;
+static uint32_t stream;
 
 /* Rank @r's send element @i of collective number @salt. */
 static uint32_t input(const struct ccase *c, int r, uint64_t i, uint32_t salt)
 {
-	return ref_input(c->dtype, r, i, salt);
+	return cref_input(c->dtype, r, i, salt);
 }
 
 /* The reduction of every rank's element @i, in rank order. */
@@ -58,7 +69,7 @@ static uint32_t reduce(const struct ccase *c, uint64_t i, uint32_t salt)
 	int r;
 
 	for (r = 1; r < nr; r++)
-		acc = ref_op(c->dtype, c->redop, acc, input(c, r, i, salt));
+		acc = cref_op(c->dtype, c->redop, acc, input(c, r, i, salt));
 	return acc;
 }
 
@@ -89,7 +100,7 @@ static int run_case(const struct ccase *c, uint64_t count, uint32_t salt,
 	uint64_t nrecv = c->coll == SNPU_COLL_ALLGATHER ? nr * count : count;
 	uint64_t send = 0, recv = 0, i, bad = 0;
 	uint32_t *hs = NULL, *hr = NULL;
-	int ret, err = -1, ok = 0;
+	int ret, ok = 0;
 
 	hs = malloc(nsend * 4);
 	hr = malloc(nrecv * 4);
@@ -101,42 +112,52 @@ static int run_case(const struct ccase *c, uint64_t count, uint32_t salt,
 		hs[i] = input(c, me, i, salt);
 	memset(hr, 0xa5, nrecv * 4);
 
-	ret = snpu_alloc(fd, nrecv * 4, 0, &recv);
+	ret = snpu_mem_alloc(dev, nrecv * 4, 0, 0, &recv);
 	if (!ret && !in_place)
-		ret = snpu_alloc(fd, nsend * 4, 0, &send);
+		ret = snpu_mem_alloc(dev, nsend * 4, 0, 0, &send);
 	if (ret) {
 		mpit_diag("alloc: %s", strerror(-ret));
 		goto out;
 	}
 	if (in_place)
 		send = recv;
-	ret = snpu_h2d(fd, recv, hr, nrecv * 4);
+	ret = snpu_memcpy_h2d(dev, recv, hr, nrecv * 4);
 	if (!ret)
-		ret = snpu_h2d(fd, send, hs, nsend * 4);
+		ret = snpu_memcpy_h2d(dev, send, hs, nsend * 4);
 	if (ret) {
 		mpit_diag("h2d: %s", strerror(-ret));
 		goto out;
 	}
 
-	ret = snpu_submit1(fd, t_coll(stream, comm, c->coll, c->dtype,
-				      c->redop, count,
-				      c->coll == SNPU_COLL_BROADCAST &&
-				      me != root ? 0 : send,
-				      recv, c->coll == SNPU_COLL_BROADCAST ?
-				      root : 0));
+	switch (c->coll) {
+	case SNPU_COLL_ALLREDUCE:
+		ret = snpu_comm_allreduce(comm, stream, send, recv, count,
+					  c->dtype, c->redop);
+		break;
+	case SNPU_COLL_BROADCAST:
+		ret = snpu_comm_broadcast(comm, stream, me == root ? send : 0,
+					  recv, count, c->dtype, root);
+		break;
+	case SNPU_COLL_ALLGATHER:
+		ret = snpu_comm_allgather(comm, stream, send, recv, count,
+					  c->dtype);
+		break;
+	default:
+		ret = snpu_comm_reduce_scatter(comm, stream, send, recv, count,
+					       c->dtype, c->redop);
+		break;
+	}
 	if (ret) {
-		mpit_diag("submit: %s", strerror(-ret));
+		mpit_diag("queue %s: %s", c->name, strerror(-ret));
 		goto out;
 	}
-	ret = snpu_stream_sync(fd, stream, COMM_WAIT_NS, &err);
-	if (ret || err) {
-		mpit_diag("sync: %s, collective: %s", strerror(-ret),
-			  strerror(err));
-		if (err)
-			snpu_stream_reset(fd, stream);
+	ret = snpu_stream_synchronize(dev, stream, WAIT_NS);
+	if (ret) {
+		mpit_diag("sync: %s", strerror(-ret));
+		snpu_stream_reset(dev, stream);
 		goto out;
 	}
-	ret = snpu_d2h(fd, hr, recv, nrecv * 4);
+	ret = snpu_memcpy_d2h(dev, hr, recv, nrecv * 4);
 	if (ret) {
 		mpit_diag("d2h: %s", strerror(-ret));
 		goto out;
@@ -155,9 +176,9 @@ static int run_case(const struct ccase *c, uint64_t count, uint32_t salt,
 			  (unsigned long long)count, (unsigned long long)bad);
 out:
 	if (send && send != recv)
-		snpu_free(fd, send);
+		snpu_mem_free(dev, send);
 	if (recv)
-		snpu_free(fd, recv);
+		snpu_mem_free(dev, recv);
 	free(hs);
 	free(hr);
 	return ok;
@@ -165,7 +186,9 @@ out:
 
 int main(int argc, char **argv)
 {
-	uint8_t id[SNPU_COMM_ID_BYTES] = { 0 };
+	struct snpu_comm_unique_id id = { { 0 } };
+	unsigned int ndev = 0;
+	char path[32];
 	int ok, ret = 0;
 	uint32_t salt = 1;
 	size_t c, k;
@@ -173,26 +196,32 @@ int main(int argc, char **argv)
 	mpit_init(&argc, &argv, PLAN, &me, &nr);
 
 	/* Join: rank 0 makes the id, MPI carries it to every process. */
-	ok = nr <= (int)comm_devices();
+	for (;;) {
+		snprintf(path, sizeof(path), "/dev/snpu%u", ndev);
+		if (access(path, F_OK))
+			break;
+		ndev++;
+	}
+	ok = nr <= (int)ndev;
 	if (!ok)
-		mpit_diag("%d processes, %u devices", nr, comm_devices());
+		mpit_diag("%d processes, %u devices", nr, ndev);
 	if (ok) {
-		fd = comm_open(me);
-		ok = fd >= 0;
+		ret = snpu_open(me, 0, &dev);
+		ok = !ret;
 		if (!ok)
-			mpit_diag("open /dev/snpu%d: %s", me, strerror(-fd));
+			mpit_diag("open /dev/snpu%d: %s", me, strerror(-ret));
 	}
 	if (ok) {
-		ret = snpu_stream_create(fd, SNPU_PRIO_NORMAL, &stream);
+		ret = snpu_stream_create(dev, SNPU_PRIO_NORMAL, 0, &stream);
 		if (!ret && me == 0)
-			ret = comm_id(fd, id);
+			ret = snpu_comm_get_unique_id(dev, &id);
 		ok = !ret;
 		if (!ok)
 			mpit_diag("stream or id: %s", strerror(-ret));
 	}
-	MPI_Bcast(id, SNPU_COMM_ID_BYTES, MPI_BYTE, 0, MPI_COMM_WORLD);
+	MPI_Bcast(id.id, SNPU_COMM_ID_BYTES, MPI_BYTE, 0, MPI_COMM_WORLD);
 	if (ok) {
-		ret = comm_join(fd, id, nr, me, &comm);
+		ret = snpu_comm_init_rank(dev, &id, nr, me, &comm);
 		ok = !ret;
 		if (!ok)
 			mpit_diag("join as rank %d of %d: %s", me, nr,
@@ -215,11 +244,11 @@ int main(int argc, char **argv)
 	mpit_result(ok, "coll_mpi.allreduce_sum_f32_in_place.count_1001");
 
 	/* Every rank leaves after its collectives are done. */
-	ret = comm_destroy(fd, comm, 0);
+	ret = snpu_comm_destroy(comm);
 	if (ret)
 		mpit_diag("destroy: %s", strerror(-ret));
 	MPI_Barrier(MPI_COMM_WORLD);
-	close(fd);
+	snpu_close(dev);
 	mpit_result(!ret, "coll_mpi.destroy");
 	return mpit_finish();
 }
