@@ -25,8 +25,12 @@ static int mpit_rank, mpit_size, mpit_n, mpit_pass, mpit_fail;
 static inline void mpit_init(int *argc, char ***argv, int plan, int *rank,
 			     int *size)
 {
+	int provided;
+
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	if (MPI_Init(argc, argv) != MPI_SUCCESS) {
+	/* libsnpu_mpi's proxy threads call MPI beside the main thread. */
+	if (MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided) !=
+	    MPI_SUCCESS) {
 		printf("not ok 1 MPI_Init\n");
 		exit(1);
 	}
