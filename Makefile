@@ -82,7 +82,7 @@ help:
 	@echo '                 when pkg-config finds Open MPI (ompi-c; scripts/deps mpi)'
 	@echo '  tools          build/tools: snpu-smi, snpu-bench, snpu-bench-snapshot,'
 	@echo '                 snpu-bench-graph, snpu-bench-sync, snpu-bench-rt2,'
-	@echo '                 snpu-bench-kernels, snpu-train'
+	@echo '                 snpu-bench-kernels, snpu-bench-coll, snpu-train'
 	@echo '  selftests      build/selftests: kselftest suites (run in the VM)'
 	@echo '  unit           native unit tests of kmod/core and lib under ASan/UBSan;'
 	@echo '                 rt2'"'"'s hand-over stress test also under TSan'
@@ -124,7 +124,9 @@ help:
 	@echo '                 snpu-bench-kernels: device GEMM GFLOP/s at block_dim 1,'
 	@echo '                 the cores and snpu_launch_dims beside OpenBLAS (1 and N'
 	@echo '                 threads) and a plain loop, the FPU section of each f32'
-	@echo '                 kernel; snpu-train: steps/s with graph replay, op by op,'
+	@echo '                 kernel; snpu-bench-coll: all-reduce on 2 and 4 devices,'
+	@echo '                 4 KiB to 64 MiB, algbw and busbw beside memcpy;'
+	@echo '                 snpu-train: steps/s with graph replay, op by op,'
 	@echo '                 CPU reference, CPU with OpenBLAS'
 	@echo '  bench-native   attached-stream cache hits on the host (-O2, no sanitizers);'
 	@echo '                 fails if a hit allocates; the cost per node of graph capture;'
@@ -218,7 +220,7 @@ $(B)/tools/snpu-smi: TOOL_LIBS := $$(pkg-config --libs libnl-genl-3.0)
 $(B)/tools/snpu-smi: uapi/linux/snpu_netlink.h
 # snpu-train reads gzip IDX files with zlib; its CPU reference rounds
 # every product as the device's kernels do.
-$(B)/tools/snpu-train: TOOL_LIBS := -lz -lm
+$(B)/tools/snpu-train: TOOL_LIBS := -lz -lm -lpthread
 $(B)/tools/snpu-train: TOOL_CFLAGS := -ffp-contract=off
 $(B)/tools/%: lib/tools/%.c $(wildcard lib/tools/*.h) $(B)/lib/$(LIBFILE) $(LIB_HDRS)
 	@mkdir -p $(@D)
@@ -398,6 +400,7 @@ bench: vm-image
 	$(Q)scripts/vm run -t 900 -m 2048 -p "mem_mb=1024" snpu-bench-snapshot
 	$(Q)scripts/vm run -t 600 snpu-bench-graph
 	$(Q)scripts/vm run -t 600 snpu-bench-sync
+	$(Q)scripts/vm run -t 900 -m 2048 -p "devices=4" snpu-bench-coll
 	$(Q)scripts/vm run -t 900 '$(TRAIN_BENCH) --bench 40 && \
 		$(TRAIN_BENCH) --hidden 16 -b 8 --bench 400'
 
