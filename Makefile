@@ -67,7 +67,7 @@ DKMS_SRC ?= /usr/src/snpu-$(MODVER)
 # The kernel DKMS builds for: the one of KDIR (/lib/modules/<version>/build).
 DKMS_KVER ?= $(notdir $(patsubst %/,%,$(dir $(KDIR))))
 
-.PHONY: all module kbuild vm-check lib tools selftests unit unit-build deps ksrc lint check run \
+.PHONY: all module kbuild vm-check lib mpi-lib tools selftests unit unit-build deps ksrc lint check run \
 	vm-image vm-shell bench bench-native install clean help debug-module debug-image check-debug fuzz fuzz-build fuzz-bins \
 	dkms dkms-src check-kernels kernel-image check-release dkms-version
 
@@ -78,6 +78,8 @@ help:
 	@echo '  all (default)  module, library, tools and selftests'
 	@echo '  module         snpu.ko with kbuild against KDIR ($(KDIR))'
 	@echo '  lib            build/lib: libsnpu.a, libsnpu.so (versioned symbols)'
+	@echo '  mpi-lib        build/lib/libsnpu_mpi.a, the communicator over hosts (lib/mpi),'
+	@echo '                 when pkg-config finds Open MPI (ompi-c; scripts/deps mpi)'
 	@echo '  tools          build/tools: snpu-smi, snpu-bench, snpu-bench-snapshot,'
 	@echo '                 snpu-bench-graph, snpu-bench-sync, snpu-bench-rt2,'
 	@echo '                 snpu-bench-kernels, snpu-bench-coll, snpu-train'
@@ -184,6 +186,22 @@ PC_SUBST := sed -e 's|@prefix@|$(PREFIX)|' -e 's|@libdir@|$(LIBDIR)|' \
 
 lib: $(B)/lib/libsnpu.a $(B)/lib/$(LIBFILE)
 
+# libsnpu_mpi.a (lib/mpi/): the communicator over hosts for MPI programs,
+# an optional static library built when pkg-config finds Open MPI (ompi-c,
+# scripts/deps mpi); the mpi kselftests link it.
+mpi-lib: lib
+	$(Q)scripts/deps mpi
+	$(Q)if pkg-config --exists ompi-c; then $(MAKE) $(B)/lib/libsnpu_mpi.a; fi
+
+$(B)/lib/obj/mpi/snpu_mpi.o: lib/mpi/snpu_mpi.c lib/mpi/snpu_mpi.h $(LIB_HDRS)
+	@mkdir -p $(@D)
+	@$(if $(Q),echo '  CC      $@')
+	$(Q)$(CC) $(LIB_CFLAGS) $$(pkg-config --cflags ompi-c) -c $< -o $@
+
+$(B)/lib/libsnpu_mpi.a: $(B)/lib/obj/mpi/snpu_mpi.o
+	@$(if $(Q),echo '  AR      $@')
+	$(Q)rm -f $@ && ar rcs $@ $^
+
 # ---- tools -----------------------------------------------------------------
 
 # Tools find libsnpu next to them: build/lib here, /opt/snpu/lib in the VM.
@@ -225,7 +243,9 @@ tools: $(TOOLS)
 
 # ---- tests -----------------------------------------------------------------
 
-selftests: lib ksrc
+# The mpi suite is built when pkg-config finds Open MPI (ompi-c), which
+# scripts/deps mpi installs.
+selftests: lib ksrc mpi-lib
 	$(Q)$(MAKE) -C selftests OUTPUT=$(CURDIR)/$(B)/selftests
 
 # -ffp-contract=off: the f32 kernels and the tests' references must round
@@ -328,6 +348,7 @@ define vm-root
 	$(Q)cp selftests/run_vm.sh $(2)/root/opt/snpu/bin/snpu-selftests
 	$(Q)mkdir -p $(2)/root/opt/snpu/data
 	$(Q)cp -a $(MINI_DATA) $(2)/root/opt/snpu/data/
+	$(Q)if pkg-config --exists ompi-c; then scripts/vm-mpi $(2)/root; fi
 	@$(if $(Q),echo '  GEN     $(2)/initramfs.cpio.gz')
 	$(Q)scripts/mkinitramfs $(2)/root $(2)/initramfs.cpio.gz
 endef

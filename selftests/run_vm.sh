@@ -20,6 +20,17 @@ DEBUG_ONLY="failnth"
 # them (and test_hooks=1) for the suite, then with its defaults again; an
 # unload that fails (a file left open, a reference leaked) fails the run.
 PARAMS_comm="devices=4"
+PARAMS_mpi="devices=4"
+# Suites whose programs are MPI programs: each runs under mpirun once for
+# every process count listed (Open MPI's configuration in the VM is
+# scripts/vm-mpi's), as root, with a hang guard of MPI_TIMEOUT seconds. The
+# mpi suite's processes are ranks on devices of their own, at most 4.
+MPIRUN_mpi="2 3 4"
+MPI_TIMEOUT=600
+# Suites that need IPv4 (mpirun reaches its daemons over TCP on the
+# loopback interface): left out, with a comment line, on a kernel that has
+# none (the debug kernel, built from tinyconfig).
+NEEDS_INET="mpi"
 rc=0
 
 # Reload the module with test_hooks=1 and the parameters $1.
@@ -36,9 +47,16 @@ reload() {
 	fi
 }
 
+# run_prog PROG [N]: run PROG, or with N, N processes of it under mpirun.
 run_prog() {
-	echo "# selftest $1"
-	"$1" > /tmp/ksft.out 2>&1
+	if [ -n "${2:-}" ]; then
+		echo "# selftest $1 (mpirun -np $2)"
+		timeout "$MPI_TIMEOUT" mpirun -np "$2" --allow-run-as-root \
+			--oversubscribe "$1" > /tmp/ksft.out 2>&1
+	else
+		echo "# selftest $1"
+		"$1" > /tmp/ksft.out 2>&1
+	fi
 	st=$?
 	cat /tmp/ksft.out
 	if ! grep -q '^# Totals:' /tmp/ksft.out; then
@@ -50,8 +68,16 @@ run_prog() {
 }
 
 run_suite() {
+	nps=$(eval echo "\${MPIRUN_$1:-}")
 	for p in "$dir/$1"/*; do
-		[ -f "$p" ] && [ -x "$p" ] && run_prog "$p"
+		[ -f "$p" ] && [ -x "$p" ] || continue
+		if [ -z "$nps" ]; then
+			run_prog "$p"
+			continue
+		fi
+		for np in $nps; do
+			run_prog "$p" "$np"
+		done
 	done
 }
 
@@ -74,6 +100,13 @@ for s in $(ls "$dir"); do
 	*" $s "*) [ "${SNPU_TIER:-}" = debug ] || continue ;;
 	esac
 	[ -d "$dir/$s" ] || continue
+	case " $NEEDS_INET " in
+	*" $s "*)
+		if [ ! -d /proc/sys/net/ipv4 ]; then
+			echo "# suite $s left out: this kernel has no IPv4 (CONFIG_INET)"
+			continue
+		fi ;;
+	esac
 	params=$(eval echo "\${PARAMS_$s:-}")
 	if [ -n "$params" ]; then
 		reload "$params" || exit 1
