@@ -124,8 +124,9 @@ help:
 	@echo '                 snpu-bench-kernels: device GEMM GFLOP/s at block_dim 1,'
 	@echo '                 the cores and snpu_launch_dims beside OpenBLAS (1 and N'
 	@echo '                 threads) and a plain loop, the FPU section of each f32'
-	@echo '                 kernel; snpu-bench-coll: all-reduce on 2 and 4 devices,'
-	@echo '                 4 KiB to 64 MiB, algbw and busbw beside memcpy;'
+	@echo '                 kernel; snpu-bench-coll: all-reduce (f32, and i32 from'
+	@echo '                 4 MiB) on 2 and 4 devices, 4 KiB to 64 MiB, algbw and'
+	@echo '                 busbw beside memcpy;'
 	@echo '                 snpu-train: steps/s with graph replay, op by op,'
 	@echo '                 CPU reference, CPU with OpenBLAS'
 	@echo '  bench-native   attached-stream cache hits on the host (-O2, no sanitizers);'
@@ -400,7 +401,7 @@ bench: vm-image
 	$(Q)scripts/vm run -t 900 -m 2048 -p "mem_mb=1024" snpu-bench-snapshot
 	$(Q)scripts/vm run -t 600 snpu-bench-graph
 	$(Q)scripts/vm run -t 600 snpu-bench-sync
-	$(Q)scripts/vm run -t 900 -m 2048 -p "devices=4" snpu-bench-coll
+	$(Q)scripts/vm run -t 900 -m 2048 -p "devices=4" 'snpu-bench-coll && snpu-bench-coll -t i32 -b 4M'
 	$(Q)scripts/vm run -t 900 '$(TRAIN_BENCH) --bench 40 && \
 		$(TRAIN_BENCH) --hidden 16 -b 8 --bench 400'
 
