@@ -2,7 +2,7 @@
 # snpu top-level build: the kernel module (kbuild, see Kbuild), libsnpu,
 # its tools, the kselftests, the VM image and the checks. `make help`.
 
-VERSION := 0.10.0
+VERSION := 0.11.0
 SONAME := libsnpu.so.0
 # The file behind the soname: new symbol versions, same soname.
 LIBFILE := libsnpu.so.$(VERSION)
@@ -67,7 +67,7 @@ DKMS_SRC ?= /usr/src/snpu-$(MODVER)
 # The kernel DKMS builds for: the one of KDIR (/lib/modules/<version>/build).
 DKMS_KVER ?= $(notdir $(patsubst %/,%,$(dir $(KDIR))))
 
-.PHONY: all module kbuild vm-check lib tools selftests unit unit-build deps ksrc lint check run \
+.PHONY: all module kbuild vm-check lib mpi-lib tools selftests unit unit-build deps ksrc lint check run \
 	vm-image vm-shell bench bench-native install clean help debug-module debug-image check-debug fuzz fuzz-build fuzz-bins \
 	dkms dkms-src check-kernels kernel-image check-release dkms-version
 
@@ -78,9 +78,11 @@ help:
 	@echo '  all (default)  module, library, tools and selftests'
 	@echo '  module         snpu.ko with kbuild against KDIR ($(KDIR))'
 	@echo '  lib            build/lib: libsnpu.a, libsnpu.so (versioned symbols)'
+	@echo '  mpi-lib        build/lib/libsnpu_mpi.a, the communicator over hosts (lib/mpi),'
+	@echo '                 when pkg-config finds Open MPI (ompi-c; scripts/deps mpi)'
 	@echo '  tools          build/tools: snpu-smi, snpu-bench, snpu-bench-snapshot,'
 	@echo '                 snpu-bench-graph, snpu-bench-sync, snpu-bench-rt2,'
-	@echo '                 snpu-bench-kernels, snpu-train'
+	@echo '                 snpu-bench-kernels, snpu-bench-coll, snpu-train'
 	@echo '  selftests      build/selftests: kselftest suites (run in the VM)'
 	@echo '  unit           native unit tests of kmod/core and lib under ASan/UBSan;'
 	@echo '                 rt2'"'"'s hand-over stress test also under TSan'
@@ -122,7 +124,10 @@ help:
 	@echo '                 snpu-bench-kernels: device GEMM GFLOP/s at block_dim 1,'
 	@echo '                 the cores and snpu_launch_dims beside OpenBLAS (1 and N'
 	@echo '                 threads) and a plain loop, the FPU section of each f32'
-	@echo '                 kernel; snpu-train: steps/s with graph replay, op by op,'
+	@echo '                 kernel; snpu-bench-coll: all-reduce (f32, and i32 from'
+	@echo '                 4 MiB) on 2 and 4 devices, 4 KiB to 64 MiB, algbw and'
+	@echo '                 busbw beside memcpy;'
+	@echo '                 snpu-train: steps/s with graph replay, op by op,'
 	@echo '                 CPU reference, CPU with OpenBLAS'
 	@echo '  bench-native   attached-stream cache hits on the host (-O2, no sanitizers);'
 	@echo '                 fails if a hit allocates; the cost per node of graph capture;'
@@ -182,6 +187,22 @@ PC_SUBST := sed -e 's|@prefix@|$(PREFIX)|' -e 's|@libdir@|$(LIBDIR)|' \
 
 lib: $(B)/lib/libsnpu.a $(B)/lib/$(LIBFILE)
 
+# libsnpu_mpi.a (lib/mpi/): the communicator over hosts for MPI programs,
+# an optional static library built when pkg-config finds Open MPI (ompi-c,
+# scripts/deps mpi); the mpi kselftests link it.
+mpi-lib: lib
+	$(Q)scripts/deps mpi
+	$(Q)if pkg-config --exists ompi-c; then $(MAKE) $(B)/lib/libsnpu_mpi.a; fi
+
+$(B)/lib/obj/mpi/snpu_mpi.o: lib/mpi/snpu_mpi.c lib/mpi/snpu_mpi.h $(LIB_HDRS)
+	@mkdir -p $(@D)
+	@$(if $(Q),echo '  CC      $@')
+	$(Q)$(CC) $(LIB_CFLAGS) $$(pkg-config --cflags ompi-c) -c $< -o $@
+
+$(B)/lib/libsnpu_mpi.a: $(B)/lib/obj/mpi/snpu_mpi.o
+	@$(if $(Q),echo '  AR      $@')
+	$(Q)rm -f $@ && ar rcs $@ $^
+
 # ---- tools -----------------------------------------------------------------
 
 # Tools find libsnpu next to them: build/lib here, /opt/snpu/lib in the VM.
@@ -200,7 +221,7 @@ $(B)/tools/snpu-smi: TOOL_LIBS := $$(pkg-config --libs libnl-genl-3.0)
 $(B)/tools/snpu-smi: uapi/linux/snpu_netlink.h
 # snpu-train reads gzip IDX files with zlib; its CPU reference rounds
 # every product as the device's kernels do.
-$(B)/tools/snpu-train: TOOL_LIBS := -lz -lm
+$(B)/tools/snpu-train: TOOL_LIBS := -lz -lm -lpthread
 $(B)/tools/snpu-train: TOOL_CFLAGS := -ffp-contract=off
 $(B)/tools/%: lib/tools/%.c $(wildcard lib/tools/*.h) $(B)/lib/$(LIBFILE) $(LIB_HDRS)
 	@mkdir -p $(@D)
@@ -223,7 +244,9 @@ tools: $(TOOLS)
 
 # ---- tests -----------------------------------------------------------------
 
-selftests: lib ksrc
+# The mpi suite is built when pkg-config finds Open MPI (ompi-c), which
+# scripts/deps mpi installs.
+selftests: lib ksrc mpi-lib
 	$(Q)$(MAKE) -C selftests OUTPUT=$(CURDIR)/$(B)/selftests
 
 # -ffp-contract=off: the f32 kernels and the tests' references must round
@@ -326,6 +349,7 @@ define vm-root
 	$(Q)cp selftests/run_vm.sh $(2)/root/opt/snpu/bin/snpu-selftests
 	$(Q)mkdir -p $(2)/root/opt/snpu/data
 	$(Q)cp -a $(MINI_DATA) $(2)/root/opt/snpu/data/
+	$(Q)if pkg-config --exists ompi-c; then scripts/vm-mpi $(2)/root; fi
 	@$(if $(Q),echo '  GEN     $(2)/initramfs.cpio.gz')
 	$(Q)scripts/mkinitramfs $(2)/root $(2)/initramfs.cpio.gz
 endef
@@ -377,6 +401,7 @@ bench: vm-image
 	$(Q)scripts/vm run -t 900 -m 2048 -p "mem_mb=1024" snpu-bench-snapshot
 	$(Q)scripts/vm run -t 600 snpu-bench-graph
 	$(Q)scripts/vm run -t 600 snpu-bench-sync
+	$(Q)scripts/vm run -t 900 -m 2048 -p "devices=4" 'snpu-bench-coll && snpu-bench-coll -t i32 -b 4M'
 	$(Q)scripts/vm run -t 900 '$(TRAIN_BENCH) --bench 40 && \
 		$(TRAIN_BENCH) --hidden 16 -b 8 --bench 400'
 

@@ -8,6 +8,7 @@
 #include <linux/poll.h>
 #include <linux/slab.h>
 
+#include "comm.h"
 #include "graph.h"
 
 /* Each context gets its own window of device addresses. */
@@ -216,6 +217,7 @@ static int snpu_open(struct inode *inode, struct file *file)
 	atomic64_set(&ctx->host_used, 0);
 	spin_lock_init(&ctx->sched_lock);
 	INIT_LIST_HEAD(&ctx->callbacks);
+	INIT_LIST_HEAD(&ctx->comm_ids);
 	init_waitqueue_head(&ctx->wq);
 	snpu_sched_init_ctx(ctx);
 
@@ -284,6 +286,7 @@ static int snpu_release(struct inode *inode, struct file *file)
 	struct snpu_stream *s;
 	struct snpu_event *e;
 	struct snpu_host *h;
+	struct snpu_comm_rank *r;
 	struct snpu_graph *g;
 	unsigned long index;
 
@@ -324,9 +327,14 @@ static int snpu_release(struct inode *inode, struct file *file)
 			g = container_of(obj, struct snpu_graph, obj);
 			snpu_graph_destroy_locked(ctx, g);
 			break;
+		case SNPU_OBJ_COMM:
+			r = container_of(obj, struct snpu_comm_rank, obj);
+			snpu_comm_rank_destroy_locked(ctx, r);
+			break;
 		}
 	}
 	mutex_unlock(&ctx->lock);
+	snpu_comm_release(ctx);
 
 	snpu_ring_free(ctx);
 	snpu_mem_destroy_all(ctx);

@@ -19,6 +19,7 @@
 #include <linux/slab.h>
 #include <linux/uaccess.h>
 
+#include "comm.h"
 #include "graph.h"
 #include "trace.h"
 
@@ -68,6 +69,7 @@ static void snpu_graph_free(struct snpu_graph *g)
 	kvfree(g->haz_off);
 	kvfree(g->haz);
 	kvfree(g->plain);
+	kvfree(g->colls);
 	snpu_graph_uncharge(g);
 	kfree_rcu(g, obj.rcu);
 }
@@ -177,10 +179,83 @@ static int snpu_graph_read(const struct snpu_graph_create *c,
 	return 0;
 }
 
+/*
+ * The collective nodes: each names a rank of the file, whose
+ * communicator's size the node's extents depend on.
+ */
+static int snpu_graph_colls_locked(struct snpu_context *ctx,
+				   struct snpu_graph *g,
+				   const struct snpu_graph_in *in)
+{
+	struct snpu_comm_rank *r;
+	u32 n, i = 0;
+
+	lockdep_assert_held(&ctx->lock);
+	for (n = 0; n < g->nodes; n++)
+		g->ncolls += in->nodes[n].task.op == SNPU_OP_COLL;
+	if (!g->ncolls)
+		return 0;
+	g->colls = snpu_graph_alloc(g, g->ncolls, sizeof(*g->colls));
+	if (!g->colls)
+		return -ENOMEM;
+	for (n = 0; n < g->nodes; n++) {
+		const struct snpu_task *t = &in->nodes[n].task;
+		struct snpu_gcoll *c = &g->colls[i];
+
+		if (t->op != SNPU_OP_COLL)
+			continue;
+		r = snpu_comm_rank_get_locked(ctx, t->coll.comm);
+		if (!r || r->left || r->destroying)
+			return -ENOENT;
+		c->node = n;
+		c->handle = t->coll.comm;
+		c->rank = r->rank;
+		c->desc = (struct snpu_coll_desc) {
+			.coll = t->coll.coll, .dtype = t->coll.dtype,
+			.redop = t->coll.redop, .root = t->coll.root,
+			.nranks = r->comm->nranks, .count = t->coll.count,
+		};
+		i++;
+	}
+	return 0;
+}
+
+/*
+ * The rank a collective node names, if it is still the one the node was
+ * checked for: the same rank of a communicator of as many ranks.
+ */
+static struct snpu_comm_rank *snpu_gcoll_rank_locked(struct snpu_context *ctx,
+						     const struct snpu_gcoll *c)
+{
+	struct snpu_comm_rank *r = snpu_comm_rank_get_locked(ctx, c->handle);
+
+	if (!r || r->left || r->destroying || r->rank != c->rank ||
+	    r->comm->nranks != c->desc.nranks)
+		return NULL;
+	return r;
+}
+
+/* The collective node of index @n. */
+static struct snpu_gcoll *snpu_graph_gcoll(const struct snpu_graph *g, u32 n)
+{
+	u32 lo = 0, hi = g->ncolls;
+
+	while (lo < hi) {
+		u32 mid = lo + (hi - lo) / 2;
+
+		if (g->colls[mid].node < n)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return &g->colls[lo];
+}
+
 /* Check every node and list its accesses. */
 static int snpu_graph_accesses(struct snpu_graph *g,
 			       const struct snpu_graph_in *in, u32 *nacc)
 {
+	const struct snpu_gcoll *c = g->colls;
 	u32 n, total = 0;
 	int ret;
 
@@ -192,9 +267,19 @@ static int snpu_graph_accesses(struct snpu_graph *g,
 	for (n = 0; n < g->nodes; n++) {
 		const struct snpu_task *t = &in->nodes[n].task;
 
-		ret = snpu_graph_node_acc(&in->nodes[n], n, g->slots, g->bytes,
-					  g->bytes[SNPU_GRES_SCRATCH],
-					  &g->acc[total]);
+		if (t->op == SNPU_OP_COLL) {
+			ret = snpu_graph_coll_acc(&in->nodes[n], n,
+						  c->desc.nranks, c->rank,
+						  g->slots, g->bytes,
+						  g->bytes[SNPU_GRES_SCRATCH],
+						  &g->acc[total]);
+			c++;
+		} else {
+			ret = snpu_graph_node_acc(&in->nodes[n], n, g->slots,
+						  g->bytes,
+						  g->bytes[SNPU_GRES_SCRATCH],
+						  &g->acc[total]);
+		}
 		if (ret < 0)
 			return ret;
 		if (t->op == SNPU_OP_LAUNCH && !snpu_test_hooks &&
@@ -287,7 +372,12 @@ static int snpu_graph_hazard_lists(struct snpu_graph *g, u32 nacc)
 		goto out;
 
 	memcpy(acc, g->acc, nacc * sizeof(*acc));
-	ret = snpu_graph_hazards(acc, nacc, g->nodes, pairs,
+	/*
+	 * A collective's buffers are also other ranks': a graph with one is
+	 * never stitched, its launches run one after the other.
+	 */
+	ret = g->ncolls ? -E2BIG :
+	      snpu_graph_hazards(acc, nacc, g->nodes, pairs,
 				 SNPU_GRAPH_MAX_HAZARDS, offsets, list, &count);
 	if (!ret) {
 		ret = -ENOMEM;
@@ -360,6 +450,10 @@ static int snpu_graph_templates(struct snpu_graph *g,
 			w->copy.bytes = t->memset.bytes;
 			w->copy.value = t->memset.value;
 			break;
+		case SNPU_OP_COLL:
+			/* Its steps fill it in (comm.c). */
+			w->coll.part = NULL;
+			break;
 		}
 		for (a = g->acc_off[n]; a < g->acc_off[n + 1]; a++) {
 			const struct snpu_gacc *acc = &g->acc[a];
@@ -404,7 +498,10 @@ static int snpu_graph_plain_locked(struct snpu_context *ctx,
 			if (ret)
 				return ret;
 			g->nmems++;
-			snpu_gwork_set(&g->def[n].tmpl, a->addr, kaddr);
+			if (g->def[n].tmpl.op == SNPU_OP_COLL)
+				snpu_graph_gcoll(g, n)->kaddr[a->addr] = kaddr;
+			else
+				snpu_gwork_set(&g->def[n].tmpl, a->addr, kaddr);
 		}
 	}
 	return 0;
@@ -415,7 +512,7 @@ int snpu_ioc_graph_create(struct snpu_context *ctx, union snpu_ioc_arg *arg)
 	struct snpu_graph_create *c = &arg->graph_create;
 	struct snpu_graph_in in = { };
 	struct snpu_graph *g;
-	u32 nacc;
+	u32 nacc, n;
 	int ret;
 
 	ret = snpu_graph_check_create(c);
@@ -435,6 +532,11 @@ int snpu_ioc_graph_create(struct snpu_context *ctx, union snpu_ioc_arg *arg)
 			array_size(g->nodes, sizeof(struct snpu_gnode));
 
 	ret = snpu_graph_read(c, g, &in);
+	if (!ret) {
+		mutex_lock(&ctx->lock);
+		ret = snpu_graph_colls_locked(ctx, g, &in);
+		mutex_unlock(&ctx->lock);
+	}
 	if (!ret)
 		ret = snpu_graph_accesses(g, &in, &nacc);
 	if (!ret)
@@ -454,6 +556,10 @@ int snpu_ioc_graph_create(struct snpu_context *ctx, union snpu_ioc_arg *arg)
 	if (ctx->graphs >= snpu_quota.graphs ||
 	    atomic64_read(&ctx->graph_mem) > snpu_quota.graph_mem)
 		ret = -ENOSPC;
+	/* The ranks may have gone since the first look. */
+	for (n = 0; !ret && n < g->ncolls; n++)
+		if (!snpu_gcoll_rank_locked(ctx, &g->colls[n]))
+			ret = -ENOENT;
 	if (!ret)
 		ret = snpu_graph_plain_locked(ctx, g);
 	if (!ret)
@@ -576,6 +682,9 @@ static void snpu_ginst_bind(const struct snpu_graph *g,
 
 		w->op = d->tmpl.op;
 		w->nblocks = d->tmpl.nblocks;
+		/* A collective's buffers are bound with its rank (below). */
+		if (w->op == SNPU_OP_COLL)
+			continue;
 		if (w->op == SNPU_OP_LAUNCH) {
 			w->launch = d->tmpl.launch;
 			w->units = d->tmpl.units;
@@ -591,6 +700,63 @@ static void snpu_ginst_bind(const struct snpu_graph *g,
 	}
 	inst->aliased = snpu_ginst_aliased(g, inst);
 	inst->bound = true;
+}
+
+/* Where buffer @a (0 recv, 1 send) of a collective node is, this launch. */
+static void snpu_gcoll_buf(const struct snpu_graph *g,
+			   const struct snpu_ginst *inst,
+			   const struct snpu_gcoll *c, u32 a, u64 *addr,
+			   void **kaddr)
+{
+	const struct snpu_gdef *d = &g->def[c->node];
+	u8 res = d->res[a];
+
+	if (res == SNPU_GRES_PLAIN) {
+		*addr = d->off[a];
+		*kaddr = c->kaddr[a];
+	} else {
+		*addr = inst->addr[res] + d->off[a];
+		*kaddr = inst->base[res] + d->off[a];
+	}
+}
+
+/*
+ * Bind the collective nodes of a launch, in index order: each takes its
+ * rank's next collective. What was bound is given back by
+ * snpu_graph_put_job() if the launch is not queued after all.
+ */
+static int snpu_graph_bind_colls_locked(struct snpu_context *ctx,
+					struct snpu_graph *g,
+					struct snpu_ginst *inst)
+{
+	struct snpu_comm_rank *r;
+	void *send, *recv;
+	u64 saddr, raddr;
+	u32 i;
+	int ret;
+
+	lockdep_assert_held(&ctx->lock);
+	for (i = 0; i < g->ncolls; i++) {
+		const struct snpu_gcoll *c = &g->colls[i];
+		const struct snpu_gdef *d = &g->def[c->node];
+
+		r = snpu_gcoll_rank_locked(ctx, c);
+		if (!r)
+			return -ENOENT;
+		snpu_gcoll_buf(g, inst, c, 0, &raddr, &recv);
+		saddr = 0;
+		send = NULL;
+		/* Off a broadcast's root, the send buffer is not bound. */
+		if (d->res[1] != SNPU_GRES_PLAIN || c->kaddr[1])
+			snpu_gcoll_buf(g, inst, c, 1, &saddr, &send);
+		ret = snpu_coll_check_buffers(&c->desc, c->rank, saddr, raddr);
+		if (!ret)
+			ret = snpu_coll_bind(r, &inst->nodes[c->node].work,
+					     &c->desc, send, recv);
+		if (ret)
+			return ret;
+	}
+	return 0;
 }
 
 /**
@@ -673,7 +839,7 @@ int snpu_graph_prepare_locked(struct snpu_context *ctx, struct snpu_job *job,
 	inst->next = NULL;
 	atomic_set(&inst->hold, g->nodes + 1);
 	atomic_set(&inst->error, 0);
-	return 0;
+	return snpu_graph_bind_colls_locked(ctx, g, inst);
 }
 
 /**
@@ -691,6 +857,13 @@ void snpu_graph_put_job(struct snpu_job *job)
 	struct snpu_device *sdev = ctx->sdev;
 	u32 r;
 
+	/* A launch not queued after all: its collectives are given back. */
+	for (r = 0; r < g->ncolls; r++) {
+		struct snpu_work *w = &inst->nodes[g->colls[r].node].work;
+
+		if (w->coll.part)
+			snpu_coll_unbind(w);
+	}
 	for (r = 0; r < SNPU_GRES_COUNT; r++) {
 		if (inst->mem[r])
 			snpu_mem_put_deferred(inst->mem[r]);
@@ -949,7 +1122,12 @@ again:
 	while (!list_empty(nodes)) {
 		node = list_first_entry(nodes, struct snpu_gnode, work.node);
 		list_del(&node->work.node);
-		if (snpu_gnode_cancelled(node)) {
+		if (node->work.op == SNPU_OP_COLL) {
+			/* Completed with its collective (comm.c). */
+			snpu_coll_arrive(&node->work,
+					 snpu_gnode_cancelled(node) ?
+					 -ECANCELED : 0);
+		} else if (snpu_gnode_cancelled(node)) {
 			snpu_gnode_finish(node, -ECANCELED, nodes, todo);
 		} else if (!snpu_gnode_needs_core(node)) {
 			snpu_gnode_trace_nocore(node);

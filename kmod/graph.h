@@ -7,6 +7,7 @@
 #define _SNPU_GRAPH_H
 
 #include "snpu.h"
+#include "core/coll.h"
 #include "core/graph.h"
 
 /**
@@ -21,6 +22,27 @@ struct snpu_gdef {
 	struct snpu_work tmpl;
 	u8 res[SNPU_GNODE_MAX_ACC];
 	u64 off[SNPU_GNODE_MAX_ACC];
+};
+
+/**
+ * struct snpu_gcoll - a collective node of a definition
+ * @node: its index
+ * @handle: the rank handle its task names
+ * @rank: that rank, at create
+ * @desc: its collective, for the communicator's ranks at create
+ * @kaddr: kernel addresses of its recv (0) and send (1) buffers where they
+ *         are plain addresses, else NULL
+ *
+ * A launch looks the handle up again and refuses a rank that is not the
+ * same rank of a communicator of as many ranks: the accesses and their
+ * extents were checked for those.
+ */
+struct snpu_gcoll {
+	u32 node;
+	u32 handle;
+	u32 rank;
+	struct snpu_coll_desc desc;
+	void *kaddr[2];
 };
 
 /* snpu_gnode.state: the node has completed; a launch is stitched to it. */
@@ -122,6 +144,8 @@ struct snpu_ginst {
  * @inst_bytes: the size of an instance
  * @charged: bytes counted against the context's graph memory
  * @free_work: frees the graph when a core dropped the last reference
+ * @colls: its collective nodes, in index order
+ * @ncolls: their number; a graph with any is never stitched
  */
 struct snpu_graph {
 	struct snpu_object obj;
@@ -149,6 +173,8 @@ struct snpu_graph {
 	size_t inst_bytes;
 	u64 charged;
 	struct work_struct free_work;
+	struct snpu_gcoll *colls;
+	u32 ncolls;
 };
 
 #endif /* _SNPU_GRAPH_H */

@@ -187,6 +187,13 @@ static const struct snpu_ioc_desc snpu_ioc_table[] = {
 		     snpu_ioc_graph_create),
 	SNPU_IOC_MOD(GRAPH_DESTROY, HANDLE_OP, snpu_handle_op, 0,
 		     snpu_ioc_graph_destroy),
+	SNPU_IOC_MOD(COMM_ID, COMM_ID, snpu_comm_id, 0, snpu_ioc_comm_id),
+	SNPU_IOC_MOD(COMM_JOIN, COMM_JOIN, snpu_comm_join, 0,
+		     snpu_ioc_comm_join),
+	SNPU_IOC_MOD(COMM_DESTROY, HANDLE_OP, snpu_handle_op,
+		     SNPU_COMM_DESTROY_FORCE, snpu_ioc_comm_destroy),
+	SNPU_IOC(COMM_QUERY, COMM_QUERY, snpu_comm_query, 0,
+		 snpu_ioc_comm_query),
 	/* No argument: the syscall floor for benchmarks. */
 	[_IOC_NR(SNPU_IOC_NOP)] = { SNPU_IOC_NOP, 0, 0, 0, false, snpu_ioc_nop },
 };

@@ -451,6 +451,11 @@ static void snpu_job_dispatch(struct snpu_job *job, struct list_head *todo,
 		snpu_graph_dispatch(job, todo, handoff);
 		return;
 	}
+	/* A collective completes with its collective, cancelled or not. */
+	if (job->op == SNPU_OP_COLL) {
+		snpu_coll_arrive(&job->work, job->cancel ? -ECANCELED : 0);
+		return;
+	}
 	if (job->cancel) {
 		snpu_job_finish(job, -ECANCELED, 0, todo);
 		return;
@@ -696,6 +701,8 @@ int snpu_job_prepare_locked(struct snpu_context *ctx, struct snpu_job *job,
 		return 0;
 	case SNPU_OP_GRAPH:
 		return snpu_graph_prepare_locked(ctx, job, t);
+	case SNPU_OP_COLL:
+		return snpu_coll_prepare_locked(ctx, &job->work, t, job->mem);
 	default:
 		return 0;
 	}
@@ -838,6 +845,8 @@ void snpu_jobs_unwind(struct snpu_context *ctx, struct list_head *batch)
 		if (job->event)
 			job->event->batch_recorded = false;
 		job->event = NULL;
+		if (job->op == SNPU_OP_COLL && job->work.coll.part)
+			snpu_coll_unbind(&job->work);
 		snpu_job_release(job);
 	}
 	spin_lock(&ctx->sched_lock);
@@ -926,6 +935,8 @@ int snpu_jobs_reserve(struct snpu_context *ctx, u32 count,
 	list_for_each_entry(job, batch, node) {
 		refcount_set(&job->ref, 1);
 		WRITE_ONCE(job->state, SNPU_JOB_WAITING);
+		/* Until prepared: an unwind finds no op to undo. */
+		job->op = 0;
 		job->waited = false;
 		job->cqe = false;
 		job->stitched = false;
@@ -1127,6 +1138,8 @@ void snpu_cancel_all(struct snpu_context *ctx)
 	}
 	spin_unlock(&ctx->sched_lock);
 
+	/* Its ranks leave first: no collective of it waits for another rank. */
+	snpu_comm_cancel(ctx);
 	snpu_sched_cancel(ctx);
 	while (!list_empty(&cancel)) {
 		job = list_first_entry(&cancel, struct snpu_job, node);

@@ -129,6 +129,11 @@ static int __init snpu_init(void)
 	ret = snpu_free_wq_init();
 	if (ret)
 		return ret;
+	ret = snpu_comm_init();
+	if (ret) {
+		snpu_free_wq_exit();
+		return ret;
+	}
 	snpu_debugfs = debugfs_create_dir(KBUILD_MODNAME, NULL);
 	for (i = 0; i < p.devices; i++) {
 		struct snpu_device *sdev = snpu_device_create(i, &p,
@@ -137,6 +142,7 @@ static int __init snpu_init(void)
 		if (IS_ERR(sdev)) {
 			pr_err("cannot create snpu%u: %ld\n", i, PTR_ERR(sdev));
 			snpu_destroy_all();
+			snpu_comm_exit();
 			snpu_free_wq_exit();
 			return PTR_ERR(sdev);
 		}
@@ -148,6 +154,7 @@ static int __init snpu_init(void)
 	if (ret) {
 		pr_err("cannot register the generic netlink family: %d\n", ret);
 		snpu_destroy_all();
+		snpu_comm_exit();
 		snpu_free_wq_exit();
 		return ret;
 	}
@@ -161,6 +168,7 @@ static void __exit snpu_exit(void)
 {
 	snpu_nl_exit();
 	snpu_destroy_all();
+	snpu_comm_exit();
 	snpu_free_wq_exit();
 }
 

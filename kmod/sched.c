@@ -22,6 +22,7 @@
 #include <linux/string.h>
 #include <asm/fpu/api.h>
 
+#include "core/coll.h"
 #include "graph.h"
 #include "snpu.h"
 #include "trace.h"
@@ -239,7 +240,9 @@ static void snpu_sched_drop(struct snpu_work *w)
 void snpu_work_complete(struct snpu_work *w, int error, u64 now,
 			struct snpu_work **handoff)
 {
-	if (w->gnode)
+	if (w->op == SNPU_OP_COLL)
+		snpu_coll_step_end(w, error, handoff);
+	else if (w->gnode)
 		snpu_gnode_complete(w->gnode, error, handoff);
 	else
 		snpu_job_complete(w->job, error, now, handoff);
@@ -310,7 +313,7 @@ static bool snpu_core_wake(struct snpu_device *sdev)
  */
 static bool snpu_short_node(const struct snpu_work *w)
 {
-	if (!w->gnode || w->nblocks != 1)
+	if (!w->gnode || w->nblocks != 1 || w->op == SNPU_OP_COLL)
 		return false;
 	if (w->op != SNPU_OP_LAUNCH)
 		return w->copy.bytes <= SNPU_CHAIN_WORK;
@@ -481,6 +484,9 @@ static void snpu_run_first(struct snpu_core *core, struct snpu_work *w,
 	struct snpu_job *job = w->job;
 	struct snpu_context *ctx = job->ctx;
 
+	/* A collective's task starts with its first step. */
+	if (w->op == SNPU_OP_COLL && w->coll.step)
+		return;
 	if (w->gnode) {
 		trace_snpu_graph_node(ctx->sdev->index, ctx->id,
 				      job->stream_handle, job->seq,
@@ -616,6 +622,8 @@ static void snpu_run(struct snpu_core *core, struct snpu_work *w, u32 block,
 	ret = snpu_check(w, 0);
 	if (!ret && w->op == SNPU_OP_LAUNCH)
 		ret = snpu_run_block(w, block, deadline);
+	else if (!ret && w->op == SNPU_OP_COLL)
+		ret = snpu_coll_run_block(core, w, block, deadline);
 	else if (!ret)
 		ret = snpu_run_copy(w, deadline);
 	WRITE_ONCE(core->blocks, core->blocks + 1);
@@ -628,6 +636,11 @@ static void snpu_run(struct snpu_core *core, struct snpu_work *w, u32 block,
 		return;
 	}
 	ret = atomic_read(&w->fail);
+	if (w->op == SNPU_OP_COLL) {
+		snpu_coll_step_end(w, ret, handoff);
+		snpu_core_clock(core);
+		return;
+	}
 	if (w->gnode) {
 		snpu_run_gnode_done(core, w, ret, handoff);
 		return;
@@ -705,6 +718,12 @@ int snpu_cores_start(struct snpu_device *sdev)
 		core->sdev = sdev;
 		core->index = i;
 		INIT_LIST_HEAD(&core->batch);
+		core->scratch = kmalloc_array(SNPU_COLL_TILE, SNPU_COLL_ESIZE,
+					      GFP_KERNEL);
+		if (!core->scratch) {
+			snpu_cores_stop(sdev);
+			return -ENOMEM;
+		}
 		t = kthread_run(snpu_core_fn, core, "%s/c%u", sdev->name, i);
 		if (IS_ERR(t)) {
 			snpu_cores_stop(sdev);
@@ -723,9 +742,11 @@ void snpu_cores_stop(struct snpu_device *sdev)
 {
 	unsigned int i;
 
-	for (i = 0; i < sdev->cores; i++)
+	for (i = 0; i < sdev->cores; i++) {
 		if (sdev->core[i].thread)
 			kthread_stop(sdev->core[i].thread);
+		kfree(sdev->core[i].scratch);
+	}
 	kfree(sdev->core);
 	sdev->core = NULL;
 }

@@ -61,6 +61,7 @@
 #include "core/kernels.h"
 
 struct mem_cgroup;
+struct snpu_coll_part;
 
 /* Ready lists, highest priority first. */
 #define SNPU_NR_PRIO		3
@@ -156,6 +157,8 @@ struct snpu_dev_pcpu {
  * @streak: graph nodes it ran in a row without reading the clock
  * @batch: short graph nodes of one launch it took in one turn, to run
  *         next (its own thread's only; see snpu_pick())
+ * @scratch: SNPU_COLL_TILE elements for the reductions of collectives
+ *           of more than SNPU_COLL_PASS ranks (see core/coll.h)
  * @busy_ns: nanoseconds spent running blocks
  * @blocks: blocks run
  *
@@ -171,6 +174,7 @@ struct snpu_core {
 	u32 chained;
 	u32 streak;
 	struct list_head batch;
+	void *scratch;
 	u64 busy_ns;
 	u64 blocks;
 };
@@ -257,6 +261,7 @@ enum snpu_obj_type {
 	SNPU_OBJ_HOST,
 	SNPU_OBJ_OWNER,
 	SNPU_OBJ_GRAPH,
+	SNPU_OBJ_COMM,
 };
 
 /**
@@ -417,6 +422,10 @@ enum snpu_job_state {
  * @chunk: units per chunk (snpu_kernel_chunk())
  * @fpu: the kernel uses the FPU
  * @copy: SNPU_OP_COPY and SNPU_OP_MEMSET (@src NULL, @value)
+ * @coll: SNPU_OP_COLL: the rank's part of the collective and the step
+ *        it runs: its @kind (SNPU_CSTEP_*), where it writes (@dst), what
+ *        it copies (@src) or the element offset it reduces in every
+ *        rank's send buffer (@off), and its @elems (see comm.c)
  *
  * @units, @chunk and @fpu are set by snpu_kernel_plan() when the launch is
  * prepared, so that a core computes none of them.
@@ -443,6 +452,15 @@ struct snpu_work {
 			u64 bytes;
 			u8 value;
 		} copy;
+		struct {
+			struct snpu_coll_part *part;
+			u32 step;
+			u32 kind;
+			void *dst;
+			const void *src;
+			u64 off;
+			u64 elems;
+		} coll;
 	};
 };
 
@@ -686,6 +704,11 @@ struct snpu_proc {
  * @owners: number of owners
  * @graphs: number of graphs
  * @graph_mem: kernel memory bytes of the graphs and their instances
+ * @comms: number of communicator ranks (handles)
+ * @comm_ids: communicator ids the file asked for that no rank joined yet
+ *            (struct snpu_comm, by @holder_node; under snpu_comm_lock,
+ *            see comm.c)
+ * @ncomm_ids: their number (under snpu_comm_lock)
  * @sched_lock: see the top of this file
  * @pool: the jobs, in chunks of SNPU_POOL_CHUNK: @pool[i] holds jobs
  *        i * SNPU_POOL_CHUNK on; the first chunk is allocated at open,
@@ -739,6 +762,9 @@ struct snpu_context {
 	u32 owners;
 	u32 graphs;
 	atomic64_t graph_mem;
+	u32 comms;
+	struct list_head comm_ids;
+	u32 ncomm_ids;
 
 	spinlock_t sched_lock;		/* the task graph, see top */
 	struct snpu_job **pool;
@@ -903,6 +929,23 @@ void snpu_stream_fail_locked(struct snpu_context *ctx, struct snpu_stream *s,
 void snpu_jobs_run(struct list_head *todo);
 void snpu_job_trace_start(struct snpu_context *ctx, struct snpu_job *job);
 void snpu_job_trace_complete(struct snpu_context *ctx, struct snpu_job *job);
+
+/* comm.c */
+int snpu_coll_prepare_locked(struct snpu_context *ctx, struct snpu_work *w,
+			     const struct snpu_task *t, struct snpu_mem **mem);
+void snpu_coll_unbind(struct snpu_work *w);
+void snpu_coll_arrive(struct snpu_work *w, int cancel);
+void snpu_coll_step_end(struct snpu_work *w, int error,
+			struct snpu_work **handoff);
+int snpu_coll_run_block(struct snpu_core *core, struct snpu_work *w,
+			u32 block, u64 deadline);
+void snpu_comm_cancel(struct snpu_context *ctx);
+int snpu_comm_init(void);
+void snpu_comm_exit(void);
+void snpu_comm_release(struct snpu_context *ctx);
+struct snpu_comm_rank;
+void snpu_comm_rank_destroy_locked(struct snpu_context *ctx,
+				   struct snpu_comm_rank *r);
 
 /* sched.c */
 int snpu_cores_start(struct snpu_device *sdev);
@@ -1120,6 +1163,10 @@ int snpu_ioc_bg_unregister(struct snpu_context *ctx, union snpu_ioc_arg *arg);
 int snpu_ioc_bg_park(struct snpu_context *ctx, union snpu_ioc_arg *arg);
 int snpu_ioc_graph_create(struct snpu_context *ctx, union snpu_ioc_arg *arg);
 int snpu_ioc_graph_destroy(struct snpu_context *ctx, union snpu_ioc_arg *arg);
+int snpu_ioc_comm_id(struct snpu_context *ctx, union snpu_ioc_arg *arg);
+int snpu_ioc_comm_join(struct snpu_context *ctx, union snpu_ioc_arg *arg);
+int snpu_ioc_comm_destroy(struct snpu_context *ctx, union snpu_ioc_arg *arg);
+int snpu_ioc_comm_query(struct snpu_context *ctx, union snpu_ioc_arg *arg);
 
 /**
  * union snpu_ioc_arg - the argument of any ioctl, copied in by snpu_ioctl()
@@ -1146,6 +1193,9 @@ int snpu_ioc_graph_destroy(struct snpu_context *ctx, union snpu_ioc_arg *arg);
  * @attached: SNPU_IOC_ATTACHED_STREAM_GET
  * @snapshot: SNPU_IOC_SNAPSHOT_*, SNPU_IOC_BG_*
  * @graph_create: SNPU_IOC_GRAPH_CREATE
+ * @comm_id: SNPU_IOC_COMM_ID
+ * @comm_join: SNPU_IOC_COMM_JOIN
+ * @comm_query: SNPU_IOC_COMM_QUERY
  *
  * At most 120 bytes: the dispatcher keeps it on the stack (in a struct
  * snpu_ioc_call, with what snpu_ioc_copy_out() needs).
@@ -1177,6 +1227,9 @@ union snpu_ioc_arg {
 	struct snpu_attached_stream attached;
 	struct snpu_snapshot snapshot;
 	struct snpu_graph_create graph_create;
+	struct snpu_comm_id comm_id;
+	struct snpu_comm_join comm_join;
+	struct snpu_comm_query comm_query;
 };
 
 /**

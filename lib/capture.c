@@ -2,12 +2,14 @@
 /*
  * libsnpu: the graph recorder. It turns the tasks a capture takes from
  * one stream into a graph definition in library memory: one node per
- * launch, device-to-device copy or memset, and the internal edges the
- * stream order needs, derived from the device ranges each node touches.
+ * launch, device-to-device copy, memset or collective, and the internal
+ * edges the stream order needs, derived from the device ranges each node
+ * touches.
  *
  * A node writes the buffers its kernel writes (snpu_kernel_writes():
  * argument 0, and for SOFTMAX_XENT_F32 argument 1 too), the destination
- * of a copy and the range of a memset; it reads the other buffers. A node depends on every earlier node that wrote bytes it reads
+ * of a copy, the range of a memset and the recv buffer of a collective;
+ * it reads the other buffers. A node depends on every earlier node that wrote bytes it reads
  * or writes (read after write, write after write) and on every earlier
  * node that read bytes it writes (write after read). The access table
  * keeps, for each range, the node that wrote it last and the nodes that
@@ -100,6 +102,16 @@ struct snpu_rec_range {
 	int write;
 };
 
+/*
+ * The extents of a collective node's buffers, which depend on the
+ * communicator's size, and whether it has a send buffer (not off the
+ * root of a broadcast).
+ */
+struct snpu_rec_coll {
+	uint64_t send_bytes, recv_bytes;
+	int send;
+};
+
 static void snpu_rec_range_set(struct snpu_rec_range *r, uint64_t addr,
 			       uint64_t bytes, int write)
 {
@@ -110,6 +122,7 @@ static void snpu_rec_range_set(struct snpu_rec_range *r, uint64_t addr,
 }
 
 static unsigned int snpu_rec_ranges(const struct snpu_graph_node *n,
+				    const struct snpu_rec_coll *c,
 				    struct snpu_rec_range *rg)
 {
 	const struct snpu_task *t = &n->task;
@@ -134,6 +147,12 @@ static unsigned int snpu_rec_ranges(const struct snpu_graph_node *n,
 	case SNPU_OP_MEMSET:
 		snpu_rec_range_set(&rg[nr++], t->memset.addr, t->memset.bytes,
 				   1);
+		break;
+	case SNPU_OP_COLL:
+		snpu_rec_range_set(&rg[nr++], t->coll.recv, c->recv_bytes, 1);
+		if (c->send)
+			snpu_rec_range_set(&rg[nr++], t->coll.send,
+					   c->send_bytes, 0);
 		break;
 	}
 	return nr;
@@ -169,7 +188,8 @@ static int snpu_rec_bind(const struct snpu_rec *r, __u64 *value,
 
 /* Bind every device address of @n (see snpu_rec_bind()). */
 static int snpu_rec_bind_node(const struct snpu_rec *r,
-			      struct snpu_graph_node *n)
+			      struct snpu_graph_node *n,
+			      const struct snpu_rec_coll *c)
 {
 	struct snpu_task *t = &n->task;
 	uint32_t bufs, i;
@@ -193,6 +213,14 @@ static int snpu_rec_bind_node(const struct snpu_rec *r,
 	case SNPU_OP_MEMSET:
 		return snpu_rec_bind(r, &t->memset.addr, t->memset.bytes,
 				     &n->ref[0]);
+	case SNPU_OP_COLL:
+		/* The kernel's order: @ref[0] binds recv, @ref[1] send. */
+		ret = snpu_rec_bind(r, &t->coll.recv, c->recv_bytes,
+				    &n->ref[0]);
+		if (!ret && c->send)
+			ret = snpu_rec_bind(r, &t->coll.send, c->send_bytes,
+					    &n->ref[1]);
+		return ret;
 	default:
 		return 0;
 	}
@@ -308,10 +336,12 @@ static int snpu_rec_event(struct snpu_rec *r, uint32_t ev)
 }
 
 /*
- * Append node @t (a launch, a device-to-device copy or a memset): find
- * its predecessors from the access table, then enter its own ranges.
+ * Append node @t (a launch, a device-to-device copy, a memset, or a
+ * collective with its extents @c): find its predecessors from the access
+ * table, then enter its own ranges.
  */
-static int snpu_rec_node(struct snpu_rec *r, const struct snpu_task *t)
+static int snpu_rec_node(struct snpu_rec *r, const struct snpu_task *t,
+			 const struct snpu_rec_coll *c)
 {
 	struct snpu_rec_range rg[SNPU_KERNEL_MAX_ARGS];
 	uint32_t n = r->nodes_count, first = r->edges_count;
@@ -334,8 +364,11 @@ static int snpu_rec_node(struct snpu_rec *r, const struct snpu_task *t)
 	node->task = *t;
 	node->task.stream = 0;
 	node->task.user_data = 0;
-	nr = snpu_rec_ranges(node, rg);
-	if (snpu_rec_bind_node(r, node))
+	/* Off a broadcast's root, a graph node names no send buffer. */
+	if (c && !c->send)
+		node->task.coll.send = 0;
+	nr = snpu_rec_ranges(node, c, rg);
+	if (snpu_rec_bind_node(r, node, c))
 		return SNPU_REC_UNSUPPORTED;
 
 	/*
@@ -400,7 +433,8 @@ static int snpu_rec_node(struct snpu_rec *r, const struct snpu_task *t)
  * host callback, a copy from or to host memory, a wait on an event
  * recorded outside the capture, a graph launch, a node past
  * SNPU_GRAPH_MAX_NODES or an edge past SNPU_GRAPH_MAX_EDGES) cannot be
- * expressed.
+ * expressed; nor can a collective here, whose extents depend on its
+ * communicator: see snpu_rec_add_coll().
  *
  * Return: 0, SNPU_REC_UNSUPPORTED with @r unchanged, or -ENOMEM.
  */
@@ -411,11 +445,11 @@ int snpu_rec_add(struct snpu_rec *r, const struct snpu_task *t)
 	switch (t->op) {
 	case SNPU_OP_LAUNCH:
 	case SNPU_OP_MEMSET:
-		return snpu_rec_node(r, t);
+		return snpu_rec_node(r, t, NULL);
 	case SNPU_OP_COPY:
 		if (t->copy.dir != SNPU_COPY_D2D)
 			return SNPU_REC_UNSUPPORTED;
-		return snpu_rec_node(r, t);
+		return snpu_rec_node(r, t, NULL);
 	case SNPU_OP_EVENT_RECORD:
 		return snpu_rec_event(r, t->event.event);
 	case SNPU_OP_STREAM_WAIT:
@@ -426,6 +460,36 @@ int snpu_rec_add(struct snpu_rec *r, const struct snpu_task *t)
 	default:
 		return SNPU_REC_UNSUPPORTED;
 	}
+}
+
+/**
+ * snpu_rec_add_coll() - record a collective task of the captured stream
+ * @r: the recorder
+ * @t: the task (SNPU_OP_COLL), already accepted by snpu_rec_check()
+ * @nranks: the ranks of the communicator its handle names
+ * @rank: that handle's rank
+ *
+ * A collective node, as the kernel takes it (SNPU_OP_COLL graph nodes):
+ * it writes its recv buffer (@ref[0]) and reads its send buffer
+ * (@ref[1]), with the extents the collective has for @nranks ranks; off
+ * the root of a broadcast it has no send buffer, and its @send is 0.
+ * What the other ranks read and write of their own buffers is theirs:
+ * a collective completes on every rank once no rank reads another's
+ * buffers any more, so its successors here need no other edge.
+ *
+ * Return: 0, SNPU_REC_UNSUPPORTED with @r unchanged (also for a task
+ * SNPU_IOC_SUBMIT would refuse for that rank), or -ENOMEM.
+ */
+int snpu_rec_add_coll(struct snpu_rec *r, const struct snpu_task *t,
+		      uint32_t nranks, uint32_t rank)
+{
+	struct snpu_rec_coll c;
+
+	if (t->op != SNPU_OP_COLL ||
+	    snpu_coll_ranges(t, nranks, rank, &c.send_bytes, &c.recv_bytes))
+		return SNPU_REC_UNSUPPORTED;
+	c.send = t->coll.coll != SNPU_COLL_BROADCAST || rank == t->coll.root;
+	return snpu_rec_node(r, t, &c);
 }
 
 /**

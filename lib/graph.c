@@ -16,6 +16,13 @@
  * in their order, and the rest of the body goes the ordinary way too;
  * snpu_graph_end() then reports SNPU_GRAPH_NOT_RECORDED.
  *
+ * A collective of the captured stream becomes a collective node: its
+ * extents and checks depend on the communicator its rank handle names,
+ * which the capture asks the driver for once per handle
+ * (SNPU_IOC_COMM_QUERY) and keeps. Like every node of the graph, the
+ * collective is queued, and matched with the other ranks' k-th, when
+ * the graph is launched, not when the body runs.
+ *
  * A ring capture turns the SQ side of the caller's struct snpu_ring to a
  * buffer of the capture (the same number of entries): snpu_ring_get_sqe()
  * hands out the buffer's entries, and snpu_ring_submit() (which sees
@@ -51,6 +58,13 @@ struct snpu_graph_cached {
 	uint64_t slot_bytes[SNPU_GRAPH_MAX_SLOTS];
 };
 
+/* A rank handle a captured collective names, as the driver reported it. */
+struct snpu_capture_comm {
+	uint32_t handle;
+	uint32_t nranks;
+	uint32_t rank;
+};
+
 /* The boundary slots a begin names: @count addresses and extents. */
 struct snpu_graph_bind {
 	const uint64_t *slots;
@@ -79,6 +93,7 @@ struct snpu_graph_bind {
  * @sqbuf: the capture's SQ entries (ring)
  * @bhead: the head of @sqbuf: ring->sq.khead points here
  * @btail: ring->sq.ktail points here (never used)
+ * @comms: the rank handles the body's collectives named (@comms_count)
  */
 struct snpu_capture {
 	struct snpu_device *dev;
@@ -107,6 +122,8 @@ struct snpu_capture {
 	struct snpu_task *sqbuf;
 	uint32_t bhead;
 	uint32_t btail;
+	struct snpu_capture_comm comms[SNPU_COMM_MAX_PER_FILE];
+	uint32_t comms_count;
 };
 
 /* ---- the wrappers ------------------------------------------------------ */
@@ -382,13 +399,84 @@ static int snpu_capture_waits_inside(const struct snpu_capture *cap,
 }
 
 /*
+ * The rank the collective @t names: its size and rank, from the capture's
+ * list or asked once of the driver.
+ *
+ * Return: 0; -ENOENT for a handle that names no rank of the file and
+ * -ECONNRESET for a broken communicator, as SNPU_IOC_SUBMIT; or
+ * SNPU_REC_UNSUPPORTED when the test double cannot tell.
+ */
+static int snpu_capture_comm(struct snpu_capture *cap,
+			     const struct snpu_task *t, uint32_t *nranks,
+			     uint32_t *rank)
+{
+	struct snpu_device *dev = cap->dev;
+	struct snpu_comm_query q;
+	uint32_t i;
+	int ret;
+
+	for (i = 0; i < cap->comms_count; i++) {
+		if (cap->comms[i].handle == t->coll.comm) {
+			*nranks = cap->comms[i].nranks;
+			*rank = cap->comms[i].rank;
+			return 0;
+		}
+	}
+	if (dev->graph_ops && !dev->graph_ops->comm_query)
+		return SNPU_REC_UNSUPPORTED;
+	ret = dev->graph_ops ?
+		dev->graph_ops->comm_query(dev, t->coll.comm, &q) :
+		snpu_comm_query_handle(dev, t->coll.comm, &q);
+	if (ret)
+		return ret;
+	if (q.error)
+		return q.error;
+	if (cap->comms_count < SNPU_COMM_MAX_PER_FILE)
+		cap->comms[cap->comms_count++] = (struct snpu_capture_comm) {
+			.handle = t->coll.comm,
+			.nranks = q.nranks,
+			.rank = q.rank,
+		};
+	*nranks = q.nranks;
+	*rank = q.rank;
+	return 0;
+}
+
+/*
+ * The checks of a collective @t that SNPU_IOC_SUBMIT makes once it knows
+ * the rank (see snpu_capture_comm(), and snpu_coll_ranges(): -EINVAL).
+ */
+static int snpu_capture_coll_check(struct snpu_capture *cap,
+				   const struct snpu_task *t)
+{
+	uint32_t nranks, rank;
+	uint64_t sb, rb;
+	int ret;
+
+	ret = snpu_capture_comm(cap, t, &nranks, &rank);
+	if (ret)
+		return ret;
+	return snpu_coll_ranges(t, nranks, rank, &sb, &rb);
+}
+
+/*
  * Record one kept task; the capture breaks (with the task already kept)
  * when it cannot be expressed.
  */
 static void snpu_capture_record(struct snpu_capture *cap,
 				const struct snpu_task *t)
 {
-	if (snpu_rec_add(&cap->rec, t))
+	uint32_t nranks, rank;
+	int ret;
+
+	if (t->op == SNPU_OP_COLL) {
+		ret = snpu_capture_comm(cap, t, &nranks, &rank);
+		if (!ret)
+			ret = snpu_rec_add_coll(&cap->rec, t, nranks, rank);
+	} else {
+		ret = snpu_rec_add(&cap->rec, t);
+	}
+	if (ret)
 		snpu_capture_break(cap);
 }
 
@@ -396,8 +484,8 @@ static void snpu_capture_record(struct snpu_capture *cap,
 
 /*
  * A batch during a capture. The tasks of the captured stream are checked
- * first, as the kernel checks them, and the batch refused as a whole on
- * the first error. A batch wholly on the captured stream is recorded, and
+ * first, as the kernel checks them (a collective's with its rank), and
+ * the batch refused as a whole on the first error. A batch wholly on the captured stream is recorded, and
  * *@seq set to 0: it has no sequence number yet. A batch wholly on other
  * streams goes on (the capture breaks first when one of its tasks waits
  * for an event the body recorded). A batch with both breaks the capture
@@ -418,7 +506,9 @@ static int snpu_capture_submit_locked(struct snpu_capture *cap,
 		if (tasks[i].op == SNPU_OP_GRAPH)
 			continue;	/* cannot be expressed: see below */
 		ret = snpu_rec_check(&tasks[i], cap->caps);
-		if (ret)
+		if (!ret && tasks[i].op == SNPU_OP_COLL)
+			ret = snpu_capture_coll_check(cap, &tasks[i]);
+		if (ret < 0)
 			return ret;
 	}
 	if (mine < count) {
@@ -518,6 +608,8 @@ static int snpu_capture_ring_take(struct snpu_capture *cap,
 			passed++;
 		} else if (t->op == SNPU_OP_GRAPH ||
 			   snpu_rec_check(t, cap->caps) ||
+			   (t->op == SNPU_OP_COLL &&
+			    snpu_capture_coll_check(cap, t)) ||
 			   snpu_capture_keep(cap, t, 1)) {
 			snpu_capture_break(cap);
 			ret = cap->error ? cap->error :

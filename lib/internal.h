@@ -56,7 +56,9 @@ struct snpu_device {
  * look at it first; @capture_stream is its stream, stored before it.
  * @graph_lock protects @graphs, the hash table of the definitions cached
  * by key, and the capture's state. @graph_ops, NULL for the driver, lets
- * the unit tests and benchmarks see what would be created and submitted.
+ * the unit tests and benchmarks see what would be created and submitted
+ * (@comm_query, NULL in a double that has no communicator, answers for
+ * the rank handles a captured collective names).
  */
 struct snpu_graph_ops {
 	int (*create)(struct snpu_device *dev,
@@ -64,6 +66,8 @@ struct snpu_graph_ops {
 	int (*destroy)(struct snpu_device *dev, uint32_t graph);
 	int (*submit)(struct snpu_device *dev, const struct snpu_task *tasks,
 		      unsigned int count, uint64_t *seq);
+	int (*comm_query)(struct snpu_device *dev, uint32_t handle,
+			  struct snpu_comm_query *q);
 	uint64_t caps;
 };
 
@@ -90,6 +94,12 @@ int snpu_capture_ring_submit(struct snpu_ring *ring, unsigned int wait_nr);
 int snpu_task_check(const struct snpu_task *t);
 uint32_t snpu_kernel_buffers(uint32_t kernel);
 uint32_t snpu_kernel_writes(uint32_t kernel);
+int snpu_coll_ranges(const struct snpu_task *t, uint32_t nranks,
+		     uint32_t rank, uint64_t *send_bytes, uint64_t *recv_bytes);
+
+/* comm.c: SNPU_IOC_COMM_QUERY of a rank handle of @dev's file. */
+int snpu_comm_query_handle(struct snpu_device *dev, uint32_t handle,
+			   struct snpu_comm_query *q);
 
 /*
  * The recorder (capture.c): a graph definition built from tasks, with
@@ -134,6 +144,8 @@ void snpu_rec_init(struct snpu_rec *r);
 void snpu_rec_fini(struct snpu_rec *r);
 int snpu_rec_check(const struct snpu_task *t, uint64_t caps);
 int snpu_rec_add(struct snpu_rec *r, const struct snpu_task *t);
+int snpu_rec_add_coll(struct snpu_rec *r, const struct snpu_task *t,
+		      uint32_t nranks, uint32_t rank);
 int snpu_rec_desc(const struct snpu_rec *r, struct snpu_graph_desc *desc);
 
 /* snapshot.c: set up and tear down the snapshot fields of a device. */

@@ -16,11 +16,47 @@ dir=${SNPU_SELFTESTS:-/opt/snpu/selftests}
 ko=${SNPU_KO:-/opt/snpu/snpu.ko}
 UNLOADED="load"
 DEBUG_ONLY="failnth"
+# Suites that need other module parameters: the module is reloaded with
+# them (and test_hooks=1) for the suite, then with its defaults again; an
+# unload that fails (a file left open, a reference leaked) fails the run.
+PARAMS_comm="devices=4"
+PARAMS_mpi="devices=4"
+# Suites whose programs are MPI programs: each runs under mpirun once for
+# every process count listed (Open MPI's configuration in the VM is
+# scripts/vm-mpi's), as root, with a hang guard of MPI_TIMEOUT seconds. The
+# mpi suite's processes are ranks on devices of their own, at most 4.
+MPIRUN_mpi="2 3 4"
+MPI_TIMEOUT=600
+# Suites that need IPv4 (mpirun reaches its daemons over TCP on the
+# loopback interface): left out, with a comment line, on a kernel that has
+# none (the debug kernel, built from tinyconfig).
+NEEDS_INET="mpi"
 rc=0
 
+# Reload the module with test_hooks=1 and the parameters $1.
+reload() {
+	if ! rmmod snpu; then
+		echo "not ok 1 vm.rmmod_for_reload $1"
+		rc=1
+		return 1
+	fi
+	if ! insmod "$ko" test_hooks=1 $1; then
+		echo "not ok 1 vm.insmod $1"
+		rc=1
+		return 1
+	fi
+}
+
+# run_prog PROG [N]: run PROG, or with N, N processes of it under mpirun.
 run_prog() {
-	echo "# selftest $1"
-	"$1" > /tmp/ksft.out 2>&1
+	if [ -n "${2:-}" ]; then
+		echo "# selftest $1 (mpirun -np $2)"
+		timeout "$MPI_TIMEOUT" mpirun -np "$2" --allow-run-as-root \
+			--oversubscribe "$1" > /tmp/ksft.out 2>&1
+	else
+		echo "# selftest $1"
+		"$1" > /tmp/ksft.out 2>&1
+	fi
 	st=$?
 	cat /tmp/ksft.out
 	if ! grep -q '^# Totals:' /tmp/ksft.out; then
@@ -32,8 +68,16 @@ run_prog() {
 }
 
 run_suite() {
+	nps=$(eval echo "\${MPIRUN_$1:-}")
 	for p in "$dir/$1"/*; do
-		[ -f "$p" ] && [ -x "$p" ] && run_prog "$p"
+		[ -f "$p" ] && [ -x "$p" ] || continue
+		if [ -z "$nps" ]; then
+			run_prog "$p"
+			continue
+		fi
+		for np in $nps; do
+			run_prog "$p" "$np"
+		done
 	done
 }
 
@@ -55,7 +99,22 @@ for s in $(ls "$dir"); do
 	case " $DEBUG_ONLY " in
 	*" $s "*) [ "${SNPU_TIER:-}" = debug ] || continue ;;
 	esac
-	[ -d "$dir/$s" ] && run_suite "$s"
+	[ -d "$dir/$s" ] || continue
+	case " $NEEDS_INET " in
+	*" $s "*)
+		if [ ! -d /proc/sys/net/ipv4 ]; then
+			echo "# suite $s left out: this kernel has no IPv4 (CONFIG_INET)"
+			continue
+		fi ;;
+	esac
+	params=$(eval echo "\${PARAMS_$s:-}")
+	if [ -n "$params" ]; then
+		reload "$params" || exit 1
+		run_suite "$s"
+		reload "" || exit 1
+	else
+		run_suite "$s"
+	fi
 done
 if rmmod snpu; then
 	echo "ok 1 vm.rmmod_after_tests"

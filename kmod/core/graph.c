@@ -10,6 +10,7 @@
  * end, so it visits only overlapping pairs; a bound on those visits keeps
  * a definition whose accesses all overlap from costing more than a bound.
  */
+#include "coll.h"
 #include "graph.h"
 #include "kernels.h"
 
@@ -197,6 +198,72 @@ int snpu_graph_node_acc(const struct snpu_graph_node *n, __u32 index,
 		ret++;
 	}
 	return ret;
+}
+
+/**
+ * snpu_graph_coll_acc() - check a collective node and list its accesses
+ * @n: the node, with @task.op SNPU_OP_COLL, as copied from the caller
+ * @index: its index in the definition
+ * @nranks: the ranks of the communicator its @task.coll.comm names
+ * @rank: that handle's rank
+ * @slots: the definition's number of slots
+ * @slot_bytes: the extent of each slot
+ * @scratch_bytes: the extent of the scratch
+ * @acc: room for SNPU_GNODE_MAX_ACC accesses
+ *
+ * As snpu_graph_node_acc() for the other nodes. @ref[0] binds @recv
+ * (written, 32-bit elements) and @ref[1] @send (read), with the extents
+ * the collective has for @nranks ranks; off the root of a broadcast
+ * @send is 0 and unbound. The placement of the two (in place or apart)
+ * is checked at each launch, once their addresses are known.
+ *
+ * Return: the number of accesses, -EINVAL for a node breaking a rule, or
+ * -EFAULT for a plain range that wraps.
+ */
+int snpu_graph_coll_acc(const struct snpu_graph_node *n, __u32 index,
+			__u32 nranks, __u32 rank, __u32 slots,
+			const __u64 *slot_bytes, __u64 scratch_bytes,
+			struct snpu_gacc *acc)
+{
+	const struct snpu_task *t = &n->task;
+	struct snpu_coll_desc d = {
+		.coll = t->coll.coll, .nranks = nranks, .count = t->coll.count,
+	};
+	bool send = true;
+	__u64 sb, rb;
+	__u32 i;
+	int ret;
+
+	if (n->reserved || t->stream || t->user_data || t->op != SNPU_OP_COLL)
+		return -EINVAL;
+	ret = snpu_task_check(t);
+	if (ret)
+		return ret;
+	if (t->coll.root >= nranks || rank >= nranks ||
+	    snpu_coll_extents(&d, &sb, &rb))
+		return -EINVAL;
+	for (i = 2; i < SNPU_GNODE_MAX_ACC; i++)
+		if (n->ref[i])
+			return -EINVAL;
+	if (t->coll.coll == SNPU_COLL_BROADCAST && rank != t->coll.root) {
+		if (t->coll.send || n->ref[1])
+			return -EINVAL;
+		send = false;
+	}
+	ret = snpu_gacc_bind(n->ref[0], t->coll.recv, rb, slots, slot_bytes,
+			     scratch_bytes, &acc[0]);
+	if (!ret && send)
+		ret = snpu_gacc_bind(n->ref[1], t->coll.send, sb, slots,
+				     slot_bytes, scratch_bytes, &acc[1]);
+	if (ret)
+		return ret;
+	for (i = 0; i < 1u + send; i++) {
+		acc[i].node = index;
+		acc[i].write = !i;
+		acc[i].addr = i;
+		acc[i].word = 1;
+	}
+	return 1 + send;
 }
 
 /**

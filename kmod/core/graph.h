@@ -44,6 +44,10 @@ int snpu_graph_check_fanin(const __u32 *offsets, const __u32 *fanin,
 int snpu_graph_node_acc(const struct snpu_graph_node *n, __u32 index,
 			__u32 slots, const __u64 *slot_bytes,
 			__u64 scratch_bytes, struct snpu_gacc *acc);
+int snpu_graph_coll_acc(const struct snpu_graph_node *n, __u32 index,
+			__u32 nranks, __u32 rank, __u32 slots,
+			const __u64 *slot_bytes, __u64 scratch_bytes,
+			struct snpu_gacc *acc);
 bool snpu_gacc_conflict(const struct snpu_gacc *a, const struct snpu_gacc *b);
 bool snpu_gnode_conflict(const struct snpu_gacc *a, __u32 na,
 			 const struct snpu_gacc *b, __u32 nb);

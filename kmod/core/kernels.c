@@ -130,8 +130,16 @@ const char *snpu_kernel_isa_name(void)
 	return snpu_f32->name;
 }
 
-/* ceil(n / d) for d > 0, without a 64-bit division helper on 32-bit. */
-static __u64 snpu_div_round_up(__u64 n, __u32 d)
+/**
+ * snpu_div_round_up() - ceil(@n / @d)
+ * @n: the dividend
+ * @d: the divisor, > 0
+ *
+ * Without a 64-bit division helper on 32-bit.
+ *
+ * Return: the quotient, rounded up.
+ */
+__u64 snpu_div_round_up(__u64 n, __u32 d)
 {
 	__u64 q;
 	__u32 rem;

@@ -73,6 +73,7 @@ __u32 snpu_kernel_writes(__u32 kernel);
 bool snpu_kernel_uses_fpu(__u32 kernel);
 __u64 snpu_kernel_units(const struct snpu_klaunch *l);
 __u64 snpu_kernel_steps(const struct snpu_klaunch *l);
+__u64 snpu_div_round_up(__u64 n, __u32 d);
 void snpu_kernel_split(__u64 units, __u32 block_dim, __u32 block,
 		       __u64 *begin, __u64 *end);
 void snpu_kernel_split_steps(const struct snpu_klaunch *l, __u64 steps,

@@ -3,6 +3,7 @@
  * Structural checks of a task descriptor: everything that can be decided
  * from the descriptor alone, before any handle or address is looked up.
  */
+#include "coll.h"
 #include "core.h"
 #include "kernels.h"
 
@@ -21,6 +22,8 @@ static unsigned int snpu_task_words(__u32 op)
 		return 1;
 	case SNPU_OP_GRAPH:
 		return 10;
+	case SNPU_OP_COLL:
+		return 6;
 	default:
 		return 0;
 	}
@@ -32,14 +35,15 @@ static unsigned int snpu_task_words(__u32 op)
  *
  * Return: 0, or -EINVAL for an unknown op, non-zero flags, reserved or
  * unused words, a bad copy direction, a zero length, a memset value
- * above 255, or a launch snpu_kernel_check() refuses.
+ * above 255, a launch snpu_kernel_check() refuses or a collective
+ * snpu_coll_check() refuses.
  */
 int snpu_task_check(const struct snpu_task *t)
 {
 	unsigned int i, used;
 
-	if (t->op < SNPU_OP_LAUNCH || t->op > SNPU_OP_GRAPH ||
-	    t->flags || t->reserved0)
+	if (t->op < SNPU_OP_LAUNCH || t->op > SNPU_OP_COLL ||
+	    t->op == SNPU_OP_CALLBACK_DONE || t->flags || t->reserved0)
 		return -EINVAL;
 	used = snpu_task_words(t->op);
 	for (i = used; i < ARRAY_SIZE(t->raw); i++)
@@ -64,6 +68,8 @@ int snpu_task_check(const struct snpu_task *t)
 		return t->event.pad ? -EINVAL : 0;
 	case SNPU_OP_GRAPH:
 		return t->graph.pad ? -EINVAL : 0;
+	case SNPU_OP_COLL:
+		return snpu_coll_check(t);
 	default:
 		return 0;
 	}

@@ -578,6 +578,83 @@ int snpu_graph_begin_slots(struct snpu_device *dev, struct snpu_ring *ring,
 int snpu_graph_end(struct snpu_device *dev);
 int snpu_graph_forget(struct snpu_device *dev, uint64_t key);
 
+/* ---- communicators and collectives (LIBSNPU_0.11) --------------------- */
+
+/*
+ * NCCL's model: one process draws a unique id (a secret of
+ * SNPU_COMM_ID_BYTES random bytes) and shares it out of band; each rank
+ * joins with it on its own device (a file of any device, in any process
+ * of the same effective user); collectives are then queued on the ranks'
+ * streams, asynchronously: a call returns 0 once the collective is
+ * queued, and its result arrives as any task's does (stream sync, events,
+ * completions). The k-th collective a rank queues matches the k-th of
+ * every other rank. See Documentation/lib/snpu_comm_init_rank.rst and
+ * the "Collectives" section of Documentation/userspace-api.rst.
+ *
+ * A struct snpu_comm is one rank. Calls on one may run concurrently,
+ * except snpu_comm_destroy() and snpu_comm_abort(), which free it; it
+ * belongs to its device, and is destroyed before the device is closed.
+ */
+struct snpu_comm;
+
+struct snpu_comm_unique_id {
+	uint8_t id[SNPU_COMM_ID_BYTES];
+};
+
+int snpu_comm_get_unique_id(struct snpu_device *dev,
+			    struct snpu_comm_unique_id *id);
+int snpu_comm_init_rank(struct snpu_device *dev,
+			const struct snpu_comm_unique_id *id,
+			unsigned int nranks, unsigned int rank,
+			struct snpu_comm **comm);
+int snpu_comm_init_all(struct snpu_device *const *devs, unsigned int ndev,
+		       struct snpu_comm **comms);
+int snpu_comm_destroy(struct snpu_comm *comm);
+int snpu_comm_abort(struct snpu_comm *comm);
+int snpu_comm_count(const struct snpu_comm *comm);
+int snpu_comm_user_rank(const struct snpu_comm *comm);
+uint32_t snpu_comm_handle(const struct snpu_comm *comm);
+struct snpu_device *snpu_comm_device(const struct snpu_comm *comm);
+int snpu_comm_query(struct snpu_comm *comm, struct snpu_comm_query *q);
+
+int snpu_comm_allreduce(struct snpu_comm *comm, uint32_t stream,
+			uint64_t send, uint64_t recv, uint64_t count,
+			uint32_t dtype, uint32_t redop);
+int snpu_comm_broadcast(struct snpu_comm *comm, uint32_t stream,
+			uint64_t send, uint64_t recv, uint64_t count,
+			uint32_t dtype, unsigned int root);
+int snpu_comm_allgather(struct snpu_comm *comm, uint32_t stream,
+			uint64_t send, uint64_t recv, uint64_t count,
+			uint32_t dtype);
+int snpu_comm_reduce_scatter(struct snpu_comm *comm, uint32_t stream,
+			     uint64_t send, uint64_t recv, uint64_t count,
+			     uint32_t dtype, uint32_t redop);
+
+/*
+ * A collective task (SNPU_OP_COLL) of the rank @comm_handle
+ * (snpu_comm_handle()) on @stream, for a batch of snpu_submit(), an SQE
+ * or a graph node: @redop is 0 but for SNPU_COLL_ALLREDUCE and
+ * SNPU_COLL_REDUCE_SCATTER, @root 0 but for SNPU_COLL_BROADCAST.
+ */
+static inline void snpu_prep_coll(struct snpu_task *t, uint32_t stream,
+				  uint32_t comm_handle, uint32_t coll,
+				  uint32_t dtype, uint32_t redop,
+				  uint64_t count, uint64_t send,
+				  uint64_t recv, uint32_t root)
+{
+	memset(t, 0, sizeof(*t));
+	t->op = SNPU_OP_COLL;
+	t->stream = stream;
+	t->coll.comm = comm_handle;
+	t->coll.coll = coll;
+	t->coll.dtype = dtype;
+	t->coll.redop = redop;
+	t->coll.count = count;
+	t->coll.send = send;
+	t->coll.recv = recv;
+	t->coll.root = root;
+}
+
 #ifdef __cplusplus
 }
 #endif

@@ -64,6 +64,11 @@ struct snpu_rt2_shape {
 #define SNPU_RT2_OP_COUNT_EQ	10	/* out[0] = count of in0 == in1, i32 */
 #define SNPU_RT2_OP_AFFINE	11	/* out = a in0 + b (two scalars) */
 #define SNPU_RT2_OP_SGD		12	/* param in0 += -lr in1, in place */
+/* LIBSNPU_0.11: out = in0 reduced over a communicator's ranks. */
+#define SNPU_RT2_OP_ALLREDUCE	13
+
+/* SNPU_RT2_OP_ALLREDUCE flags: the maximum instead of the sum. */
+#define SNPU_RT2_ALLREDUCE_MAX	(1U << 0)
 
 /* SNPU_RT2_OP_MATMUL flags: use the transpose of an operand. */
 #define SNPU_RT2_MATMUL_TRANS_A	(1U << 0)
@@ -197,6 +202,9 @@ int snpu_rt2_exec_output(struct snpu_rt2_exec *exec, unsigned int index,
 			 const void **host, struct snpu_rt2_shape *shape);
 int snpu_rt2_exec_dump(const struct snpu_rt2_exec *exec, char *buf,
 		       size_t len);
+/* LIBSNPU_0.11: the communicator of the executor's ALLREDUCE ops. */
+struct snpu_comm;
+int snpu_rt2_exec_set_comm(struct snpu_rt2_exec *exec, struct snpu_comm *comm);
 
 /* ---- the executor's device memory pool (LIBSNPU_0.9) ------------------ */
 

@@ -556,6 +556,7 @@ int snpu_rt2_dev_open(struct snpu_device *dev, unsigned int ring_entries,
 	if (!s)
 		return -ENOMEM;
 	s->head.ops = &rt2_snpu_ops;
+	s->head.sdev = dev;
 	s->dev = dev;
 	pthread_mutex_init(&s->sq_lock, NULL);
 	pthread_mutex_init(&s->cq_lock, NULL);

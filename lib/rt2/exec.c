@@ -1181,6 +1181,24 @@ int snpu_rt2_exec_pool_stats(const struct snpu_rt2_exec *e,
 	return 0;
 }
 
+/* ---- collectives (LIBSNPU_0.11) ---------------------------------------- */
+
+/*
+ * The communicator the executor's ALLREDUCE ops reduce over: a rank on
+ * the executor's own device. Set between runs; NULL unsets it.
+ */
+int snpu_rt2_exec_set_comm(struct snpu_rt2_exec *e, struct snpu_comm *comm)
+{
+	if (!e)
+		return -EINVAL;
+	if (comm && !e->dev->sdev)
+		return -EOPNOTSUPP;
+	if (comm && snpu_comm_device(comm) != e->dev->sdev)
+		return -EINVAL;
+	e->comm = comm;
+	return 0;
+}
+
 /* ---- custom operators --------------------------------------------------- */
 
 int snpu_rt2_kctx_attached_stream(struct snpu_rt2_kctx *ctx, const char *key,

@@ -102,6 +102,7 @@ static const unsigned int rt2_op_kernel[] = {
 	[SNPU_RT2_OP_COUNT_EQ] = RT2_K_LAUNCH_COUNT_EQ,
 	[SNPU_RT2_OP_AFFINE] = RT2_K_LAUNCH_AFFINE,
 	[SNPU_RT2_OP_SGD] = RT2_K_LAUNCH_SGD,
+	[SNPU_RT2_OP_ALLREDUCE] = RT2_K_LAUNCH_ALLREDUCE,
 };
 
 /* How many ops read tensor @t (an op reading it twice counts once). */

@@ -394,6 +394,33 @@ static int rt2_k_launch_sgd(struct snpu_rt2_exec *e, const struct rt2_node *n)
 	return rt2_launch(e, SNPU_KERNEL_AXPY_F32, args, 3);
 }
 
+/*
+ * out = in0 reduced over the executor's communicator: a collective task
+ * on the executor's stream, which completes when every rank's has run.
+ */
+static int rt2_k_launch_allreduce(struct snpu_rt2_exec *e,
+				  const struct rt2_node *n)
+{
+	const struct snpu_rt2_op_desc *op = &e->model->ops[n->op].desc;
+	const struct rt2_value *in = rt2_val(e, n->in[0]);
+	const struct rt2_value *out = rt2_val(e, n->out[0]);
+	uint64_t elems = rt2_shape_elems(&out->shape);
+	struct snpu_task t;
+
+	if (!e->comm)
+		return -ENOTCONN;
+	if (!elems)
+		return 0;
+	snpu_prep_coll(&t, e->dq.stream, snpu_comm_handle(e->comm),
+		       SNPU_COLL_ALLREDUCE,
+		       out->shape.dtype == SNPU_RT2_I32 ? SNPU_DTYPE_I32 :
+							  SNPU_DTYPE_F32,
+		       op->flags & SNPU_RT2_ALLREDUCE_MAX ? SNPU_REDOP_MAX :
+							    SNPU_REDOP_SUM,
+		       elems, in->addr, out->addr, 0);
+	return rt2_submit(e, &t, 1);
+}
+
 static int rt2_k_launch_custom(struct snpu_rt2_exec *e,
 			       const struct rt2_node *n)
 {
@@ -737,6 +764,8 @@ const struct rt2_kernel rt2_kernels[RT2_K_COUNT] = {
 				  rt2_k_launch_affine },
 	[RT2_K_LAUNCH_SGD] = { "LaunchSgd", L, 0, RT2_KF_TRAIN,
 			       rt2_k_launch_sgd },
+	[RT2_K_LAUNCH_ALLREDUCE] = { "LaunchAllReduce", L, 0, RT2_KF_TRAIN,
+				     rt2_k_launch_allreduce },
 	[RT2_K_EMPTY] = { "Empty", N, 0, 0, rt2_k_empty },
 	[RT2_K_EMPTY_MEMORY] = { "EmptyMemory", M, 0, 0, rt2_k_empty },
 	[RT2_K_EMPTY_LAUNCH] = { "EmptyLaunch", L, 0, 0, rt2_k_empty },

@@ -260,6 +260,12 @@ int rt2_op_infer(const struct snpu_rt2_op_desc *op,
 			return -EINVAL;
 		*out = op->out_shape;
 		return 0;
+	case SNPU_RT2_OP_ALLREDUCE:	/* f32 or i32, any shape */
+		if (op->nin != 1 || op->flags & ~SNPU_RT2_ALLREDUCE_MAX ||
+		    (a->dtype != SNPU_RT2_F32 && a->dtype != SNPU_RT2_I32))
+			return -EINVAL;
+		*out = *a;
+		return 0;
 	}
 	return rt2_op_infer_train(op, in, out);
 }

@@ -165,6 +165,7 @@ void rt2_dev_time_done(struct rt2_dev_time *t, uint8_t seq, unsigned int cls,
 struct snpu_rt2_dev {
 	const struct rt2_dev_ops *ops;
 	struct snpu_info info;
+	struct snpu_device *sdev;	/* the snpu device, NULL off one */
 };
 
 /* ---- kernel registry ---------------------------------------------------- */
@@ -232,6 +233,7 @@ enum rt2_kid {
 	RT2_K_LAUNCH_COUNT_EQ,
 	RT2_K_LAUNCH_AFFINE,
 	RT2_K_LAUNCH_SGD,
+	RT2_K_LAUNCH_ALLREDUCE,		/* LIBSNPU_0.11 */
 	RT2_K_EMPTY,			/* tests and benchmarks: do nothing, */
 	RT2_K_EMPTY_MEMORY,		/* one per class */
 	RT2_K_EMPTY_LAUNCH,
@@ -573,6 +575,7 @@ struct snpu_rt2_exec {
 	unsigned int nthr;
 	unsigned long runs;
 	struct rt2_replay *replay;	/* SNPU_RT2_EXEC_GRAPH (replay.c) */
+	struct snpu_comm *comm;		/* of the ALLREDUCE ops, or NULL */
 };
 
 int rt2_exec_create_graph(const struct snpu_rt2_model *m,

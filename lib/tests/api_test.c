@@ -460,4 +460,25 @@ TEST(prep_host_func_bytes)
 	EXPECT_EQ(0, memcmp(&t, &want, sizeof(t)));
 }
 
+TEST(prep_coll_bytes)
+{
+	struct snpu_task t, want;
+
+	memset(&want, 0, sizeof(want));
+	want.op = SNPU_OP_COLL;
+	want.stream = 7;
+	want.coll.comm = 9;
+	want.coll.coll = SNPU_COLL_BROADCAST;
+	want.coll.dtype = SNPU_DTYPE_F32;
+	want.coll.redop = 0;
+	want.coll.count = 0x123456789ULL;
+	want.coll.send = 0x1000;
+	want.coll.recv = 0x2000;
+	want.coll.root = 3;
+	garbage(&t);
+	snpu_prep_coll(&t, 7, 9, SNPU_COLL_BROADCAST, SNPU_DTYPE_F32, 0,
+		       0x123456789ULL, 0x1000, 0x2000, 3);
+	EXPECT_EQ(0, memcmp(&t, &want, sizeof(t)));
+}
+
 TEST_HARNESS_MAIN

@@ -4,7 +4,8 @@
  * definitions the recorder builds from a body (edges from read after
  * write, write after read and write after write, deduplicated), what
  * breaks a capture and how its tasks then go the ordinary way, the errno
- * of a task refused during recording, and the cache of keys.
+ * of a task refused during recording, the cache of keys, and collectives
+ * (nodes with their communicator's extents, refusals as SUBMIT's).
  *
  * The device is a struct snpu_device on /dev/null whose graph_ops are a
  * test double: it keeps what would be created and submitted. Addresses
@@ -327,6 +328,121 @@ TEST_F(rec, unsupported)
 	EXPECT_EQ(0U, self->r.nodes_count);
 }
 
+/* A collective of rank @rank (4 ranks) on stream S. */
+static struct snpu_task coll(uint32_t kind, uint64_t send, uint64_t recv,
+			     uint64_t count, uint32_t root)
+{
+	struct snpu_task t;
+
+	snpu_prep_coll(&t, S, 3, kind, SNPU_DTYPE_I32,
+		       kind == SNPU_COLL_ALLREDUCE ||
+		       kind == SNPU_COLL_REDUCE_SCATTER ? SNPU_REDOP_SUM : 0,
+		       count, send, recv, root);
+	return t;
+}
+
+static int add_coll(struct snpu_rec *r, struct snpu_task t, uint32_t rank)
+{
+	int ret = snpu_rec_check(&t, 0);
+
+	return ret ? ret : snpu_rec_add_coll(r, &t, 4, rank);
+}
+
+/*
+ * A collective node writes recv and reads send: edges as for any node;
+ * @ref[0] binds recv, @ref[1] send; stream and user_data cleared.
+ */
+TEST_F(rec, coll_node)
+{
+	struct snpu_task t = coll(SNPU_COLL_ALLREDUCE, A, B, N / 4, 0);
+	const struct snpu_graph_node *n;
+
+	self->r.slot_base[0] = A;
+	self->r.slot_bytes[0] = N;
+	self->r.slot_base[1] = B;
+	self->r.slot_bytes[1] = N;
+	self->r.slots_count = 2;
+	t.user_data = 5;
+	EXPECT_EQ(SNPU_REC_UNSUPPORTED, snpu_rec_add(&self->r, &t));
+	ASSERT_EQ(0, add(&self->r, mset(A, N)));
+	ASSERT_EQ(0, add_coll(&self->r, t, 1));
+	ASSERT_EQ(0, add(&self->r, d2d(C, B, N)));
+	ASSERT_EQ(0, add(&self->r, mset(A, 4)));
+	n = &self->r.nodes[1];
+	EXPECT_EQ((uint32_t)SNPU_OP_COLL, n->task.op);
+	EXPECT_EQ(0U, n->task.stream);
+	EXPECT_EQ(0U, n->task.user_data);
+	EXPECT_EQ(3U, n->task.coll.comm);
+	EXPECT_EQ((uint32_t)SNPU_GRAPH_REF_SLOT(1), n->ref[0]);
+	EXPECT_EQ(0U, n->task.coll.recv);
+	EXPECT_EQ((uint32_t)SNPU_GRAPH_REF_SLOT(0), n->ref[1]);
+	EXPECT_EQ(0U, n->task.coll.send);
+	EXPECT_EQ(1U << 0, preds(&self->r, 1));	/* reads what 0 wrote */
+	EXPECT_EQ(1U << 1, preds(&self->r, 2));	/* reads what 1 wrote */
+	/* Writes what 1 read and 0 wrote. */
+	EXPECT_EQ((1U << 0) | (1U << 1), preds(&self->r, 3));
+}
+
+/* The extents are the communicator's: all-gather's recv, n * count. */
+TEST_F(rec, coll_extents_by_nranks)
+{
+	ASSERT_EQ(0, add_coll(&self->r, coll(SNPU_COLL_ALLGATHER, A, B,
+					     16, 0), 2));
+	ASSERT_EQ(0, add(&self->r, d2d(C, B + 3 * 64, 64)));
+	ASSERT_EQ(0, add(&self->r, d2d(D, B + 4 * 64, 64)));
+	EXPECT_EQ(1U << 0, preds(&self->r, 1));
+	EXPECT_EQ(0U, preds(&self->r, 2));
+	/* Reduce-scatter's send, n * count: a write of its end waits. */
+	ASSERT_EQ(0, add_coll(&self->r, coll(SNPU_COLL_REDUCE_SCATTER, C + N,
+					     D + N, 16, 0), 2));
+	ASSERT_EQ(0, add(&self->r, mset(C + N + 3 * 64, 64)));
+	EXPECT_EQ(1U << 3, preds(&self->r, 4));
+}
+
+/* Off a broadcast's root, no send: in place, it is cleared. */
+TEST_F(rec, coll_broadcast_off_the_root)
+{
+	const struct snpu_graph_node *n;
+
+	ASSERT_EQ(0, add_coll(&self->r, coll(SNPU_COLL_BROADCAST, B, B, 16,
+					     2), 1));
+	n = &self->r.nodes[0];
+	EXPECT_EQ(0U, n->task.coll.send);
+	EXPECT_EQ(B, n->task.coll.recv);
+	EXPECT_EQ(0U, n->ref[1]);
+	ASSERT_EQ(0, add_coll(&self->r, coll(SNPU_COLL_BROADCAST, 0, C, 16,
+					     2), 3));
+	/* The root keeps it. */
+	ASSERT_EQ(0, add_coll(&self->r, coll(SNPU_COLL_BROADCAST, A, D, 16,
+					     2), 2));
+	EXPECT_EQ(A, self->r.nodes[2].task.coll.send);
+	EXPECT_EQ(3U, self->r.nodes_count);
+}
+
+/* What SUBMIT would refuse for the rank is not recorded. */
+TEST_F(rec, coll_refused)
+{
+	/* Root past the ranks; a rank past them. */
+	EXPECT_EQ(SNPU_REC_UNSUPPORTED,
+		  add_coll(&self->r, coll(SNPU_COLL_BROADCAST, A, B, 16, 4), 0));
+	EXPECT_EQ(SNPU_REC_UNSUPPORTED,
+		  add_coll(&self->r, coll(SNPU_COLL_ALLREDUCE, A, B, 16, 0),
+			   4));
+	/* Overlap other than in place; off the root, a send of its own. */
+	EXPECT_EQ(SNPU_REC_UNSUPPORTED,
+		  add_coll(&self->r, coll(SNPU_COLL_ALLREDUCE, A, A + 4, 16,
+					  0), 0));
+	EXPECT_EQ(SNPU_REC_UNSUPPORTED,
+		  add_coll(&self->r, coll(SNPU_COLL_BROADCAST, A, B, 16, 0),
+			   1));
+	/* Not a collective. */
+	EXPECT_EQ(SNPU_REC_UNSUPPORTED, add_coll(&self->r, mset(A, N), 0));
+	/* The descriptor's own checks. */
+	EXPECT_EQ(-EINVAL, add_coll(&self->r, coll(SNPU_COLL_ALLREDUCE, A, B,
+						   0, 0), 0));
+	EXPECT_EQ(0U, self->r.nodes_count);
+}
+
 TEST_F(rec, event_pair_is_order)
 {
 	struct snpu_task t;
@@ -632,6 +748,7 @@ struct fake {
 	unsigned int batch[MAX_CALLS];
 	int submit_ret;
 	int launch_ret;		/* what a batch with a graph launch gets */
+	unsigned int queries;	/* comm_query calls */
 };
 
 #define FAKE(d) ((struct fake *)(d))
@@ -702,6 +819,33 @@ static const struct snpu_graph_ops fake_ops = {
 	.destroy = fake_destroy,
 	.submit = fake_submit,
 	.caps = SNPU_CAP_GRAPHS | SNPU_CAP_TEST_HOOKS,
+};
+
+/*
+ * The double's ranks: handle 3 is rank 1 of 4, handle 4 a rank of a
+ * broken communicator, any other no rank.
+ */
+static int fake_comm_query(struct snpu_device *dev, uint32_t handle,
+			   struct snpu_comm_query *q)
+{
+	FAKE(dev)->queries++;
+	memset(q, 0, sizeof(*q));
+	if (handle != 3 && handle != 4)
+		return -ENOENT;
+	q->handle = handle;
+	q->nranks = 4;
+	q->rank = 1;
+	q->joined = 4;
+	q->error = handle == 4 ? -ECONNRESET : 0;
+	return 0;
+}
+
+static const struct snpu_graph_ops fake_ops_comm = {
+	.create = fake_create,
+	.destroy = fake_destroy,
+	.submit = fake_submit,
+	.comm_query = fake_comm_query,
+	.caps = SNPU_CAP_GRAPHS | SNPU_CAP_COLLECTIVES,
 };
 
 static const struct snpu_graph_ops fake_ops_nohooks = {
@@ -1066,6 +1210,59 @@ TEST_F(cap, host_func_falls_back)
 	EXPECT_EQ(0, snpu_graph_end(self->dev));
 }
 
+/* A collective is a node of the graph, launched at end. */
+TEST_F(cap, coll_is_a_node)
+{
+	self->dev->graph_ops = &fake_ops_comm;
+	ASSERT_EQ(0, snpu_graph_begin(self->dev, S, 1));
+	ASSERT_EQ(0, sub(self->dev, mset(A, N)));
+	ASSERT_EQ(0, sub(self->dev, coll(SNPU_COLL_ALLREDUCE, A, B, N / 4,
+					 0)));
+	/* Twice: the driver is asked once per handle. */
+	ASSERT_EQ(0, sub(self->dev, coll(SNPU_COLL_ALLGATHER, A, C, 16, 0)));
+	EXPECT_EQ(0U, self->f->submits);
+	EXPECT_EQ(1U, self->f->queries);
+	ASSERT_EQ(0, snpu_graph_end(self->dev));
+	ASSERT_EQ(3U, self->f->nodes_count);
+	EXPECT_EQ((uint32_t)SNPU_OP_COLL, self->f->nodes[1].task.op);
+	EXPECT_EQ((uint32_t)SNPU_OP_COLL, self->f->nodes[2].task.op);
+	ASSERT_EQ(1U, self->f->ntasks);
+	EXPECT_EQ((uint32_t)SNPU_OP_GRAPH, self->f->tasks[0].op);
+}
+
+/* Refused as SUBMIT refuses it: nothing recorded, nothing submitted. */
+TEST_F(cap, coll_refused_like_submit)
+{
+	struct snpu_task t = coll(SNPU_COLL_ALLREDUCE, A, B, 16, 0);
+
+	self->dev->graph_ops = &fake_ops_comm;
+	ASSERT_EQ(0, snpu_graph_begin(self->dev, S, 1));
+	t.coll.comm = 9;
+	EXPECT_EQ(-ENOENT, sub(self->dev, t));
+	t.coll.comm = 4;
+	EXPECT_EQ(-ECONNRESET, sub(self->dev, t));
+	EXPECT_EQ(-EINVAL, sub(self->dev, coll(SNPU_COLL_ALLREDUCE, A, A + 4,
+					       16, 0)));
+	EXPECT_EQ(-EINVAL, sub(self->dev, coll(SNPU_COLL_BROADCAST, A, B, 16,
+					       4)));
+	EXPECT_EQ(SNPU_GRAPH_NOT_RECORDED, snpu_graph_end(self->dev));
+	EXPECT_EQ(0U, self->f->creates);
+	EXPECT_EQ(0U, self->f->ntasks);
+}
+
+/* A device that cannot tell the rank: the ordinary way, in order. */
+TEST_F(cap, coll_without_rank_falls_back)
+{
+	ASSERT_EQ(0, snpu_graph_begin(self->dev, S, 1));
+	ASSERT_EQ(0, sub(self->dev, mset(A, N)));
+	ASSERT_EQ(0, sub(self->dev, coll(SNPU_COLL_ALLREDUCE, A, B, 16, 0)));
+	EXPECT_EQ(SNPU_GRAPH_NOT_RECORDED, snpu_graph_end(self->dev));
+	EXPECT_EQ(0U, self->f->creates);
+	ASSERT_EQ(2U, self->f->ntasks);
+	EXPECT_EQ((uint32_t)SNPU_OP_MEMSET, self->f->tasks[0].op);
+	EXPECT_EQ((uint32_t)SNPU_OP_COLL, self->f->tasks[1].op);
+}
+
 TEST_F(cap, host_copy_falls_back)
 {
 	struct snpu_task t;
@@ -1415,6 +1612,38 @@ TEST_F(cap, ring_invalid_goes_to_kernel)
 }
 
 /* Entries of other streams go to the real SQ at once. */
+/* A collective SQE is a node; one the kernel would refuse goes to it. */
+TEST_F(cap, ring_coll)
+{
+	struct snpu_ring ring;
+	struct fake_ring m;
+	struct snpu_task t = coll(SNPU_COLL_ALLREDUCE, A, B, 16, 0);
+
+	self->dev->graph_ops = &fake_ops_comm;
+	fake_ring_init(&ring, &m, self->dev->fd);
+	ASSERT_EQ(0, snpu_graph_begin_ring(self->dev, &ring, S, 3, 0));
+	ASSERT_EQ(0, ring_put(&ring, mset(A, N)));
+	ASSERT_EQ(0, ring_put(&ring, t));
+	ASSERT_EQ(2, snpu_ring_submit(&ring));
+	EXPECT_EQ(0U, m.tail);
+	ASSERT_EQ(0, snpu_graph_end(self->dev));
+	EXPECT_EQ(1U, m.tail);
+	EXPECT_EQ((uint32_t)SNPU_OP_GRAPH, m.sqes[0].op);
+	ASSERT_EQ(2U, self->f->nodes_count);
+	EXPECT_EQ((uint32_t)SNPU_OP_COLL, self->f->nodes[1].task.op);
+	fake_ring_consume(&m);
+	/* A handle of no rank: the capture breaks, the kernel answers. */
+	ASSERT_EQ(0, snpu_graph_begin_ring(self->dev, &ring, S, 4, 0));
+	ASSERT_EQ(0, ring_put(&ring, mset(A, N)));
+	t.coll.comm = 9;
+	ASSERT_EQ(0, ring_put(&ring, t));
+	ASSERT_EQ(2, snpu_ring_submit(&ring));
+	EXPECT_EQ(3U, m.tail);
+	EXPECT_EQ(9U, m.sqes[2].coll.comm);
+	EXPECT_EQ(SNPU_GRAPH_NOT_RECORDED, snpu_graph_end(self->dev));
+	EXPECT_EQ(1U, self->f->creates);
+}
+
 TEST_F(cap, ring_other_stream)
 {
 	struct snpu_ring ring;

@@ -341,8 +341,12 @@ static inline void mlp_cpu_forward(struct mlp_cpu *m, const float *x,
 }
 
 /* One SGD step on a batch of c.batch rows; returns the mean loss. */
-static inline double mlp_cpu_step(struct mlp_cpu *m, const float *x,
-				  const int32_t *labels)
+/*
+ * The gradients of a step on a batch of @c.batch rows into m->dw2, db2,
+ * dw1 and db1; returns the batch's mean loss.
+ */
+static inline double mlp_cpu_grads(struct mlp_cpu *m, const float *x,
+				   const int32_t *labels)
 {
 	const struct mlp_cfg *c = &m->c;
 	uint32_t b = c->batch, i;
@@ -359,13 +363,68 @@ static inline double mlp_cpu_step(struct mlp_cpu *m, const float *x,
 		m->dh1[k] = m->z1[k] > 0.0f ? m->dh1[k] : 0.0f;
 	mlp_cpu_gemm(m, m->dw1, m->xn, m->dh1, c->in, c->hid, b, 1, 0);
 	mlp_colsum(m->db1, m->dh1, b, c->hid);
-	mlp_axpy(m->p.w2, m->dw2, -c->lr, (uint64_t)c->hid * c->out);
-	mlp_axpy(m->p.b2, m->db2, -c->lr, c->out);
-	mlp_axpy(m->p.w1, m->dw1, -c->lr, (uint64_t)c->in * c->hid);
-	mlp_axpy(m->p.b1, m->db1, -c->lr, c->hid);
 	for (i = 0; i < b; i++)
 		sum += m->loss[i];
 	return sum / b;
+}
+
+/* The SGD update of @p with the gradients of @g and rate @lr. */
+static inline void mlp_cpu_update(struct mlp_params *p,
+				  const struct mlp_cpu *g, float lr)
+{
+	const struct mlp_cfg *c = &g->c;
+
+	mlp_axpy(p->w2, g->dw2, -lr, (uint64_t)c->hid * c->out);
+	mlp_axpy(p->b2, g->db2, -lr, c->out);
+	mlp_axpy(p->w1, g->dw1, -lr, (uint64_t)c->in * c->hid);
+	mlp_axpy(p->b1, g->db1, -lr, c->hid);
+}
+
+static inline double mlp_cpu_step(struct mlp_cpu *m, const float *x,
+				  const int32_t *labels)
+{
+	double loss = mlp_cpu_grads(m, x, labels);
+
+	mlp_cpu_update(&m->p, m, m->c.lr);
+	return loss;
+}
+
+/* dst = dst + src, element by element (one rank more of a sum). */
+static inline void mlp_add(float *dst, const float *src, uint64_t n)
+{
+	uint64_t i;
+
+	for (i = 0; i < n; i++)
+		dst[i] = dst[i] + src[i];
+}
+
+/*
+ * A data-parallel step, as @n ranks of a batch of @m[0].c.batch rows each
+ * run it with SNPU_RT2_OP_ALLREDUCE (mlp_rt2_build_dp()): rank r's
+ * gradients on rows r * batch.. of @x and @labels, their sum in rank
+ * order, and the same update of every rank's parameters at rate lr / n.
+ * Returns the mean loss over the @n shards.
+ */
+static inline double mlp_cpu_dp_step(struct mlp_cpu *m, unsigned int n,
+				     const float *x, const int32_t *labels)
+{
+	const struct mlp_cfg *c = &m[0].c;
+	float lr = c->lr / (float)n;
+	double loss = 0;
+	unsigned int r;
+
+	for (r = 0; r < n; r++)
+		loss += mlp_cpu_grads(&m[r], x + (size_t)r * c->batch * c->in,
+				      labels + (size_t)r * c->batch);
+	for (r = 1; r < n; r++) {
+		mlp_add(m[0].dw2, m[r].dw2, (uint64_t)c->hid * c->out);
+		mlp_add(m[0].db2, m[r].db2, c->out);
+		mlp_add(m[0].dw1, m[r].dw1, (uint64_t)c->in * c->hid);
+		mlp_add(m[0].db1, m[r].db1, c->hid);
+	}
+	for (r = 0; r < n; r++)
+		mlp_cpu_update(&m[r].p, &m[0], lr);
+	return loss / n;
 }
 
 /*

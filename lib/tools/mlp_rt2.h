@@ -117,13 +117,30 @@ static inline void mlp_rt2_free(struct mlp_rt2 *net)
 }
 
 /*
- * The model of a net of @c with parameters @p and batch @rows; @train: the
- * training step, else the evaluation. Return: 0 or -errno.
+ * A gradient as SGD takes it: with @nranks > 1, its sum over the ranks
+ * (SNPU_RT2_OP_ALLREDUCE on the executor's communicator).
  */
-static inline int mlp_rt2_build(struct mlp_rt2 *net, const struct mlp_cfg *c,
-				const struct mlp_params *p, uint32_t rows,
-				bool train)
+static inline int mlp_rt2_grad(struct snpu_rt2_model *m, int grad,
+			       unsigned int nranks)
 {
+	if (nranks < 2 || grad < 0)
+		return grad;
+	return mlp_rt2_op(m, SNPU_RT2_OP_ALLREDUCE, 0, grad, -1);
+}
+
+/*
+ * The model of a net of @c with parameters @p and batch @rows; @train: the
+ * training step, else the evaluation; @nranks > 1: one rank of
+ * data-parallel training, whose gradients are summed over the ranks and
+ * applied at rate lr / @nranks (as mlp_cpu_dp_step()). Return: 0 or
+ * -errno.
+ */
+static inline int mlp_rt2_build_dp(struct mlp_rt2 *net,
+				   const struct mlp_cfg *c,
+				   const struct mlp_params *p, uint32_t rows,
+				   bool train, unsigned int nranks)
+{
+	float lr = nranks > 1 ? c->lr / (float)nranks : c->lr;
 	struct snpu_rt2_shape sx = { SNPU_RT2_F32, 2, { rows, c->in } };
 	struct snpu_rt2_shape sy = { SNPU_RT2_I32, 1, { rows } };
 	struct snpu_rt2_shape sw1 = { SNPU_RT2_F32, 2, { c->in, c->hid } };
@@ -174,14 +191,18 @@ static inline int mlp_rt2_build(struct mlp_rt2 *net, const struct mlp_cfg *c,
 		dw1 = mlp_rt2_op(m, SNPU_RT2_OP_MATMUL, SNPU_RT2_MATMUL_TRANS_A,
 				 xn, dz1);
 		db1 = mlp_rt2_op(m, SNPU_RT2_OP_COLSUM, 0, dz1, -1);
+		dw2 = mlp_rt2_grad(m, dw2, nranks);
+		db2 = mlp_rt2_grad(m, db2, nranks);
+		dw1 = mlp_rt2_grad(m, dw1, nranks);
+		db1 = mlp_rt2_grad(m, db1, nranks);
 		/* Every read of W2 is before its update. */
-		ret = mlp_rt2_sgd(m, net->w2, dw2, c->lr);
+		ret = mlp_rt2_sgd(m, net->w2, dw2, lr);
 		if (ret >= 0)
-			ret = mlp_rt2_sgd(m, net->b2, db2, c->lr);
+			ret = mlp_rt2_sgd(m, net->b2, db2, lr);
 		if (ret >= 0)
-			ret = mlp_rt2_sgd(m, net->w1, dw1, c->lr);
+			ret = mlp_rt2_sgd(m, net->w1, dw1, lr);
 		if (ret >= 0)
-			ret = mlp_rt2_sgd(m, net->b1, db1, c->lr);
+			ret = mlp_rt2_sgd(m, net->b1, db1, lr);
 		if (ret >= 0)
 			ret = snpu_rt2_model_output(m, net->loss);
 		if (ret < 0)
@@ -193,6 +214,13 @@ static inline int mlp_rt2_build(struct mlp_rt2 *net, const struct mlp_cfg *c,
 fail:
 	mlp_rt2_free(net);
 	return ret;
+}
+
+static inline int mlp_rt2_build(struct mlp_rt2 *net, const struct mlp_cfg *c,
+				const struct mlp_params *p, uint32_t rows,
+				bool train)
+{
+	return mlp_rt2_build_dp(net, c, p, rows, train, 1);
 }
 
 /* The parameters of executor @e of @net, into @p (allocated as in @c). */

@@ -24,6 +24,7 @@
 #include <getopt.h>
 #include <signal.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -42,6 +43,7 @@
 #define DEFAULT_DATA	"/usr/share/datasets/fashion-mnist"
 #define DEBUGFS		"/sys/kernel/debug"
 #define CLASSES		10
+#define DP_MAX		8	/* --devices */
 
 struct opts {
 	const char *data, *svg;
@@ -51,6 +53,7 @@ struct opts {
 	long checkpoint_at;
 	bool graph, threads, cpu_only, compare_cpu, bench, quiet, plain;
 	uint32_t bench_steps;
+	unsigned int devices;
 };
 
 static void usage(FILE *f)
@@ -81,6 +84,9 @@ static void usage(FILE *f)
 "      --single-thread   rt2's single-thread mode (default three workers)\n"
 "      --cpu             train with the CPU reference only (no device)\n"
 "  -D, --device N        /dev/snpuN (default 0)\n"
+"      --devices N       data-parallel on /dev/snpu0..N-1: each device a\n"
+"                        shard of every batch (batch / N rows), gradients\n"
+"                        summed with an all-reduce, the same weights on all\n"
 "  -q, --quiet           no progress output\n"
 "      --plain           progress as lines, also on a terminal\n");
 }
@@ -450,7 +456,7 @@ static void parse(int argc, char **argv, struct opts *o)
 		{ "no-graph", 0, NULL, 'N' }, { "single-thread", 0, NULL, '1' },
 		{ "cpu", 0, NULL, 'P' }, { "device", 1, NULL, 'D' },
 		{ "quiet", 0, NULL, 'q' }, { "help", 0, NULL, 'h' },
-		{ "plain", 0, NULL, 'p' },
+		{ "plain", 0, NULL, 'p' }, { "devices", 1, NULL, 'M' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int c;
@@ -486,9 +492,18 @@ static void parse(int argc, char **argv, struct opts *o)
 		case 'D': o->dev = num(optarg, "device"); break;
 		case 'q': o->quiet = true; break;
 		case 'p': o->plain = true; break;
+		case 'M': o->devices = num(optarg, "devices"); break;
 		case 'h': usage(stdout); exit(0);
 		default: usage(stderr); exit(2);
 		}
+	}
+	if (o->devices > DP_MAX || (o->devices > 1 &&
+	    (o->c.batch % o->devices || o->bench || o->cpu_only ||
+	     o->checkpoint_at >= 0))) {
+		fprintf(stderr, "snpu-train: --devices takes 1 to %u devices "
+			"that divide the batch, without --bench, --cpu or "
+			"--checkpoint-at\n", DP_MAX);
+		exit(2);
 	}
 	if (optind != argc || !o->c.batch || !o->c.hid || o->c.hid > 65536 ||
 	    !o->eval_batch || !(o->c.lr > 0) || o->c.batch > 65536 ||
@@ -778,6 +793,264 @@ static void bench(struct dev *d, struct data *da, const struct opts *o)
 	       secs[B_BLASN] / secs[B_GRAPH]);
 }
 
+/*
+ * ---- --devices N: data-parallel training --------------------------------
+ *
+ * One thread per device runs that rank's executor; every step, the main
+ * thread cuts the batch into N shards of batch / N rows, starts the ranks
+ * and waits for them. Each rank's model sums its gradients over the ranks
+ * with SNPU_RT2_OP_ALLREDUCE (in rank order, the same bits everywhere) and
+ * applies them at rate lr / N: the mean gradient of the whole batch.
+ */
+struct dp_rank {
+	struct dev d;
+	struct trainer t;
+	struct snpu_comm *comm;
+	double loss;
+	uint32_t right;
+	int err;
+	pthread_t thread;
+	struct dp *dp;
+};
+
+struct dp {
+	struct dp_rank r[DP_MAX];
+	unsigned int n;
+	uint32_t rows;			/* per rank */
+	pthread_barrier_t go, done;
+	bool stop;
+};
+
+static void *dp_thread(void *arg)
+{
+	struct dp_rank *k = arg;
+
+	for (;;) {
+		pthread_barrier_wait(&k->dp->go);
+		if (k->dp->stop)
+			return NULL;
+		k->err = trainer_step(&k->t, k->dp->rows, &k->loss, &k->right);
+		if (k->err)
+			die("data-parallel step", k->err);
+		pthread_barrier_wait(&k->dp->done);
+	}
+}
+
+static void dp_init(struct dp *dp, const struct opts *o,
+		    const struct mlp_params *p)
+{
+	struct snpu_rt2_exec_opts eo = {
+		.flags = (o->threads ? SNPU_RT2_EXEC_THREADS : 0) |
+			 (o->graph ? SNPU_RT2_EXEC_GRAPH : 0),
+	};
+	struct snpu_device *devs[DP_MAX];
+	struct snpu_comm *comms[DP_MAX];
+	struct mlp_cfg c = o->c;
+	unsigned int r;
+	int ret;
+
+	dp->n = o->devices;
+	dp->rows = c.batch = o->c.batch / o->devices;
+	for (r = 0; r < dp->n; r++) {
+		struct dev *d = &dp->r[r].d;
+
+		ret = snpu_open(r, 0, &d->dev);
+		if (!ret)
+			ret = snpu_get_info(d->dev, &d->info);
+		if (!ret)
+			ret = snpu_rt2_dev_open(d->dev, 0, &d->rd);
+		if (ret)
+			die("open a device of --devices", ret);
+		devs[r] = d->dev;
+	}
+	ret = snpu_comm_init_all(devs, dp->n, comms);
+	if (ret)
+		die("communicator", ret);
+	for (r = 0; r < dp->n; r++) {
+		struct dp_rank *k = &dp->r[r];
+		struct trainer *t = &k->t;
+
+		k->comm = comms[r];
+		k->dp = dp;
+		ret = mlp_rt2_build_dp(&t->net, &c, p, c.batch, true, dp->n);
+		if (ret)
+			die("model", ret);
+		t->net.info = k->d.info;
+		ret = snpu_rt2_exec_create(t->net.m, k->d.rd, &eo, &t->e);
+		if (!ret)
+			ret = snpu_rt2_exec_set_comm(t->e, k->comm);
+		if (!ret)
+			ret = snpu_rt2_exec_input(t->e, 0, NULL, (void **)&t->x);
+		if (!ret)
+			ret = snpu_rt2_exec_input(t->e, 1, NULL, (void **)&t->y);
+		if (ret)
+			die("executor", ret);
+	}
+	pthread_barrier_init(&dp->go, NULL, dp->n + 1);
+	pthread_barrier_init(&dp->done, NULL, dp->n + 1);
+	for (r = 0; r < dp->n; r++)
+		if (pthread_create(&dp->r[r].thread, NULL, dp_thread, &dp->r[r]))
+			die("thread", -EAGAIN);
+}
+
+/* One step on the batch in @x, @y: its mean loss and right count. */
+static void dp_step(struct dp *dp, const struct opts *o, const float *x,
+		    const int32_t *y, double *loss, uint32_t *right)
+{
+	unsigned int r;
+
+	for (r = 0; r < dp->n; r++) {
+		struct trainer *t = &dp->r[r].t;
+
+		memcpy(t->x, x + (size_t)r * dp->rows * o->c.in,
+		       (size_t)dp->rows * o->c.in * 4);
+		memcpy(t->y, y + (size_t)r * dp->rows, (size_t)dp->rows * 4);
+	}
+	pthread_barrier_wait(&dp->go);
+	pthread_barrier_wait(&dp->done);
+	*loss = 0;
+	*right = 0;
+	for (r = 0; r < dp->n; r++) {
+		*loss += dp->r[r].loss;
+		*right += dp->r[r].right;
+	}
+	*loss /= dp->n;
+}
+
+/* Read the weights back; every rank must hold the same bits. */
+static void dp_fini(struct dp *dp, const struct opts *o, struct mlp_params *w)
+{
+	struct mlp_params u;
+	unsigned int r;
+
+	dp->stop = true;
+	pthread_barrier_wait(&dp->go);
+	for (r = 0; r < dp->n; r++)
+		pthread_join(dp->r[r].thread, NULL);
+	if (mlp_params_init(&o->c, &u))
+		die("memory", -ENOMEM);
+	for (r = 0; r < dp->n; r++) {
+		struct dp_rank *k = &dp->r[r];
+		int ret = mlp_rt2_read(k->t.e, &k->t.net, &o->c, r ? &u : w);
+
+		if (ret)
+			die("read back", ret);
+		if (r && !params_equal(&o->c, w, &u)) {
+			fprintf(stderr, "snpu-train: rank %u's weights differ "
+				"from rank 0's\n", r);
+			exit(1);
+		}
+		trainer_fini(&k->t);
+		ret = snpu_comm_destroy(k->comm);
+		if (ret)
+			die("communicator", ret);
+	}
+	mlp_params_free(&u);
+}
+
+/* The data-parallel CPU reference: mlp_cpu_dp_step() on the same batches. */
+static void dp_cpu_train(struct mlp_cpu *m, unsigned int n, struct data *d,
+			 const struct opts *o, uint32_t steps)
+{
+	struct mlp_cfg c = o->c;
+	float *x = malloc((size_t)o->c.batch * o->c.in * 4);
+	int32_t *y = malloc(o->c.batch * 4);
+	unsigned int r;
+	uint32_t s;
+
+	c.batch /= n;
+	for (r = 0; r < n; r++)
+		if (mlp_cpu_init(&m[r], &c))
+			die("cpu", -ENOMEM);
+	if (!x || !y)
+		die("cpu", -ENOMEM);
+	for (s = 0; s < steps; s++) {
+		batch_of(d, o, s, x, y);
+		mlp_cpu_dp_step(m, n, x, y);
+	}
+	free(x);
+	free(y);
+}
+
+static int train_dp(struct data *da, const struct opts *o,
+		    struct progress *pr, float *curve)
+{
+	struct mlp_params p, w;
+	struct dp *dp = calloc(1, sizeof(*dp));
+	float *x = malloc((size_t)o->c.batch * o->c.in * 4);
+	int32_t *y = malloc(o->c.batch * 4);
+	double t0, t_run = 0, loss, acc, run_loss = 0;
+	uint32_t s, right, run_right = 0, run_n = 0;
+	int ret, status = 0;
+
+	if (!dp || !x || !y || mlp_params_init(&o->c, &p) ||
+	    mlp_params_init(&o->c, &w))
+		die("memory", -ENOMEM);
+	dp_init(dp, o, &p);
+	if (!o->quiet)
+		printf("data-parallel: %u devices, %u rows each per step\n",
+		       dp->n, dp->rows);
+	pr->start = pr->last = now_s();
+	for (s = 0; s < o->steps; s++) {
+		batch_of(da, o, s, x, y);
+		t0 = now_s();
+		dp_step(dp, o, x, y, &loss, &right);
+		t_run += now_s() - t0;
+		curve[s] = (float)loss;
+		run_loss += loss;
+		run_right += right;
+		run_n++;
+		progress(pr, s + 1, run_loss / run_n,
+			 (double)run_right / (run_n * o->c.batch), o->c.batch);
+		if (pr->tty || (s + 1) % pr->every == 0)
+			run_loss = 0, run_right = 0, run_n = 0;
+	}
+	dp_fini(dp, o, &w);
+	printf("trained %u steps (%u samples) on %u devices in %.2f s: "
+	       "%.2f steps/s, %.0f samples/s; every rank's weights "
+	       "bit-identical\n", o->steps, o->steps * o->c.batch, dp->n,
+	       now_s() - pr->start, o->steps / t_run,
+	       o->steps * o->c.batch / t_run);
+	ret = evaluate(&dp->r[0].d, da, o, &w, &acc);
+	if (ret)
+		die("evaluate", ret);
+	printf("test accuracy: %.2f%% (%u images)\n", 100 * acc, da->ntest);
+	write_svg(o->svg, curve, o->steps, o, acc);
+	if (o->compare_cpu) {
+		struct mlp_cpu m[DP_MAX], one;
+		unsigned int r;
+
+		dp_cpu_train(m, dp->n, da, o, o->steps);
+		if (params_equal(&o->c, &w, &m[0].p)) {
+			printf("data-parallel CPU reference: weights "
+			       "bit-identical (%llu bytes compared)\n",
+			       (unsigned long long)params_bytes(&o->c));
+		} else {
+			printf("data-parallel CPU reference: weights DIFFER "
+			       "(max relative difference %.3g)\n",
+			       (double)params_diff(&o->c, &w, &m[0].p));
+			status = 1;
+		}
+		cpu_train(&one, da, o, o->steps, NULL);
+		printf("one device on the whole batch (CPU reference): max "
+		       "relative difference of the weights %.3g\n",
+		       (double)params_diff(&o->c, &w, &one.p));
+		for (r = 0; r < dp->n; r++)
+			mlp_cpu_free(&m[r]);
+		mlp_cpu_free(&one);
+	}
+	for (ret = 0; ret < (int)dp->n; ret++) {
+		snpu_rt2_dev_close(dp->r[ret].d.rd);
+		snpu_close(dp->r[ret].d.dev);
+	}
+	mlp_params_free(&p);
+	mlp_params_free(&w);
+	free(dp);
+	free(x);
+	free(y);
+	return status;
+}
+
 int main(int argc, char **argv)
 {
 	struct snpu_rt2_exec_stats st;
@@ -809,6 +1082,13 @@ int main(int argc, char **argv)
 	pr.steps = o.steps;
 	pr.every = o.steps / 20 ? o.steps / 20 : 1;
 
+	if (o.devices > 1) {
+		status = train_dp(&da, &o, &pr, curve);
+		free(curve);
+		mlp_params_free(&p);
+		mlp_params_free(&w);
+		return status;
+	}
 	if (o.cpu_only) {
 		struct mlp_cpu m;
 		float *x = malloc((size_t)o.c.batch * o.c.in * 4);

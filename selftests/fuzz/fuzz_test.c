@@ -23,7 +23,9 @@
  * with one field mutated; graph definitions (GRAPH_CREATE) valid as far as
  * the tables know or with counts, edges, slots, references, node size and
  * array pointers fuzzed, and graph launches with bindings in, across and
- * out of allocations; garbage SQ tails, SQEs and CQ heads.
+ * out of allocations; garbage SQ tails, SQEs and CQ heads; communicator
+ * ids, joins (of ids this thread made, or garbage), queries and destroys,
+ * and collectives of ranks that are their communicator's only rank.
  *
  * The oracle: every return is success or an errno the uapi header
  * documents for the command (the table cmds[] below, built from the
@@ -106,6 +108,7 @@
 #define NALLOCS			16
 #define NCOOKIES		16
 #define NGRAPHS			8
+#define NCOMMS			4	/* ranks per file; ids per thread */
 #define NMAPS			24
 #define NTRACE			48
 #define TRACE_LEN		240
@@ -235,6 +238,7 @@ enum {
 	C_SNAP_LOCK, C_SNAP_BACKUP, C_SNAP_RESTORE, C_SNAP_UNLOCK,
 	C_SNAP_STATE, C_BG_REGISTER, C_BG_UNREGISTER, C_BG_PARK,
 	C_GRAPH_CREATE, C_GRAPH_DESTROY,
+	C_COMM_ID, C_COMM_JOIN, C_COMM_DESTROY, C_COMM_QUERY,
 	C_COUNT
 };
 
@@ -560,14 +564,16 @@ static const struct cmd_desc cmds[C_COUNT] = {
 	},
 	/*
 	 * graphs (ABI 0.7): E2BIG for a node's bytes past the kernel's
-	 * node size, EOPNOTSUPP for a test hook without test_hooks
+	 * node size, EOPNOTSUPP for a test hook without test_hooks, ENOENT
+	 * for a collective node (ABI 0.11) naming no rank of the file
 	 */
 	[C_GRAPH_CREATE] = {
 		.name = "GRAPH_CREATE", .nr = SNPU_IOC_GRAPH_CREATE,
 		.ver0 = SNPU_GRAPH_CREATE_SIZE_VER0, .ksize = sizeof(struct snpu_graph_create),
 		.cap = SNPU_CAP_GRAPHS,
 		.modifies = true,
-		.errs = { EINVAL, EFAULT, ENOSPC, ENOMEM, E2BIG, EOPNOTSUPP },
+		.errs = { EINVAL, EFAULT, ENOSPC, ENOMEM, E2BIG, EOPNOTSUPP,
+			  ENOENT },
 		.zero = { Z(snpu_graph_create, pad), Z(snpu_graph_create, reserved) },
 	},
 	[C_GRAPH_DESTROY] = {
@@ -577,6 +583,46 @@ static const struct cmd_desc cmds[C_COUNT] = {
 		.modifies = true,
 		.errs = { EINVAL, ENOENT },
 		.zero = { Z(snpu_handle_op, pad), Z(snpu_handle_op, reserved) },
+	},
+	/*
+	 * collectives (ABI 0.11): ENOSPC past SNPU_COMM_MAX_PER_FILE;
+	 * COMM_JOIN's ENOENT, EACCES, EEXIST and ECONNRESET; a DESTROY
+	 * without FORCE waits for the rank's collectives (EINTR, and
+	 * EBUSY while another DESTROY waits)
+	 */
+	[C_COMM_ID] = {
+		.name = "COMM_ID", .nr = SNPU_IOC_COMM_ID,
+		.ver0 = SNPU_COMM_ID_SIZE_VER0, .ksize = sizeof(struct snpu_comm_id),
+		.cap = SNPU_CAP_COLLECTIVES,
+		.modifies = true,
+		.errs = { EINVAL, ENOSPC, ENOMEM },
+		.zero = { Z(snpu_comm_id, reserved) },
+	},
+	[C_COMM_JOIN] = {
+		.name = "COMM_JOIN", .nr = SNPU_IOC_COMM_JOIN,
+		.ver0 = SNPU_COMM_JOIN_SIZE_VER0, .ksize = sizeof(struct snpu_comm_join),
+		.cap = SNPU_CAP_COLLECTIVES,
+		.modifies = true,
+		.errs = { EINVAL, ENOENT, EACCES, EEXIST, ECONNRESET, ENOSPC,
+			  ENOMEM },
+		.zero = { Z(snpu_comm_join, pad), Z(snpu_comm_join, reserved) },
+	},
+	[C_COMM_DESTROY] = {
+		.name = "COMM_DESTROY", .nr = SNPU_IOC_COMM_DESTROY,
+		.ver0 = SNPU_HANDLE_OP_SIZE_VER0, .ksize = sizeof(struct snpu_handle_op),
+		.flags = SNPU_COMM_DESTROY_FORCE,
+		.cap = SNPU_CAP_COLLECTIVES,
+		.always_intr = true,
+		.modifies = true,
+		.errs = { EINVAL, ENOENT, EBUSY, EINTR },
+		.zero = { Z(snpu_handle_op, pad), Z(snpu_handle_op, reserved) },
+	},
+	[C_COMM_QUERY] = {
+		.name = "COMM_QUERY", .nr = SNPU_IOC_COMM_QUERY,
+		.ver0 = SNPU_COMM_QUERY_SIZE_VER0, .ksize = sizeof(struct snpu_comm_query),
+		.cap = SNPU_CAP_COLLECTIVES,
+		.errs = { EINVAL, ENOENT },
+		.zero = { Z(snpu_comm_query, reserved) },
 	},
 };
 
@@ -608,6 +654,9 @@ union fz_arg {
 	struct snpu_attached_stream attached;
 	struct snpu_snapshot snapshot;
 	struct snpu_graph_create graph_create;
+	struct snpu_comm_id comm_id;
+	struct snpu_comm_join comm_join;
+	struct snpu_comm_query comm_query;
 	uint8_t raw[256];
 };
 
@@ -664,6 +713,7 @@ struct fz_ctx {
 	struct fz_alloc allocs[NALLOCS];
 	struct fz_cookie cookies[NCOOKIES];
 	struct fz_graph graphs[NGRAPHS];
+	struct fz_obj comms[NCOMMS];	/* ranks; recorded: complete alone */
 	unsigned int ncookies;
 	bool ring_set;
 	bool ring_tainted;		/* see ring_taint() */
@@ -730,6 +780,8 @@ struct fzt {
 	int last_graph_ctx;		/* its file */
 	unsigned int graph_burst;	/* repeats of it still to make */
 	char slow[3][TRACE_LEN];
+	uint8_t comm_ids[NCOMMS][SNPU_COMM_ID_BYTES];	/* COMM_ID's */
+	unsigned int ncomm_ids;
 };
 
 struct fz {
@@ -2081,6 +2133,39 @@ static bool graph_live(struct fzt *t, struct rng *r, int c)
 	return find_obj(t, r, c, K_GRAPH, ST_LIVE, &h, NULL);
 }
 
+static uint32_t pick_comm(struct fzt *t, struct rng *r, int c, bool alone,
+			  int *idx);
+
+/*
+ * A collective of a rank of @c that is its communicator's only rank, so
+ * that it never waits for another; false when @c has none.
+ */
+static bool gen_coll(struct fzt *t, struct rng *r, int c,
+		     struct snpu_task *tk, uint64_t maxlen)
+{
+	__u64 sb, rb;
+	int idx;
+
+	tk->coll.comm = pick_comm(t, r, c, true, &idx);
+	if (idx < 0)
+		return false;
+	tk->op = SNPU_OP_COLL;
+	tk->coll.coll = 1 + rn(r, 4);
+	tk->coll.dtype = 1 + rn(r, 2);
+	if (tk->coll.coll == SNPU_COLL_ALLREDUCE ||
+	    tk->coll.coll == SNPU_COLL_REDUCE_SCATTER)
+		tk->coll.redop = 1 + rn(r, 2);
+	pick_range(t, r, c, true, maxlen, &tk->coll.recv, &rb);
+	pick_range(t, r, c, true, rb, &tk->coll.send, &sb);
+	tk->coll.count = (sb < rb ? sb : rb) / 4;
+	if (!tk->coll.count)
+		tk->coll.count = 1;
+	/* One rank: in place is the same buffer, for every collective. */
+	if (pct(r, 20))
+		tk->coll.send = tk->coll.recv;
+	return true;
+}
+
 /*
  * A real task for ctx @c: an op with its arguments taken from the tables,
  * sometimes with one field mutated. @cheap: for big batches, tasks that
@@ -2166,6 +2251,9 @@ static void gen_task(struct fzt *t, struct rng *r, int c,
 		tk->op = SNPU_OP_STREAM_WAIT;
 		if (!t->clean)
 			tk->event.event = pick_handle(t, r, c, K_EVENT, NULL);
+	} else if (p < 93 && t->fz->caps & SNPU_CAP_COLLECTIVES &&
+		   !cheap && gen_coll(t, r, c, tk, maxlen)) {
+		/* a collective of a rank alone, made by gen_coll() */
 	} else if (p < 96) {
 		tk->op = SNPU_OP_HOST_FUNC;
 	} else {
@@ -4288,6 +4376,9 @@ static void ctx_forget(struct fz_ctx *x)
 	for (i = 0; i < NALLOCS; i++)
 		if (x->allocs[i].st == ST_LIVE)
 			x->allocs[i].st = ST_STALE;
+	for (i = 0; i < NCOMMS; i++)
+		if (x->comms[i].st == ST_LIVE)
+			x->comms[i].st = ST_STALE;
 	for (i = 0; i < NGRAPHS; i++)
 		if (x->graphs[i].st == ST_LIVE)
 			x->graphs[i].st = ST_STALE;
@@ -4387,6 +4478,108 @@ static void op_bad_nr(struct fzt *t, struct rng *r, int c)
 	fz_ioctl(t, r, c, C_GET_INFO + rn(r, C_COUNT), &a, F_BADNR);
 }
 
+/* ---- communicators (ABI 0.11) ------------------------------------------ */
+
+/*
+ * A rank handle of @c: mostly a tracked one (@alone: one of a
+ * communicator of one rank, which never waits for another), else garbage.
+ */
+static uint32_t pick_comm(struct fzt *t, struct rng *r, int c, bool alone,
+			  int *idx)
+{
+	struct fz_ctx *x = C(t, c);
+	unsigned int i, start = rn(r, NCOMMS);
+	uint32_t h = 0;
+	bool found = false;
+
+	*idx = -1;
+	lock(t, c);
+	for (i = 0; i < NCOMMS && !found; i++) {
+		struct fz_obj *o = &x->comms[(start + i) % NCOMMS];
+
+		if (o->st == ST_LIVE && (!alone || o->recorded)) {
+			h = o->h;
+			*idx = (start + i) % NCOMMS;
+			found = true;
+		}
+	}
+	unlock(t, c);
+	return found || alone ? h : garbage_handle(r);
+}
+
+/*
+ * COMM_ID, COMM_JOIN (of an id this thread made, mostly for one rank, or
+ * of garbage), COMM_QUERY and COMM_DESTROY. Only ranks of a communicator
+ * of one rank get collectives (gen_task()): the others would wait for
+ * ranks that never come.
+ */
+static void op_comm(struct fzt *t, struct rng *r, int c)
+{
+	unsigned int p = rn(r, 100);
+	union fz_arg a;
+	int idx;
+
+	if (!(t->fz->caps & SNPU_CAP_COLLECTIVES))
+		return;
+	memset(&a, 0, sizeof(a));
+	if (p < 25 || (p < 60 && !t->ncomm_ids)) {
+		a.comm_id.size = sizeof(a.comm_id);
+		if (!fz_ioctl(t, r, c, C_COMM_ID, &a, 0))
+			memcpy(t->comm_ids[t->ncomm_ids++ % NCOMMS],
+			       a.comm_id.id, SNPU_COMM_ID_BYTES);
+	} else if (p < 60) {
+		struct fz_obj *o = NULL;
+		unsigned int i;
+
+		a.comm_join.size = sizeof(a.comm_join);
+		if (pct(r, 90))
+			memcpy(a.comm_join.id,
+			       t->comm_ids[rn(r, t->ncomm_ids < NCOMMS ?
+					      t->ncomm_ids : NCOMMS)],
+			       SNPU_COMM_ID_BYTES);
+		else
+			memset(a.comm_join.id, (int)rn(r, 256),
+			       SNPU_COMM_ID_BYTES);
+		a.comm_join.nranks = pct(r, 70) ? 1 : pct(r, 95) ?
+			1 + rn(r, 3) : (uint32_t)boundary64(r, 64);
+		a.comm_join.rank = pct(r, 95) && a.comm_join.nranks ?
+			rn(r, a.comm_join.nranks) : (uint32_t)boundary64(r, 1);
+		if (fz_ioctl(t, r, c, C_COMM_JOIN, &a, 0))
+			return;
+		lock(t, c);
+		for (i = 0; i < NCOMMS && !o; i++)
+			if (C(t, c)->comms[i].st != ST_LIVE)
+				o = &C(t, c)->comms[i];
+		if (o) {
+			o->h = a.comm_join.handle;
+			o->st = ST_LIVE;
+			o->recorded = a.comm_join.nranks == 1;
+		}
+		unlock(t, c);
+	} else if (p < 80) {
+		a.comm_query.size = sizeof(a.comm_query);
+		a.comm_query.handle = pick_comm(t, r, c, false, &idx);
+		if (!fz_ioctl(t, r, c, C_COMM_QUERY, &a, 0) &&
+		    (a.comm_query.rank >= a.comm_query.nranks ||
+		     a.comm_query.joined > a.comm_query.nranks ||
+		     a.comm_query.error > 0))
+			fz_fail(t, "COMM_QUERY: rank %u of %u, %u joined, error %d",
+				a.comm_query.rank, a.comm_query.nranks,
+				a.comm_query.joined, a.comm_query.error);
+	} else {
+		a.handle_op.size = sizeof(a.handle_op);
+		a.handle_op.handle = pick_comm(t, r, c, false, &idx);
+		if (pct(r, 80))
+			a.handle_op.flags = SNPU_COMM_DESTROY_FORCE;
+		if (!fz_ioctl(t, r, c, C_COMM_DESTROY, &a, 0) && idx >= 0) {
+			lock(t, c);
+			if (C(t, c)->comms[idx].h == a.handle_op.handle)
+				C(t, c)->comms[idx].st = ST_STALE;
+			unlock(t, c);
+		}
+	}
+}
+
 /* ---- the operation mix ----------------------------------------------- */
 
 enum {
@@ -4400,6 +4593,7 @@ enum {
 	OP_OWNER_CREATE, OP_OWNER_DESTROY, OP_ATTACHED_GET, OP_MUNMAP,
 	OP_POOL_REMAP, OP_REOPEN, OP_POLL, OP_BIG, OP_BAD_NR, OP_SNAPSHOT,
 	OP_STATE_MAP, OP_MAP_VM, OP_GRAPH_CREATE, OP_GRAPH_DESTROY,
+	OP_COMM,
 	OP_COUNT
 };
 
@@ -4424,6 +4618,7 @@ static const uint16_t weights[MODE_COUNT][OP_COUNT] = {
 		[OP_REOPEN] = 3, [OP_POLL] = 4, [OP_BIG] = 1, [OP_BAD_NR] = 8,
 		[OP_SNAPSHOT] = 12, [OP_STATE_MAP] = 3, [OP_MAP_VM] = 6,
 		[OP_GRAPH_CREATE] = 30, [OP_GRAPH_DESTROY] = 10,
+		[OP_COMM] = 15,
 	},
 	[MODE_THREADS] = {
 		[OP_GET_INFO] = 5, [OP_CTX_QUERY] = 10, [OP_MEM_ALLOC] = 50,
@@ -4444,6 +4639,7 @@ static const uint16_t weights[MODE_COUNT][OP_COUNT] = {
 		[OP_REOPEN] = 5, [OP_POLL] = 4, [OP_BIG] = 0, [OP_BAD_NR] = 4,
 		[OP_SNAPSHOT] = 12, [OP_STATE_MAP] = 3, [OP_MAP_VM] = 5,
 		[OP_GRAPH_CREATE] = 30, [OP_GRAPH_DESTROY] = 15,
+		[OP_COMM] = 15,
 	},
 	[MODE_RINGS] = {
 		[OP_GET_INFO] = 2, [OP_CTX_QUERY] = 5, [OP_MEM_ALLOC] = 30,
@@ -4464,6 +4660,7 @@ static const uint16_t weights[MODE_COUNT][OP_COUNT] = {
 		[OP_REOPEN] = 12, [OP_POLL] = 3, [OP_BIG] = 0, [OP_BAD_NR] = 2,
 		[OP_SNAPSHOT] = 8, [OP_STATE_MAP] = 2, [OP_MAP_VM] = 12,
 		[OP_GRAPH_CREATE] = 15, [OP_GRAPH_DESTROY] = 5,
+		[OP_COMM] = 8,
 	},
 };
 
@@ -4653,6 +4850,9 @@ static void run_op(struct fzt *t, struct rng *r)
 		break;
 	case OP_GRAPH_DESTROY:
 		op_graph_destroy(t, r, c);
+		break;
+	case OP_COMM:
+		op_comm(t, r, c);
 		break;
 	default:
 		op_bad_nr(t, r, c);

@@ -41,7 +41,8 @@
  *            a device range is not inside one allocation of the context.
  *   ENOENT   a handle names no object of the expected type in this file
  *            (or a stream being destroyed); a callback cookie names no
- *            delivered callback.
+ *            delivered callback; COMM_JOIN of an id that names no
+ *            communicator open to joins.
  *   ENOSPC   a per-context quota (or SNPU_BG_MAX) would be exceeded, or
  *            the task pool is exhausted by completions waiting for room
  *            in a full CQ; nothing changed.
@@ -51,7 +52,8 @@
  *            host memory beyond RLIMIT_MEMLOCK; nothing changed.
  *   EEXIST   a registered host range overlaps host memory of the context
  *            (registered or mapped); also mmap(2) of driver host memory
- *            over such a range.
+ *            over such a range; COMM_JOIN of a rank that has joined, or
+ *            by a file that holds a rank of the communicator already.
  *   EIO      the stream is in its error state: reset it first.
  *   EBUSY    the object is in use (a stream with work for RESET, a
  *            stream or owner another DESTROY is waiting for, a pending
@@ -64,7 +66,8 @@
  *            background-thread call (all but SNAPSHOT_STATE) from a
  *            process other than the one that opened the file.
  *   EACCES   SNPU_PRIO_HIGH without CAP_SYS_NICE (STREAM_CREATE,
- *            OWNER_CREATE).
+ *            OWNER_CREATE); COMM_JOIN of a communicator another user
+ *            created.
  *   EOPNOTSUPP  a test hook (a launch of SNPU_KERNEL_SPIN or
  *            SNPU_KERNEL_FAIL, SNPU_IOC_NOP) while the module parameter
  *            test_hooks is off (SNPU_CAP_TEST_HOOKS clear); nothing is
@@ -81,6 +84,14 @@
  *            outside [0, ncls) (ABI 0.8).
  *   ECANCELED  (as a task's result) the task was cancelled: its stream
  *            was aborted or had failed, or its file was closed.
+ *   ECONNRESET  a rank left the communicator (its file was closed, its
+ *            process died, or it destroyed its rank): as a collective's
+ *            result on the other ranks, and from SUBMIT (nothing queued)
+ *            and COMM_JOIN from then on (ABI 0.11).
+ *   ECONNABORTED  (as a collective's result) the collective failed or was
+ *            cancelled on another rank (its stream failed or was
+ *            aborted, a block of it failed); the communicator stays
+ *            usable (ABI 0.11).
  *   EAGAIN   RING_SETUP with SNPU_RING_SQPOLL: the caller's user already
  *            runs 4 pollers on this device and lacks CAP_SYS_NICE.
  *   EINTR    a blocking call was interrupted by a signal; a wait without
@@ -142,6 +153,12 @@
  *        the new op SNPU_OP_CALLBACK_DONE completes one; event records,
  *        stream waits and NOP launches complete where they become ready
  *        (no behaviour changes).
+ *   0.11 Collectives (SNPU_CAP_COLLECTIVES): communicators of ranks in
+ *        any files, devices and processes, joined by a 128-bit id
+ *        (SNPU_IOC_COMM_ID, SNPU_IOC_COMM_JOIN, SNPU_IOC_COMM_DESTROY,
+ *        SNPU_IOC_COMM_QUERY), and the task op SNPU_OP_COLL (all-reduce,
+ *        broadcast, all-gather, reduce-scatter) through SUBMIT and the
+ *        rings; task results ECONNRESET and ECONNABORTED.
  */
 #ifndef _UAPI_LINUX_SNPU_H
 #define _UAPI_LINUX_SNPU_H
@@ -151,7 +168,7 @@
 #include <linux/types.h>
 
 #define SNPU_ABI_MAJOR		0
-#define SNPU_ABI_MINOR		10
+#define SNPU_ABI_MINOR		11
 
 /*
  * In @flags of STREAM_SYNC, EVENT_SYNC, CALLBACK_WAIT and ENTER: @timeout_ns
@@ -178,6 +195,7 @@
 #define SNPU_CAP_SNAPSHOT	_BITULL(5)	/* process snapshot */
 #define SNPU_CAP_GRAPHS		_BITULL(7)	/* graphs (ABI 0.7) */
 #define SNPU_CAP_RING_CALLBACKS	_BITULL(8)	/* callbacks as CQEs (0.10) */
+#define SNPU_CAP_COLLECTIVES	_BITULL(9)	/* communicators (0.11) */
 /*
  * Not a feature but how the module was loaded: the test hooks (kernels
  * SNPU_KERNEL_SPIN and SNPU_KERNEL_FAIL, SNPU_IOC_NOP) are enabled, by the
@@ -188,7 +206,8 @@
 				 SNPU_CAP_CALLBACKS | SNPU_CAP_RING | \
 				 SNPU_CAP_ATTACHED | SNPU_CAP_SNAPSHOT | \
 				 SNPU_CAP_TEST_HOOKS | SNPU_CAP_GRAPHS | \
-				 SNPU_CAP_RING_CALLBACKS)
+				 SNPU_CAP_RING_CALLBACKS | \
+				 SNPU_CAP_COLLECTIVES)
 
 /**
  * struct snpu_info - device description, returned by SNPU_IOC_GET_INFO
@@ -646,6 +665,7 @@ struct snpu_event_elapsed {
 #define SNPU_OP_HOST_FUNC	6	/* deliver a callback to the process */
 #define SNPU_OP_GRAPH		7	/* launch a graph (ABI 0.7) */
 #define SNPU_OP_CALLBACK_DONE	8	/* SQ only: complete a callback (0.10) */
+#define SNPU_OP_COLL		9	/* a collective (0.11), see below */
 
 /*
  * Built-in kernels. A launch runs block_dim blocks in parallel; a block
@@ -804,6 +824,12 @@ struct snpu_kernel_arg {
  *            when it fails (ENOENT for a cookie that names no delivered
  *            callback of the file, EINVAL for a bad field), with its
  *            @user_data
+ * @coll: SNPU_OP_COLL (ABI 0.11): the communicator rank handle @comm of
+ *        this file, the collective @coll (SNPU_COLL_*), the element type
+ *        @dtype (SNPU_DTYPE_*), the reduction @redop (SNPU_REDOP_* for
+ *        ALLREDUCE and REDUCE_SCATTER, else 0), the elements @count
+ *        (> 0), the device addresses @send and @recv and, for
+ *        BROADCAST, the @root rank (else 0); see "Collectives"
  * @raw: the union as words; unused words must be zero
  */
 struct snpu_task {
@@ -845,6 +871,17 @@ struct snpu_task {
 			__u32 cookie;
 			__s32 status;
 		} callback;
+		struct {
+			__u32 comm;
+			__u32 coll;
+			__u32 dtype;
+			__u32 redop;
+			__u64 count;
+			__u64 send;
+			__u64 recv;
+			__u32 root;
+			__u32 pad;
+		} coll;
 		__u64 raw[13];
 	};
 };
@@ -923,7 +960,7 @@ struct snpu_callback {
  * times as ONE task (SNPU_OP_GRAPH) through SNPU_IOC_SUBMIT or the SQ.
  *
  * Nodes are struct snpu_graph_node: a struct snpu_task (LAUNCH, COPY
- * device to device, or MEMSET; @stream, @flags and @user_data zero) and,
+ * device to device, MEMSET or COLL; @stream, @flags and @user_data zero) and,
  * for each device address of the task, how it is bound (@ref):
  *
  *   SNPU_GRAPH_REF_ADDR       the value is a device address of the context,
@@ -936,7 +973,11 @@ struct snpu_callback {
  *
  * @ref[i] binds launch argument i (zero for scalars), or for a COPY
  * @ref[0] the destination and @ref[1] the source, for a MEMSET @ref[0] the
- * address; the other entries are zero. Internal edges are a fanin CSR:
+ * address, for a collective (SNPU_OP_COLL, ABI 0.11) @ref[0] its recv and
+ * @ref[1] its send (0 off a broadcast's root); each launch binds its
+ * collective nodes, in index order, as the rank's next collectives, and a
+ * graph with one is never stitched; the other entries are zero. Internal
+ * edges are a fanin CSR:
  * the predecessors of node n are fanin[fanin_offsets[n] ..
  * fanin_offsets[n + 1]), each an index below n (so the graph is acyclic),
  * without duplicates. A node starts when its predecessors are complete;
@@ -1046,6 +1087,180 @@ struct snpu_graph_create {
  * handle goes at once, the definition when the launches in flight are
  * complete.
  */
+
+/*
+ * Collectives (ABI 0.11, SNPU_CAP_COLLECTIVES). A communicator is a set of
+ * @nranks ranks; each rank is one file (context) of any device, in any
+ * process of one user. The communicator is named by a 128-bit id:
+ *
+ * SNPU_IOC_COMM_ID makes a new id, 128 random bits, for a communicator
+ * that the caller's effective user may join until all its ranks have
+ * joined. The id is a secret shared out of band: who has it and runs as
+ * that user may join. The file that asked for it keeps the communicator
+ * open to joins; when that file is closed before any rank joined, the id
+ * is gone. A file keeps at most SNPU_COMM_MAX_PER_FILE ids that nobody
+ * joined (ENOSPC).
+ *
+ * SNPU_IOC_COMM_JOIN makes the file rank @rank of the communicator @id
+ * and returns a handle of the file for it. The first join fixes @nranks
+ * (EINVAL when a later one differs); the communicator is complete, and
+ * takes no more joins (ENOENT), once every rank joined. ENOENT for an id
+ * that names no communicator open to joins, EACCES for one of another
+ * effective user, EEXIST for a rank taken or a file that holds a rank of
+ * the communicator already, ECONNRESET for a broken one (see below),
+ * ENOSPC past SNPU_COMM_MAX_PER_FILE ranks in the file. A join does not
+ * wait for the other ranks: a collective waits for the same collective of
+ * every rank.
+ *
+ * A collective is a task, SNPU_OP_COLL, on one of the rank's streams:
+ * ordered by its stream like any task,
+ * captured by events, waited for by stream waits. The k-th collective
+ * that a rank queues matches the k-th of every other rank, and they must
+ * agree on @coll, @dtype, @redop, @count and @root: the first rank to
+ * queue the k-th fixes them, and a rank whose k-th differs gets EINVAL and
+ * queues nothing. The collective starts once every rank's stream has
+ * reached it and completes on every rank at once, when every rank's
+ * result is in place and no rank reads another's buffers any more. A rank
+ * may be at most SNPU_COMM_MAX_PENDING collectives ahead of the slowest
+ * (ENOSPC).
+ *
+ *   ALLREDUCE       @send and @recv: @count elements; recv = the
+ *                   reduction of every rank's send
+ *   BROADCAST       @recv: @count elements, set to the @root's send;
+ *                   @send is read on the root only, and on the other
+ *                   ranks must be 0 or equal to @recv
+ *   ALLGATHER       @send: @count elements; @recv: @nranks * @count, rank
+ *                   r's send at element r * @count
+ *   REDUCE_SCATTER  @send: @nranks * @count elements; @recv: @count, the
+ *                   reduction of every rank's send elements from
+ *                   rank * @count on
+ *
+ * In place: @send == @recv (ALLREDUCE, BROADCAST), @send == @recv +
+ * rank * @count * 4 (ALLGATHER), @recv == @send + rank * @count * 4
+ * (REDUCE_SCATTER); any other overlap of the two ranges is EINVAL, as is
+ * an address not 4-byte aligned, a @root not below @nranks, or a @redop
+ * not 0 for a collective that does not reduce. Each range lies in one
+ * allocation of the file (EFAULT). Elements are 4 bytes (SNPU_DTYPE_*).
+ *
+ * Reductions are in rank order: element i of the result is
+ * (...((x0[i] op x1[i]) op x2[i]) ...) op xn-1[i], xr being rank r's
+ * input, whatever the devices and their cores: the same bits every run,
+ * equal to a loop over the ranks in that order on any host. SUM of
+ * SNPU_DTYPE_I32 wraps (two's complement); SUM of SNPU_DTYPE_F32 rounds
+ * each addition to nearest (never fused or reassociated); MAX is
+ * "a > b ? a : b", a the result so far and b the next rank's element
+ * (for f32: an equal -0.0 and 0.0 give b, as does a NaN in either).
+ *
+ * How it runs: the elements are cut into @nranks chunks (the first ones of
+ * ceil(@count / @nranks) elements, the last ones shorter or empty; for
+ * ALLGATHER and REDUCE_SCATTER chunk r is rank r's @count elements). Each
+ * rank's device cores first reduce the rank's own chunk, reading it from
+ * every rank's send buffer (peer reads); then the chunks travel the ring
+ * of ranks, each rank copying from the one before it (peer copies), in
+ * @nranks - 1 steps. BROADCAST travels the ring from the root, chunk by
+ * chunk. No rank waits for anything but its neighbour in the ring.
+ *
+ * Failures: a collective that fails or is cancelled on one rank (its
+ * stream failed or was aborted, its file is closing, a block ran past the
+ * watchdog) ends there with its own error and on every other rank with
+ * ECONNABORTED; the communicator stays usable. A rank that leaves
+ * (SNPU_IOC_COMM_DESTROY, its file closed, its process gone) breaks the
+ * communicator: the collectives of the other ranks not complete end with
+ * ECONNRESET, as soon as nothing runs on their buffers (never waiting for
+ * the stream of another rank), and SUBMIT, SQEs and COMM_JOIN get
+ * ECONNRESET from then on. A rank left alone in a broken communicator
+ * destroys its handle.
+ *
+ * SNPU_IOC_COMM_DESTROY (struct snpu_handle_op) waits for the rank's
+ * collectives queued and not complete (interruptibly: EINTR, nothing
+ * changed), then leaves; with SNPU_COMM_DESTROY_FORCE it leaves at once
+ * and they end with ECANCELED. SNPU_IOC_COMM_QUERY reports a rank's state.
+ */
+#define SNPU_COLL_ALLREDUCE		1
+#define SNPU_COLL_BROADCAST		2
+#define SNPU_COLL_ALLGATHER		3
+#define SNPU_COLL_REDUCE_SCATTER	4
+
+#define SNPU_DTYPE_I32			1
+#define SNPU_DTYPE_F32			2
+
+#define SNPU_REDOP_SUM			1
+#define SNPU_REDOP_MAX			2
+
+#define SNPU_COMM_ID_BYTES		16
+#define SNPU_COMM_MAX_RANKS		64
+#define SNPU_COMM_MAX_PER_FILE		64
+#define SNPU_COMM_MAX_PENDING		256
+
+#define SNPU_COMM_DESTROY_FORCE		_BITUL(0)
+
+/**
+ * struct snpu_comm_id - SNPU_IOC_COMM_ID
+ * @size: in: sizeof; out: bytes written
+ * @flags: must be zero
+ * @id: out: the new communicator's id
+ * @reserved: must be zero
+ */
+struct snpu_comm_id {
+	__u32 size;
+	__u32 flags;
+	__u8 id[SNPU_COMM_ID_BYTES];
+	__u64 reserved[2];
+};
+
+#define SNPU_COMM_ID_SIZE_VER0		40
+
+/**
+ * struct snpu_comm_join - SNPU_IOC_COMM_JOIN
+ * @size: in: sizeof; out: bytes written
+ * @flags: must be zero
+ * @id: in: the communicator, from SNPU_IOC_COMM_ID
+ * @nranks: in: its number of ranks, 1..SNPU_COMM_MAX_RANKS
+ * @rank: in: the rank the file takes, below @nranks
+ * @handle: out: the rank's handle in this file
+ * @pad: must be zero
+ * @reserved: must be zero
+ */
+struct snpu_comm_join {
+	__u32 size;
+	__u32 flags;
+	__u8 id[SNPU_COMM_ID_BYTES];
+	__u32 nranks;
+	__u32 rank;
+	__u32 handle;
+	__u32 pad;
+	__u64 reserved[2];
+};
+
+#define SNPU_COMM_JOIN_SIZE_VER0	56
+
+/**
+ * struct snpu_comm_query - SNPU_IOC_COMM_QUERY
+ * @size: in: sizeof; out: bytes written
+ * @flags: must be zero
+ * @handle: in: a rank handle of this file
+ * @rank: out: its rank
+ * @nranks: out: the communicator's number of ranks
+ * @joined: out: how many ranks have joined so far
+ * @error: out: 0, or -ECONNRESET once a rank left
+ * @pad: zero
+ * @queued: out: collectives this rank has queued
+ * @reserved: must be zero
+ */
+struct snpu_comm_query {
+	__u32 size;
+	__u32 flags;
+	__u32 handle;
+	__u32 rank;
+	__u32 nranks;
+	__u32 joined;
+	__s32 error;
+	__u32 pad;
+	__u64 queued;
+	__u64 reserved[2];
+};
+
+#define SNPU_COMM_QUERY_SIZE_VER0	56
 
 /*
  * Command queues. A context may set up one pair of rings: a submission
@@ -1400,5 +1615,9 @@ struct snpu_state_page {
 #define SNPU_IOC_BG_PARK	_IOWR(SNPU_IOC_MAGIC, 0x25, struct snpu_snapshot)
 #define SNPU_IOC_GRAPH_CREATE	_IOWR(SNPU_IOC_MAGIC, 0x26, struct snpu_graph_create)
 #define SNPU_IOC_GRAPH_DESTROY	_IOW(SNPU_IOC_MAGIC, 0x27, struct snpu_handle_op)
+#define SNPU_IOC_COMM_ID	_IOWR(SNPU_IOC_MAGIC, 0x28, struct snpu_comm_id)
+#define SNPU_IOC_COMM_JOIN	_IOWR(SNPU_IOC_MAGIC, 0x29, struct snpu_comm_join)
+#define SNPU_IOC_COMM_DESTROY	_IOW(SNPU_IOC_MAGIC, 0x2a, struct snpu_handle_op)
+#define SNPU_IOC_COMM_QUERY	_IOWR(SNPU_IOC_MAGIC, 0x2b, struct snpu_comm_query)
 
 #endif /* _UAPI_LINUX_SNPU_H */

@@ -27,6 +27,8 @@ unsigned int ref_task_words(__u32 op)
 		return MEMBER_WORDS(event);
 	case SNPU_OP_GRAPH:
 		return MEMBER_WORDS(graph);
+	case SNPU_OP_COLL:
+		return MEMBER_WORDS(coll);
 	default:
 		return 0;
 	}
@@ -286,12 +288,41 @@ bool ref_launch_valid(__u32 kernel, __u32 block_dim,
 	       ref_block_work_ok(kernel, block_dim, a);
 }
 
+/*
+ * A collective task (uapi header, "Collectives"): a known collective,
+ * type and operator (an operator only for the reducing ones), a root
+ * only for a broadcast and below the most ranks, a count > 0 whose
+ * largest buffer (ranks times count elements of 4 bytes) is addressable,
+ * 4-byte aligned addresses, a zero pad.
+ */
+static bool ref_coll_valid(const struct snpu_task *t)
+{
+	bool reduces = t->coll.coll == SNPU_COLL_ALLREDUCE ||
+		       t->coll.coll == SNPU_COLL_REDUCE_SCATTER;
+
+	if (!in_range(t->coll.coll, SNPU_COLL_ALLREDUCE,
+		      SNPU_COLL_REDUCE_SCATTER))
+		return false;
+	if (t->coll.dtype != SNPU_DTYPE_I32 && t->coll.dtype != SNPU_DTYPE_F32)
+		return false;
+	if (reduces ? !in_range(t->coll.redop, SNPU_REDOP_SUM, SNPU_REDOP_MAX) :
+	    t->coll.redop != 0)
+		return false;
+	if (t->coll.root && (t->coll.coll != SNPU_COLL_BROADCAST ||
+			     t->coll.root >= SNPU_COMM_MAX_RANKS))
+		return false;
+	if (!t->coll.count ||
+	    (u128)t->coll.count * 4 * SNPU_COMM_MAX_RANKS > ~0ULL)
+		return false;
+	return t->coll.send % 4 == 0 && t->coll.recv % 4 == 0 && !t->coll.pad;
+}
+
 bool ref_task_valid(const struct snpu_task *t)
 {
 	unsigned int i;
 
-	if (!in_range(t->op, SNPU_OP_LAUNCH, SNPU_OP_GRAPH) ||
-	    t->flags || t->reserved0)
+	if (!(in_range(t->op, SNPU_OP_LAUNCH, SNPU_OP_GRAPH) ||
+	      t->op == SNPU_OP_COLL) || t->flags || t->reserved0)
 		return false;
 	for (i = ref_task_words(t->op); i < 13; i++)
 		if (t->raw[i])
@@ -312,6 +343,8 @@ bool ref_task_valid(const struct snpu_task *t)
 		return !t->event.pad;
 	case SNPU_OP_GRAPH:
 		return !t->graph.pad;
+	case SNPU_OP_COLL:
+		return ref_coll_valid(t);
 	default:
 		return true;
 	}

@@ -280,6 +280,22 @@ static void task_seeds(void)
 	t.stream = 1;
 	t.user_data = 0x1234;
 	emit("task", "host-func", &t, sizeof(t));
+
+	memset(&t, 0, sizeof(t));
+	t.op = SNPU_OP_COLL;
+	t.stream = 1;
+	t.coll.comm = 1;
+	t.coll.coll = SNPU_COLL_ALLREDUCE;
+	t.coll.dtype = SNPU_DTYPE_F32;
+	t.coll.redop = SNPU_REDOP_SUM;
+	t.coll.count = 1000;
+	t.coll.send = ADDR(0);
+	t.coll.recv = ADDR(1);
+	emit("task", "allreduce", &t, sizeof(t));
+	t.coll.coll = SNPU_COLL_BROADCAST;
+	t.coll.redop = 0;
+	t.coll.root = 3;
+	emit("task", "broadcast", &t, sizeof(t));
 }
 
 static void params_seeds(void)

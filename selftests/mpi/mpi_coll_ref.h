@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Host references of the collectives for the mpi suite, as the uapi
+ * header's "Collectives" defines them: each rank's input is a function of
+ * (rank, element, salt), so every process computes every rank's input
+ * itself, and a reduction is a loop over the ranks in rank order.
+ * (selftests/comm/comm_util.h has the same, over raw ioctls; this one
+ * goes with libsnpu's <snpu.h>.)
+ */
+#ifndef _MPI_COLL_REF_H
+#define _MPI_COLL_REF_H
+
+#include <stdint.h>
+#include <string.h>
+
+#include <linux/snpu.h>
+
+static inline uint32_t cref_f2u(float f)
+{
+	uint32_t u;
+
+	memcpy(&u, &f, 4);
+	return u;
+}
+
+static inline float cref_u2f(uint32_t u)
+{
+	float f;
+
+	memcpy(&f, &u, 4);
+	return f;
+}
+
+/* a op b, as the device does it: a the result so far, b the next rank's. */
+static inline uint32_t cref_op(uint32_t dtype, uint32_t redop, uint32_t a,
+			       uint32_t b)
+{
+	float fa = cref_u2f(a), fb = cref_u2f(b);
+
+	if (dtype == SNPU_DTYPE_F32)
+		return redop == SNPU_REDOP_SUM ? cref_f2u(fa + fb) :
+		       cref_f2u(fa > fb ? fa : fb);
+	return redop == SNPU_REDOP_SUM ? a + b :
+	       ((int32_t)a > (int32_t)b ? a : b);
+}
+
+/* Element @i of rank @r's input: f32 values whose sums round. */
+static inline uint32_t cref_input(uint32_t dtype, unsigned int r, uint64_t i,
+				  uint32_t salt)
+{
+	uint32_t h = (uint32_t)(i * 2654435761u) ^ (r * 40503u + salt);
+
+	h ^= h >> 13;
+	h *= 0x5bd1e995u;
+	h ^= h >> 15;
+	if (dtype == SNPU_DTYPE_I32)
+		return h;
+	return cref_f2u(((float)(h % 200001) - 100000.0f) /
+			(float)(h % 251 + 1));
+}
+
+#endif /* _MPI_COLL_REF_H */
