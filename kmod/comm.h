@@ -181,7 +181,7 @@ struct snpu_coll {
 };
 
 struct snpu_comm_rank *snpu_comm_rank_get_locked(struct snpu_context *ctx,
-						u32 handle);
+						 u32 handle);
 int snpu_coll_bind(struct snpu_comm_rank *r, struct snpu_work *w,
 		   const struct snpu_coll_desc *d, void *send, void *recv);
 
