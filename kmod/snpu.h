@@ -679,6 +679,18 @@ struct snpu_proc {
 };
 
 /**
+ * struct snpu_ctx_busy - a context's time on one core
+ * @ns: nanoseconds the core ran the context's blocks; written by that
+ *      core's thread only (WRITE_ONCE), read without a lock
+ *
+ * One per core and context, each on its own cache line: the cores that
+ * run blocks of one context never write the same line.
+ */
+struct snpu_ctx_busy {
+	u64 ns;
+} ____cacheline_aligned_in_smp;
+
+/**
  * struct snpu_context - the state of one open file of a device
  * @ref: the file holds one until its release; a snapshot holds one while
  *       it works on the context without its process's list lock
@@ -723,6 +735,8 @@ struct snpu_proc {
  *         bulk by the next reservation that runs short
  * @inflight: jobs submitted and not complete
  * @tasks_done: tasks completed since open, for the statistics
+ * @busy: the context's time on each core of the device (fdinfo's
+ *        drm-engine-compute), allocated at open
  * @callbacks: HOST_FUNC jobs ready for delivery
  * @dying: the file is being released: jobs are cancelled, not run
  * @draining: a backup waits for @inflight to reach 0
@@ -775,6 +789,7 @@ struct snpu_context {
 	struct llist_head freed;
 	u32 inflight;
 	u64 tasks_done;
+	struct snpu_ctx_busy *busy;	/* one per core of the device */
 	struct list_head callbacks;
 	bool dying;
 	bool draining;
@@ -1053,6 +1068,9 @@ void snpu_device_reset(struct snpu_device *sdev);
 
 /* stats.c */
 void snpu_stats_debugfs(struct snpu_device *sdev);
+u64 snpu_ctx_busy_ns(struct snpu_context *ctx);
+struct seq_file;
+void snpu_show_fdinfo(struct seq_file *m, struct file *file);
 
 /**
  * struct snpu_dev_stats - a device's statistics, summed for a reader
