@@ -227,6 +227,7 @@ static int snpu_open(struct inode *inode, struct file *file)
 	spin_lock_init(&ctx->sched_lock);
 	INIT_LIST_HEAD(&ctx->callbacks);
 	INIT_LIST_HEAD(&ctx->comm_ids);
+	INIT_LIST_HEAD(&ctx->fence_waits);
 	init_waitqueue_head(&ctx->wq);
 	snpu_sched_init_ctx(ctx);
 

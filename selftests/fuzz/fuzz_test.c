@@ -432,7 +432,8 @@ static const struct cmd_desc cmds[C_COUNT] = {
 		.name = "SUBMIT", .nr = SNPU_IOC_SUBMIT,
 		.ver0 = SNPU_SUBMIT_SIZE_VER0, .ksize = sizeof(struct snpu_submit),
 		.modifies = true,
-		.errs = { EINVAL, ENOSPC, EFAULT, E2BIG, ENOENT, EIO, EOPNOTSUPP },
+		.errs = { EINVAL, ENOSPC, EFAULT, E2BIG, ENOENT, EIO, EOPNOTSUPP,
+			  EBADF },
 		.zero = { Z(snpu_submit, reserved) },
 	},
 	[C_CALLBACK_WAIT] = {
