@@ -195,8 +195,8 @@ TEST_F(fence, exports_of_one_capture_share_the_fence)
 	struct sync_fence_info a, b;
 	int f1, f2;
 
-	ASSERT_EQ(0, spin_and_record(self->fd, self->s, self->e,
-				     100 * NS_PER_MS));
+	/* A second, so that both exports find it pending. */
+	ASSERT_EQ(0, spin_and_record(self->fd, self->s, self->e, NS_PER_SEC));
 	ASSERT_EQ(0, export_fence(self->fd, self->e, 0, &f1));
 	ASSERT_EQ(0, export_fence(self->fd, self->e, 0, &f2));
 	EXPECT_EQ(1, readable(f2, 10000));

@@ -87,9 +87,11 @@ TEST_F(fence, prep_in_batch_and_failed_fence)
 	struct snpu_task t[2];
 	int fd;
 
-	ASSERT_EQ(0, snpu_launch(self->a, self->sa, SNPU_KERNEL_FAIL, 1,
-				 &fail, 1));
-	ASSERT_EQ(0, snpu_event_record(self->a, self->ea, self->sa));
+	/* One batch: the FAIL may fail the stream before a second submit. */
+	ASSERT_EQ(0, snpu_prep_launch(&t[0], self->sa, SNPU_KERNEL_FAIL, 1,
+				      &fail, 1));
+	snpu_prep_event_record(&t[1], self->sa, self->ea);
+	ASSERT_EQ(0, snpu_submit(self->a, t, 2, NULL));
 	ASSERT_EQ(0, snpu_event_export_fence(self->a, self->ea, 0, &fd));
 	EXPECT_EQ(1, readable(fd, 10000));
 	EXPECT_EQ(-EIO, fence_status(fd));
