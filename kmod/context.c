@@ -157,6 +157,7 @@ static void snpu_ctx_free(struct kref *ref)
 	struct snpu_context *ctx = container_of(ref, struct snpu_context, ref);
 
 	mutex_destroy(&ctx->lock);
+	kfree(ctx->busy);
 	kfree(ctx);
 }
 
@@ -196,6 +197,13 @@ static int snpu_open(struct inode *inode, struct file *file)
 	if (!ctx)
 		return -ENOMEM;
 
+	/* The cores' time, for fdinfo: written by the cores, no lock. */
+	ctx->busy = kcalloc(sdev->cores, sizeof(*ctx->busy),
+			    GFP_KERNEL_ACCOUNT | __GFP_RETRY_MAYFAIL);
+	if (!ctx->busy) {
+		kfree(ctx);
+		return -ENOMEM;
+	}
 	kref_init(&ctx->ref);
 	ctx->sdev = sdev;
 	mutex_init(&ctx->lock);
@@ -206,6 +214,7 @@ static int snpu_open(struct inode *inode, struct file *file)
 	/* A window no other live context of the device has. */
 	ret = ida_alloc_max(&sdev->va_windows, SNPU_VA_WINDOWS - 1, GFP_KERNEL);
 	if (ret < 0) {
+		kfree(ctx->busy);
 		kfree(ctx);
 		return ret == -ENOSPC ? -EMFILE : ret;
 	}
@@ -218,6 +227,7 @@ static int snpu_open(struct inode *inode, struct file *file)
 	spin_lock_init(&ctx->sched_lock);
 	INIT_LIST_HEAD(&ctx->callbacks);
 	INIT_LIST_HEAD(&ctx->comm_ids);
+	INIT_LIST_HEAD(&ctx->fence_waits);
 	init_waitqueue_head(&ctx->wq);
 	snpu_sched_init_ctx(ctx);
 
@@ -231,6 +241,7 @@ static int snpu_open(struct inode *inode, struct file *file)
 			     SNPU_POOL_SLACK);
 	if (ret) {
 		ida_free(&sdev->va_windows, window);
+		kfree(ctx->busy);
 		kfree(ctx);
 		return ret;
 	}
@@ -241,6 +252,7 @@ static int snpu_open(struct inode *inode, struct file *file)
 	if (ret) {
 		snpu_pool_fini(ctx);
 		ida_free(&sdev->va_windows, window);
+		kfree(ctx->busy);
 		kfree(ctx);
 		return ret;
 	}
@@ -364,4 +376,5 @@ const struct file_operations snpu_fops = {
 	.mmap = snpu_mmap,
 	.poll = snpu_poll,
 	.llseek = noop_llseek,
+	.show_fdinfo = snpu_show_fdinfo,
 };

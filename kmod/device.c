@@ -50,11 +50,29 @@ static ssize_t contexts_show(struct device *dev, struct device_attribute *attr,
 }
 static DEVICE_ATTR_RO(contexts);
 
+/*
+ * The time the cores spent running blocks since load, all cores: busy
+ * nanoseconds over wall nanoseconds times cores is the device's use.
+ */
+static ssize_t busy_ns_show(struct device *dev, struct device_attribute *attr,
+			    char *buf)
+{
+	struct snpu_device *sdev = to_snpu_device(dev);
+	unsigned int i;
+	u64 ns = 0;
+
+	for (i = 0; i < sdev->cores; i++)
+		ns += READ_ONCE(sdev->core[i].busy_ns);
+	return sysfs_emit(buf, "%llu\n", ns);
+}
+static DEVICE_ATTR_RO(busy_ns);
+
 static struct attribute *snpu_dev_attrs[] = {
 	&dev_attr_cores.attr,
 	&dev_attr_mem_mb.attr,
 	&dev_attr_mem_used.attr,
 	&dev_attr_contexts.attr,
+	&dev_attr_busy_ns.attr,
 	NULL,
 };
 ATTRIBUTE_GROUPS(snpu_dev);

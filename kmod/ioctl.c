@@ -194,6 +194,8 @@ static const struct snpu_ioc_desc snpu_ioc_table[] = {
 		     SNPU_COMM_DESTROY_FORCE, snpu_ioc_comm_destroy),
 	SNPU_IOC(COMM_QUERY, COMM_QUERY, snpu_comm_query, 0,
 		 snpu_ioc_comm_query),
+	SNPU_IOC(EVENT_EXPORT, EVENT_EXPORT, snpu_event_export,
+		 SNPU_EXPORT_CLOEXEC, snpu_ioc_event_export),
 	/* No argument: the syscall floor for benchmarks. */
 	[_IOC_NR(SNPU_IOC_NOP)] = { SNPU_IOC_NOP, 0, 0, 0, false, snpu_ioc_nop },
 };

@@ -48,6 +48,7 @@ static struct snpu_job *snpu_pool_chunk(struct snpu_context *ctx, u32 base,
 		INIT_LIST_HEAD(&job->wait_node);
 		INIT_LIST_HEAD(&job->ov_node);
 		INIT_LIST_HEAD(&job->swait_node);
+		snpu_fence_job_init(job);
 		list_add_tail(&job->node, list);
 	}
 	return chunk;
@@ -244,6 +245,9 @@ static void snpu_job_release(struct snpu_job *job)
 	if (job->host)
 		snpu_host_put_deferred(job->host);
 	job->host = NULL;
+	if (job->in_fence)
+		dma_fence_put(job->in_fence);
+	job->in_fence = NULL;
 	if (job->ginst)
 		snpu_graph_put_job(job);
 }
@@ -273,6 +277,20 @@ static void snpu_job_ready_locked(struct snpu_context *ctx,
 	list_add_tail(&job->node, todo);
 }
 
+/**
+ * snpu_job_resolve_locked() - one of a waiting job's predecessors is done
+ * @ctx: the job's context
+ * @job: the job
+ * @todo: gets @job when that was the last
+ */
+void snpu_job_resolve_locked(struct snpu_context *ctx, struct snpu_job *job,
+			     struct list_head *todo)
+{
+	lockdep_assert_held(&ctx->sched_lock);
+	if (!--job->pending)
+		snpu_job_ready_locked(ctx, job, todo);
+}
+
 /*
  * Complete one job, under the lock (see snpu_job_finish()): records the
  * result, advances the stream, resolves the successors and wakes waiters.
@@ -300,6 +318,17 @@ static void snpu_job_finish_locked(struct snpu_context *ctx,
 	snpu_stats_task_done(ctx, error);
 	if (error)
 		snpu_stream_fail_locked(ctx, s, error, todo);
+	if (job->op == SNPU_OP_EVENT_RECORD) {
+		/* A capture cancelled by its stream's failure has its error. */
+		job->fence_error = error == -ECANCELED && s->error ?
+				   s->error : error;
+		if (job->out_fence)
+			snpu_fence_signal_locked(ctx, job);
+	}
+	if (job->in_fence) {
+		dma_fence_put(job->in_fence);
+		job->in_fence = NULL;
+	}
 	if (s->tail == job)
 		s->tail = NULL;
 	if (job->next) {
@@ -334,6 +363,12 @@ static void snpu_job_finish_locked(struct snpu_context *ctx,
 		wake_up_all(&ctx->wq);
 }
 
+/* The result of a job that completes where it is (not cancelled). */
+static int snpu_job_inline_error(const struct snpu_job *job)
+{
+	return job->op == SNPU_OP_FENCE_WAIT ? job->fence_error : 0;
+}
+
 /*
  * Does a ready job complete where it is, with no core and no callback? A
  * record is a marker (its capture is its sequence number), a stream wait
@@ -345,6 +380,7 @@ static bool snpu_job_inline(const struct snpu_job *job)
 	switch (job->op) {
 	case SNPU_OP_EVENT_RECORD:
 	case SNPU_OP_STREAM_WAIT:
+	case SNPU_OP_FENCE_WAIT:
 		return true;
 	case SNPU_OP_LAUNCH:
 		return job->work.launch.kernel == SNPU_KERNEL_NOP;
@@ -381,8 +417,9 @@ static void snpu_jobs_settle_locked(struct snpu_context *ctx,
 			snpu_job_trace_start(ctx, job);
 		if (!*now)
 			*now = ktime_get_ns();
-		snpu_job_finish_locked(ctx, job, job->cancel ? -ECANCELED : 0,
-				       *now, todo);
+		snpu_job_finish_locked(ctx, job,
+				       job->cancel ? -ECANCELED :
+				       snpu_job_inline_error(job), *now, todo);
 		pos = prev->next;
 	}
 }
@@ -431,6 +468,7 @@ void snpu_stream_fail_locked(struct snpu_context *ctx, struct snpu_stream *s,
 	if (s->error)
 		return;
 	WRITE_ONCE(s->error, error);
+	snpu_fence_wait_cancel_locked(ctx, s, todo);
 	list_for_each_entry_safe(w, tmp, &s->waits, swait_node) {
 		list_del_init(&w->swait_node);
 		list_del_init(&w->wait_node);
@@ -474,9 +512,9 @@ static void snpu_job_dispatch(struct snpu_job *job, struct list_head *todo,
 		snpu_job_finish(job, -ECANCELED, 0, todo);
 		return;
 	}
-	/* EVENT_RECORD, STREAM_WAIT, NOP launches: done once reached. */
+	/* EVENT_RECORD, STREAM_WAIT, FENCE_WAIT, NOPs: done once reached. */
 	snpu_job_trace_start(job->ctx, job);
-	snpu_job_finish(job, 0, 0, todo);
+	snpu_job_finish(job, snpu_job_inline_error(job), 0, todo);
 }
 
 /**
@@ -524,6 +562,7 @@ void snpu_jobs_complete_run(struct snpu_job *job, u32 n, int error, u64 now,
 	struct snpu_context *ctx = job->ctx;
 	struct snpu_job *j, *next;
 	LIST_HEAD(todo);
+	bool cookie;
 	u32 i;
 
 	/* The links of a chain are set: each successor was read to run it. */
@@ -534,6 +573,8 @@ void snpu_jobs_complete_run(struct snpu_job *job, u32 n, int error, u64 now,
 	}
 	if (!now)
 		now = ktime_get_ns();
+	/* Exported fences signal here: no allocation, no fence wait. */
+	cookie = dma_fence_begin_signalling();
 	spin_lock(&ctx->sched_lock);
 	for (i = 0, j = job; i < n; i++, j = next) {
 		next = j->next;
@@ -542,6 +583,7 @@ void snpu_jobs_complete_run(struct snpu_job *job, u32 n, int error, u64 now,
 	}
 	snpu_jobs_settle_locked(ctx, &todo, &now);
 	spin_unlock(&ctx->sched_lock);
+	dma_fence_end_signalling(cookie);
 	snpu_jobs_run_handoff(&todo, handoff);
 }
 
@@ -703,6 +745,8 @@ int snpu_job_prepare_locked(struct snpu_context *ctx, struct snpu_job *job,
 		return snpu_graph_prepare_locked(ctx, job, t);
 	case SNPU_OP_COLL:
 		return snpu_coll_prepare_locked(ctx, &job->work, t, job->mem);
+	case SNPU_OP_FENCE_WAIT:
+		return snpu_fence_wait_prepare(job, t->fence.fd);
 	default:
 		return 0;
 	}
@@ -809,6 +853,8 @@ static u64 snpu_job_commit_locked(struct snpu_context *ctx,
 			list_add_tail(&job->swait_node, &s->waits);
 			job->pending++;
 		}
+	} else if (job->op == SNPU_OP_FENCE_WAIT) {
+		snpu_fence_wait_arm_locked(ctx, job);
 	} else if (job->op == SNPU_OP_EVENT_RECORD) {
 		cap = e->capture;
 		refcount_inc(&job->ref);
@@ -1121,12 +1167,15 @@ int snpu_ioc_submit(struct snpu_context *ctx, union snpu_ioc_arg *arg)
  */
 void snpu_cancel_all(struct snpu_context *ctx)
 {
+	LIST_HEAD(ready);
 	LIST_HEAD(cancel);
 	struct snpu_job *job;
 	u32 i;
 
 	spin_lock(&ctx->sched_lock);
 	WRITE_ONCE(ctx->dying, true);
+	/* Fences of other drivers may never signal: stop waiting. */
+	snpu_fence_wait_cancel_locked(ctx, NULL, &ready);
 	list_splice_init(&ctx->callbacks, &cancel);
 	/* Not a hot path: a scan finds callbacks the process never answered. */
 	for (i = 0; i < ctx->pool_size; i++) {
@@ -1141,6 +1190,7 @@ void snpu_cancel_all(struct snpu_context *ctx)
 	/* Its ranks leave first: no collective of it waits for another rank. */
 	snpu_comm_cancel(ctx);
 	snpu_sched_cancel(ctx);
+	snpu_jobs_run(&ready);
 	while (!list_empty(&cancel)) {
 		job = list_first_entry(&cancel, struct snpu_job, node);
 		list_del_init(&job->node);

@@ -434,7 +434,9 @@ u32 snpu_ring_consume_locked(struct snpu_context *ctx, u32 max)
 		job = next;
 		next = list_is_last(&job->node, &jobs) ? NULL :
 						       list_next_entry(job, node);
-		ret = done ?: snpu_job_prepare_locked(ctx, job, &t);
+		/* A poller has no fds: fence waits go through SUBMIT only. */
+		ret = done ?: t.op == SNPU_OP_FENCE_WAIT ? -EINVAL :
+		      snpu_job_prepare_locked(ctx, job, &t);
 		if (ret) {
 			list_del_init(&job->node);
 			snpu_ring_refuse(ctx, job, t.user_data, ret);

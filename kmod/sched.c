@@ -498,12 +498,23 @@ static void snpu_run_first(struct snpu_core *core, struct snpu_work *w,
 			      job->seq, core->index);
 }
 
-/* The core reads the clock: its busy time runs to now. */
-static u64 snpu_core_clock(struct snpu_core *core)
+/*
+ * The core reads the clock: its busy time runs to now, and so does that
+ * of @ctx, the context whose work it ran since the last reading (NULL:
+ * the device's only). @ctx must still be there: the caller reads the
+ * clock before the work's completion (or the drop of its block count),
+ * after which the context may close and be freed.
+ */
+static u64 snpu_core_clock(struct snpu_core *core, struct snpu_context *ctx)
 {
-	u64 now = ktime_get_ns();
+	u64 now = ktime_get_ns(), ns = now - core->clock;
 
-	WRITE_ONCE(core->busy_ns, core->busy_ns + now - core->clock);
+	WRITE_ONCE(core->busy_ns, core->busy_ns + ns);
+	if (ctx) {
+		struct snpu_ctx_busy *b = &ctx->busy[core->index];
+
+		WRITE_ONCE(b->ns, b->ns + ns);
+	}
 	core->clock = now;
 	return now;
 }
@@ -560,7 +571,7 @@ static bool snpu_chain(struct snpu_core *core, struct snpu_work *w, int error,
 		return false;
 	if (!core->chained++)
 		core->chain = job;
-	job->done_ns = snpu_core_clock(core);
+	job->done_ns = snpu_core_clock(core, job->ctx);
 	/*
 	 * A trace shows the task complete before its successor starts: the
 	 * completion event is sent now, and not again when the chain
@@ -591,12 +602,25 @@ static void snpu_run_gnode_done(struct snpu_core *core, struct snpu_work *w,
 			  w->units <= SNPU_CHAIN_WORK && w->units <= w->chunk :
 			  w->copy.bytes <= SNPU_CHAIN_WORK;
 
-	snpu_gnode_complete(w->gnode, error, handoff);
-	if ((*handoff || !list_empty(&core->batch)) && short_node &&
-	    ++core->streak < SNPU_CHAIN_MAX)
+	/* Read before the node completes, while its context is there. */
+	if (!short_node || core->streak + 1 >= SNPU_CHAIN_MAX) {
+		core->streak = 0;
+		snpu_core_clock(core, w->job->ctx);
+		snpu_gnode_complete(w->gnode, error, handoff);
 		return;
+	}
+	snpu_gnode_complete(w->gnode, error, handoff);
+	if (*handoff || !list_empty(&core->batch)) {
+		/* The next node's reading covers this one. */
+		core->streak++;
+		return;
+	}
+	/*
+	 * The launch may be complete and its file closed: the few short
+	 * nodes of the streak count as the device's busy time only.
+	 */
 	core->streak = 0;
-	snpu_core_clock(core);
+	snpu_core_clock(core, NULL);
 }
 
 /*
@@ -606,11 +630,14 @@ static void snpu_run_gnode_done(struct snpu_core *core, struct snpu_work *w,
  * with more to run, and when it completes tasks: that reading is their
  * completion time (and the start of what it runs next). Tasks it chains
  * (snpu_chain()) complete together, with one reading. The core's busy
- * time and block count are its own: no lock.
+ * time and block count are its own: no lock. Each reading also charges
+ * the time since the last one to the context of the work (its share of
+ * snpu_context.busy, the core's own as well).
  */
 static void snpu_run(struct snpu_core *core, struct snpu_work *w, u32 block,
 		     struct snpu_work **handoff)
 {
+	struct snpu_context *ctx = w->job->ctx;
 	unsigned int ms = READ_ONCE(snpu_task_timeout_ms);
 	u64 start = core->clock;
 	u64 deadline = ms ? start + (u64)ms * NSEC_PER_MSEC : 0;
@@ -631,14 +658,18 @@ static void snpu_run(struct snpu_core *core, struct snpu_work *w, u32 block,
 		atomic_cmpxchg(&w->fail, 0, ret);
 		snpu_sched_drop(w);
 	}
-	if (!atomic_dec_and_test(&w->blocks_left)) {
-		snpu_core_clock(core);
+	/*
+	 * Once its count drops, another core may complete the work and its
+	 * file close: the block's time is charged before.
+	 */
+	if (w->nblocks > 1)
+		snpu_core_clock(core, ctx);
+	if (!atomic_dec_and_test(&w->blocks_left))
 		return;
-	}
 	ret = atomic_read(&w->fail);
 	if (w->op == SNPU_OP_COLL) {
+		snpu_core_clock(core, ctx);
 		snpu_coll_step_end(w, ret, handoff);
-		snpu_core_clock(core);
 		return;
 	}
 	if (w->gnode) {
@@ -650,12 +681,12 @@ static void snpu_run(struct snpu_core *core, struct snpu_work *w, u32 block,
 	if (core->chained) {
 		/* @w is the last of a chain: its successor was not taken. */
 		snpu_jobs_complete_run(core->chain, core->chained + 1, ret,
-				       snpu_core_clock(core), handoff);
+				       snpu_core_clock(core, ctx), handoff);
 		core->chain = NULL;
 		core->chained = 0;
 		return;
 	}
-	snpu_work_complete(w, ret, snpu_core_clock(core), handoff);
+	snpu_work_complete(w, ret, snpu_core_clock(core, ctx), handoff);
 }
 
 static int snpu_core_fn(void *data)

@@ -37,6 +37,7 @@
 
 #include <linux/atomic.h>
 #include <linux/bits.h>
+#include <linux/dma-fence.h>
 #include <linux/fs.h>
 #include <linux/idr.h>
 #include <linux/llist.h>
@@ -343,6 +344,8 @@ struct snpu_host {
  * @error: sticky: the first failure, or -ECANCELED after an abort
  * @tail: the last queued job while it is not complete
  * @waits: its STREAM_WAIT jobs still waiting for another stream's capture
+ * @fence_ctx: the dma_fence context of its exported captures, 0 until
+ *             the first (under the context's sched_lock)
  * @owner: the owner of an attached stream, NULL for a plain stream
  * @owner_node: in @owner's list of attached streams
  * @key: an attached stream's key, zero-padded
@@ -361,6 +364,7 @@ struct snpu_stream {
 	int error;
 	struct snpu_job *tail;
 	struct list_head waits;
+	u64 fence_ctx;
 	struct snpu_owner *owner;
 	struct list_head owner_node;
 	char key[SNPU_ATTACHED_KEY_MAX];
@@ -507,6 +511,19 @@ struct snpu_work {
  * @ginst: SNPU_OP_GRAPH: the instance of the graph it runs
  * @mem: device allocations the job names, referenced until completion
  * @host: host memory the job names, referenced until completion
+ * @out_fence: EVENT_RECORD: the fence SNPU_IOC_EVENT_EXPORT made of it
+ *             while it was pending, referenced; signalled and dropped at
+ *             its completion (under sched_lock)
+ * @in_fence: FENCE_WAIT: the fence it waits for, referenced from prepare
+ *            until its completion
+ * @fence_cb: FENCE_WAIT: its callback on @in_fence
+ * @fence_work: FENCE_WAIT: queued by @fence_cb (which may run in any
+ *              context) to resolve the wait in process context
+ * @fence_node: FENCE_WAIT: in the context's fence_waits while its
+ *              callback is armed (under sched_lock)
+ * @fence_error: FENCE_WAIT: @in_fence's error, its result (under
+ *               sched_lock); EVENT_RECORD: the error an exported fence
+ *               gets (the stream's error when it was cancelled by one)
  *
  * The scheduler fields (@state .. @done_ns) are under the context's
  * sched_lock.
@@ -546,6 +563,13 @@ struct snpu_job {
 	struct snpu_ginst *ginst;
 	struct snpu_mem *mem[SNPU_KERNEL_MAX_ARGS];
 	struct snpu_host *host;
+
+	struct dma_fence *out_fence;
+	struct dma_fence *in_fence;
+	struct dma_fence_cb fence_cb;
+	struct work_struct fence_work;
+	struct list_head fence_node;
+	int fence_error;
 };
 
 /**
@@ -679,6 +703,18 @@ struct snpu_proc {
 };
 
 /**
+ * struct snpu_ctx_busy - a context's time on one core
+ * @ns: nanoseconds the core ran the context's blocks; written by that
+ *      core's thread only (WRITE_ONCE), read without a lock
+ *
+ * One per core and context, each on its own cache line: the cores that
+ * run blocks of one context never write the same line.
+ */
+struct snpu_ctx_busy {
+	u64 ns;
+} ____cacheline_aligned_in_smp;
+
+/**
  * struct snpu_context - the state of one open file of a device
  * @ref: the file holds one until its release; a snapshot holds one while
  *       it works on the context without its process's list lock
@@ -723,6 +759,14 @@ struct snpu_proc {
  *         bulk by the next reservation that runs short
  * @inflight: jobs submitted and not complete
  * @tasks_done: tasks completed since open, for the statistics
+ * @busy: the context's time on each core of the device (fdinfo's
+ *        drm-engine-compute), allocated at open
+ * @fence_waits: FENCE_WAIT jobs whose callback is armed (under
+ *               @sched_lock)
+ * @fence_ctx: dma_fence context of the signalled fences exported for
+ *             captures already complete, 0 until the first (under
+ *             @sched_lock)
+ * @fence_seqno: the last seqno on @fence_ctx (under @sched_lock)
  * @callbacks: HOST_FUNC jobs ready for delivery
  * @dying: the file is being released: jobs are cancelled, not run
  * @draining: a backup waits for @inflight to reach 0
@@ -775,6 +819,10 @@ struct snpu_context {
 	struct llist_head freed;
 	u32 inflight;
 	u64 tasks_done;
+	struct snpu_ctx_busy *busy;	/* one per core of the device */
+	struct list_head fence_waits;
+	u64 fence_ctx;
+	u64 fence_seqno;
 	struct list_head callbacks;
 	bool dying;
 	bool draining;
@@ -1053,6 +1101,22 @@ void snpu_device_reset(struct snpu_device *sdev);
 
 /* stats.c */
 void snpu_stats_debugfs(struct snpu_device *sdev);
+u64 snpu_ctx_busy_ns(struct snpu_context *ctx);
+
+/* fence.c */
+int snpu_ioc_event_export(struct snpu_context *ctx, union snpu_ioc_arg *arg);
+void snpu_fence_signal_locked(struct snpu_context *ctx, struct snpu_job *job);
+int snpu_fence_wait_prepare(struct snpu_job *job, s32 fd);
+void snpu_fence_wait_arm_locked(struct snpu_context *ctx,
+				struct snpu_job *job);
+void snpu_fence_wait_cancel_locked(struct snpu_context *ctx,
+				   struct snpu_stream *s,
+				   struct list_head *todo);
+void snpu_fence_job_init(struct snpu_job *job);
+void snpu_job_resolve_locked(struct snpu_context *ctx, struct snpu_job *job,
+			     struct list_head *todo);
+struct seq_file;
+void snpu_show_fdinfo(struct seq_file *m, struct file *file);
 
 /**
  * struct snpu_dev_stats - a device's statistics, summed for a reader
@@ -1196,6 +1260,7 @@ int snpu_ioc_comm_query(struct snpu_context *ctx, union snpu_ioc_arg *arg);
  * @comm_id: SNPU_IOC_COMM_ID
  * @comm_join: SNPU_IOC_COMM_JOIN
  * @comm_query: SNPU_IOC_COMM_QUERY
+ * @event_export: SNPU_IOC_EVENT_EXPORT
  *
  * At most 120 bytes: the dispatcher keeps it on the stack (in a struct
  * snpu_ioc_call, with what snpu_ioc_copy_out() needs).
@@ -1230,6 +1295,7 @@ union snpu_ioc_arg {
 	struct snpu_comm_id comm_id;
 	struct snpu_comm_join comm_join;
 	struct snpu_comm_query comm_query;
+	struct snpu_event_export event_export;
 };
 
 /**

@@ -112,6 +112,66 @@ bool snpu_stats_ctx_next(struct snpu_device *sdev, u64 *cursor,
 	return found;
 }
 
+/**
+ * snpu_ctx_busy_ns() - the time the cores ran a context's work
+ * @ctx: the context
+ *
+ * Each core's share is written by that core only: the sum is a moment's
+ * view, exact up to the blocks running now, and never goes back.
+ *
+ * Return: nanoseconds, all cores.
+ */
+u64 snpu_ctx_busy_ns(struct snpu_context *ctx)
+{
+	unsigned int i;
+	u64 ns = 0;
+
+	for (i = 0; i < ctx->sdev->cores; i++)
+		ns += READ_ONCE(ctx->busy[i].ns);
+	return ns;
+}
+
+/**
+ * snpu_show_fdinfo() - /proc/PID/fdinfo/FD of an snpu file
+ * @m: the fdinfo file
+ * @file: the snpu file, open (the proc code holds a reference)
+ *
+ * The keys of Documentation/gpu/drm-usage-stats.rst that apply to a
+ * device with one compute engine of sdev->cores cores and two memory
+ * regions ("device" and "host", each resident in full: device memory is
+ * driver-owned, host memory driver-allocated or pinned), then snpu-
+ * keys for the rest of the context's usage against its quotas. The
+ * format is documented in Documentation/observability.rst. Takes no lock
+ * of the context (see snpu_ctx_usage()): a reader never waits for a
+ * busy context, and the context cannot go while its file is open.
+ */
+void snpu_show_fdinfo(struct seq_file *m, struct file *file)
+{
+	struct snpu_context *ctx = file->private_data;
+	struct snpu_device *sdev = ctx->sdev;
+	struct snpu_ctx_query q = { };
+	u64 done = snpu_ctx_usage(ctx, &q);
+
+	seq_puts(m, "drm-driver:\tsnpu\n");
+	seq_printf(m, "drm-client-id:\t%llu\n", ctx->id);
+	seq_printf(m, "drm-engine-compute:\t%llu ns\n", snpu_ctx_busy_ns(ctx));
+	seq_printf(m, "drm-engine-capacity-compute:\t%u\n", sdev->cores);
+	seq_printf(m, "drm-total-device:\t%llu\n", q.mem_used);
+	seq_printf(m, "drm-resident-device:\t%llu\n", q.mem_used);
+	seq_printf(m, "drm-total-host:\t%llu\n", q.host_used);
+	seq_printf(m, "drm-resident-host:\t%llu\n", q.host_used);
+	seq_printf(m, "snpu-device:\t%s\n", sdev->name);
+	seq_printf(m, "snpu-mem-limit:\t%llu\n", q.mem_limit);
+	seq_printf(m, "snpu-host-limit:\t%llu\n", q.host_limit);
+	seq_printf(m, "snpu-streams:\t%u/%u\n", q.streams, q.streams_limit);
+	seq_printf(m, "snpu-events:\t%u/%u\n", q.events, q.events_limit);
+	seq_printf(m, "snpu-tasks:\t%u/%u\n", q.tasks, q.tasks_limit);
+	seq_printf(m, "snpu-tasks-done:\t%llu\n", done);
+	seq_printf(m, "snpu-graphs:\t%u/%u\n", q.graphs, q.graphs_limit);
+	seq_printf(m, "snpu-graph-mem:\t%llu/%llu\n", q.graph_mem,
+		   q.graph_mem_limit);
+}
+
 static const char *const snpu_snap_names[SNPU_SNAP_NR] = {
 	[SNPU_SNAP_LOCK] = "lock",
 	[SNPU_SNAP_BACKUP] = "backup",

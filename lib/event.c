@@ -12,6 +12,8 @@ static_assert(sizeof(struct snpu_event_query) == 56,
 	      "struct snpu_event_query changed");
 static_assert(sizeof(struct snpu_event_elapsed) == 40,
 	      "struct snpu_event_elapsed changed");
+static_assert(sizeof(struct snpu_event_export) == 32,
+	      "struct snpu_event_export changed");
 
 int snpu_event_create(struct snpu_device *dev, uint32_t *event)
 {
@@ -97,5 +99,33 @@ int snpu_stream_wait_event(struct snpu_device *dev, uint32_t stream,
 	struct snpu_task t;
 
 	snpu_prep_stream_wait(&t, stream, event);
+	return snpu_submit(dev, &t, 1, NULL);
+}
+
+int snpu_event_export_fence(struct snpu_device *dev, uint32_t event,
+			    unsigned int flags, int *fence_fd)
+{
+	struct snpu_event_export x = {
+		.size = sizeof(x),
+		.flags = flags,
+		.handle = event,
+	};
+	int ret;
+
+	if (!dev || !fence_fd || flags & ~SNPU_EXPORT_CLOEXEC)
+		return -EINVAL;
+
+	ret = snpu_ioctl(dev->fd, SNPU_IOC_EVENT_EXPORT, &x);
+	if (!ret)
+		*fence_fd = x.fd;
+	return ret;
+}
+
+int snpu_stream_wait_fence(struct snpu_device *dev, uint32_t stream,
+			   int fence_fd)
+{
+	struct snpu_task t;
+
+	snpu_prep_fence_wait(&t, stream, fence_fd);
 	return snpu_submit(dev, &t, 1, NULL);
 }

@@ -19,6 +19,7 @@ static unsigned int snpu_task_words(__u32 op)
 		return 3;
 	case SNPU_OP_EVENT_RECORD:
 	case SNPU_OP_STREAM_WAIT:
+	case SNPU_OP_FENCE_WAIT:
 		return 1;
 	case SNPU_OP_GRAPH:
 		return 10;
@@ -42,7 +43,7 @@ int snpu_task_check(const struct snpu_task *t)
 {
 	unsigned int i, used;
 
-	if (t->op < SNPU_OP_LAUNCH || t->op > SNPU_OP_COLL ||
+	if (t->op < SNPU_OP_LAUNCH || t->op > SNPU_OP_FENCE_WAIT ||
 	    t->op == SNPU_OP_CALLBACK_DONE || t->flags || t->reserved0)
 		return -EINVAL;
 	used = snpu_task_words(t->op);
@@ -68,6 +69,8 @@ int snpu_task_check(const struct snpu_task *t)
 		return t->event.pad ? -EINVAL : 0;
 	case SNPU_OP_GRAPH:
 		return t->graph.pad ? -EINVAL : 0;
+	case SNPU_OP_FENCE_WAIT:
+		return t->fence.pad ? -EINVAL : 0;
 	case SNPU_OP_COLL:
 		return snpu_coll_check(t);
 	default:

@@ -123,6 +123,13 @@ int snpu_event_elapsed_ns(struct snpu_device *dev, uint32_t start,
 int snpu_event_record(struct snpu_device *dev, uint32_t event,
 		      uint32_t stream);
 
+/* ---- fences (ABI 0.12, LIBSNPU_0.12) ---------------------------------- */
+
+int snpu_event_export_fence(struct snpu_device *dev, uint32_t event,
+			    unsigned int flags, int *fence_fd);
+int snpu_stream_wait_fence(struct snpu_device *dev, uint32_t stream,
+			   int fence_fd);
+
 /* ---- tasks ------------------------------------------------------------ */
 
 /* A buffer argument of a launch: a device range. */
@@ -222,6 +229,15 @@ static inline void snpu_prep_stream_wait(struct snpu_task *t,
 	t->op = SNPU_OP_STREAM_WAIT;
 	t->stream = stream;
 	t->event.event = event;
+}
+
+static inline void snpu_prep_fence_wait(struct snpu_task *t, uint32_t stream,
+					int fence_fd)
+{
+	memset(t, 0, sizeof(*t));
+	t->op = SNPU_OP_FENCE_WAIT;
+	t->stream = stream;
+	t->fence.fd = fence_fd;
 }
 
 static inline void snpu_prep_host_func(struct snpu_task *t, uint32_t stream,

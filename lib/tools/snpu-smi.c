@@ -12,7 +12,9 @@
  *                     usage against its quotas (SNPU_CMD_STATS)
  *   snpu-smi [-j] top [-i SECS] [-n COUNT]
  *                     a refreshing per-process view: contexts, memory,
- *                     streams, tasks in flight, tasks/s, snapshot state
+ *                     streams, tasks in flight, tasks/s, snapshot state,
+ *                     compute share (fdinfo); each device's busy share
+ *                     (sysfs busy_ns)
  *   snpu-smi [-j] events [-n COUNT] [-t SECS]
  *                     one line per snapshot transition, from the
  *                     family's multicast group "events" (needs
@@ -25,7 +27,9 @@
  * events and per refresh for top. Documentation/snpu-smi.rst. The netlink
  * subcommands use libnl-genl (Documentation/netlink.rst).
  */
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
 #include <stdbool.h>
@@ -755,7 +759,169 @@ struct top_proc {
 	uint32_t contexts;
 	uint64_t mem, host, streams, tasks;
 	double rate;
+	/* From fdinfo: -1 when none of its files could be read. */
+	int64_t compute_ns;
+	double compute_pct;
 };
+
+/*
+ * What top reads besides netlink: each device's busy time (sysfs) and
+ * each context's compute time (fdinfo, by its drm-client-id, which is the
+ * context's id), with the engine's capacity (cores).
+ */
+struct top_busy {
+	uint64_t id;
+	uint64_t ns;
+	uint32_t cores;
+};
+
+struct top_sample {
+	struct top_busy *dev, *ctx;
+	size_t ndev, nctx, capctx;
+};
+
+static const struct top_busy *top_busy_find(const struct top_busy *b,
+					    size_t n, uint64_t id)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (b[i].id == id)
+			return &b[i];
+	return NULL;
+}
+
+/* A decimal file of /sys/class/misc/snpuN. Return: 0 or -1. */
+static int sysfs_u64(uint64_t index, const char *attr, uint64_t *val)
+{
+	char path[96];
+	unsigned long long v;
+	FILE *f;
+	int ok;
+
+	snprintf(path, sizeof(path), "/sys/class/misc/snpu%llu/%s",
+		 (unsigned long long)index, attr);
+	f = fopen(path, "re");
+	if (!f)
+		return -1;
+	ok = fscanf(f, "%llu", &v) == 1;
+	fclose(f);
+	if (!ok)
+		return -1;
+	*val = v;
+	return 0;
+}
+
+/*
+ * The snpu files among /proc/@pid/fdinfo/ into @smp (each context once,
+ * however many fds name it). A process of another user is not readable
+ * without privilege: it adds nothing.
+ */
+static void top_scan_fdinfo(uint32_t pid, struct top_sample *smp)
+{
+	char path[64], line[256];
+	struct dirent *de;
+	DIR *dir;
+
+	snprintf(path, sizeof(path), "/proc/%u/fdinfo", pid);
+	dir = opendir(path);
+	if (!dir)
+		return;
+	while ((de = readdir(dir))) {
+		struct top_busy b = { 0 };
+		bool snpu = false, id = false;
+		FILE *f;
+		int fd;
+
+		if (de->d_name[0] == '.')
+			continue;
+		fd = openat(dirfd(dir), de->d_name, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		f = fdopen(fd, "re");
+		if (!f) {
+			close(fd);
+			continue;
+		}
+		while (fgets(line, sizeof(line), f)) {
+			unsigned long long v;
+
+			if (!strcmp(line, "drm-driver:\tsnpu\n"))
+				snpu = true;
+			else if (sscanf(line, "drm-client-id:\t%llu", &v) == 1)
+				b.id = v, id = true;
+			else if (sscanf(line, "drm-engine-compute:\t%llu", &v) == 1)
+				b.ns = v;
+			else if (sscanf(line, "drm-engine-capacity-compute:\t%llu",
+					&v) == 1)
+				b.cores = v;
+		}
+		fclose(f);
+		if (!snpu || !id || top_busy_find(smp->ctx, smp->nctx, b.id))
+			continue;
+		if (smp->nctx == smp->capctx) {
+			size_t cap = smp->capctx ? 2 * smp->capctx : 16;
+			struct top_busy *nb = realloc(smp->ctx, cap * sizeof(*nb));
+
+			if (!nb)
+				break;
+			smp->ctx = nb;
+			smp->capctx = cap;
+		}
+		smp->ctx[smp->nctx++] = b;
+	}
+	closedir(dir);
+}
+
+/* Fill @smp for the devices and processes of @cur. Return: 0 or -ENOMEM. */
+static int top_sample(const struct smi_recs *cur, struct top_sample *smp)
+{
+	size_t i, j;
+
+	smp->ndev = 0;
+	smp->nctx = 0;
+	free(smp->dev);
+	smp->dev = calloc(cur->n + 1, sizeof(*smp->dev));
+	if (!smp->dev)
+		return -ENOMEM;
+	for (i = 0; i < cur->n; i++) {
+		const struct smi_rec *r = &cur->r[i];
+		struct top_busy *d = &smp->dev[smp->ndev];
+		uint64_t cores;
+
+		if (r->kind == SNPU_KIND_DEV_STATS) {
+			d->id = r->v[SNPU_ATTR_DEV_INDEX];
+			if (sysfs_u64(d->id, "busy_ns", &d->ns) ||
+			    sysfs_u64(d->id, "cores", &cores))
+				continue;
+			d->cores = cores;
+			smp->ndev++;
+			continue;
+		}
+		if (r->kind != SNPU_KIND_CONTEXT)
+			continue;
+		/* Each process once. */
+		for (j = 0; j < i; j++)
+			if (cur->r[j].kind == SNPU_KIND_CONTEXT &&
+			    cur->r[j].v[SNPU_ATTR_PID] == r->v[SNPU_ATTR_PID])
+				break;
+		if (j == i)
+			top_scan_fdinfo(r->v[SNPU_ATTR_PID], smp);
+	}
+	return 0;
+}
+
+/* Percent of @b's engine busy since @prev (a sample @dt seconds before). */
+static double top_busy_pct(const struct top_busy *b,
+			   const struct top_busy *prev, size_t nprev, double dt)
+{
+	const struct top_busy *p = top_busy_find(prev, nprev, b->id);
+	uint64_t ns = p ? b->ns - p->ns : b->ns;
+
+	if (!(dt > 0) || !b->cores)
+		return 0;
+	return ns / (dt * 1e9 * b->cores) * 100;
+}
 
 /* Tasks a context completed since @prev was taken (all, if it is new). */
 static uint64_t top_delta(const struct smi_rec *c, const struct smi_recs *prev)
@@ -791,9 +957,11 @@ static uint64_t top_dev_delta(const struct smi_rec *d,
 
 /* One refresh of top: @cur against @prev, @dt seconds apart (0: first). */
 static int top_print(const struct smi_recs *cur, const struct smi_recs *prev,
+		     const struct top_sample *sc, const struct top_sample *sp,
 		     double dt)
 {
 	struct top_proc *tp = calloc(cur->n + 1, sizeof(*tp));
+	const struct top_busy *b;
 	size_t i, j, np = 0;
 	bool first = true;
 	char buf[16];
@@ -812,8 +980,17 @@ static int top_print(const struct smi_recs *cur, const struct smi_recs *prev,
 			np++;
 			tp[j].pid = pid;
 			tp[j].state = c->v[SNPU_ATTR_STATE];
+			tp[j].compute_ns = -1;
 		}
 		tp[j].contexts++;
+		b = top_busy_find(sc->ctx, sc->nctx, c->v[SNPU_ATTR_CTX_ID]);
+		if (b) {
+			if (tp[j].compute_ns < 0)
+				tp[j].compute_ns = 0;
+			tp[j].compute_ns += b->ns;
+			tp[j].compute_pct += top_busy_pct(b, sp->ctx, sp->nctx,
+							  dt);
+		}
 		tp[j].mem += c->v[SNPU_ATTR_CTX_MEM_USED];
 		tp[j].host += c->v[SNPU_ATTR_CTX_HOST_USED];
 		tp[j].streams += c->v[SNPU_ATTR_CTX_STREAMS];
@@ -829,22 +1006,34 @@ static int top_print(const struct smi_recs *cur, const struct smi_recs *prev,
 
 			if (d->kind != SNPU_KIND_DEV_STATS)
 				continue;
-			printf("%s{\"index\": %llu, \"tasks_per_s\": %.1f, \"ready_depth\": %llu}",
+			b = top_busy_find(sc->dev, sc->ndev,
+					  d->v[SNPU_ATTR_DEV_INDEX]);
+			printf("%s{\"index\": %llu, \"tasks_per_s\": %.1f, \"ready_depth\": %llu, \"busy_ns\": %llu, \"busy_pct\": %.1f}",
 			       first ? "" : ", ",
 			       (unsigned long long)d->v[SNPU_ATTR_DEV_INDEX],
 			       dt > 0 ? top_dev_delta(d, prev) / dt : 0.0,
-			       (unsigned long long)d->v[SNPU_ATTR_STAT_READY_DEPTH]);
+			       (unsigned long long)d->v[SNPU_ATTR_STAT_READY_DEPTH],
+			       b ? (unsigned long long)b->ns : 0ULL,
+			       b ? top_busy_pct(b, sp->dev, sp->ndev, dt) : 0.0);
 			first = false;
 		}
 		fputs("], \"processes\": [", stdout);
-		for (j = 0; j < np; j++)
-			printf("%s{\"pid\": %u, \"state\": \"%s\", \"contexts\": %u, \"mem_used\": %llu, \"host_used\": %llu, \"streams\": %llu, \"tasks\": %llu, \"tasks_per_s\": %.1f}",
+		for (j = 0; j < np; j++) {
+			printf("%s{\"pid\": %u, \"state\": \"%s\", \"contexts\": %u, \"mem_used\": %llu, \"host_used\": %llu, \"streams\": %llu, \"tasks\": %llu, \"tasks_per_s\": %.1f, ",
 			       j ? ", " : "", tp[j].pid,
 			       state_name(tp[j].state, buf, sizeof(buf)),
 			       tp[j].contexts, (unsigned long long)tp[j].mem,
 			       (unsigned long long)tp[j].host,
 			       (unsigned long long)tp[j].streams,
 			       (unsigned long long)tp[j].tasks, tp[j].rate);
+			if (tp[j].compute_ns < 0)
+				fputs("\"compute_ns\": null, \"compute_pct\": null}",
+				      stdout);
+			else
+				printf("\"compute_ns\": %lld, \"compute_pct\": %.1f}",
+				       (long long)tp[j].compute_ns,
+				       tp[j].compute_pct);
+		}
 		puts("]}");
 		fflush(stdout);
 		free(tp);
@@ -859,23 +1048,31 @@ static int top_print(const struct smi_recs *cur, const struct smi_recs *prev,
 
 		if (d->kind != SNPU_KIND_DEV_STATS)
 			continue;
-		printf("snpu%llu  tasks/s %10.1f  ready %llu (max %llu)  tasks %llu  failed %llu\n",
+		b = top_busy_find(sc->dev, sc->ndev, d->v[SNPU_ATTR_DEV_INDEX]);
+		printf("snpu%llu  busy %5.1f%%  tasks/s %10.1f  ready %llu (max %llu)  tasks %llu  failed %llu\n",
 		       (unsigned long long)d->v[SNPU_ATTR_DEV_INDEX],
+		       b ? top_busy_pct(b, sp->dev, sp->ndev, dt) : 0.0,
 		       dt > 0 ? top_dev_delta(d, prev) / dt : 0.0,
 		       (unsigned long long)d->v[SNPU_ATTR_STAT_READY_DEPTH],
 		       (unsigned long long)d->v[SNPU_ATTR_STAT_READY_MAX],
 		       (unsigned long long)d->v[SNPU_ATTR_STAT_TASKS],
 		       (unsigned long long)d->v[SNPU_ATTR_STAT_TASKS_FAILED]);
 	}
-	printf("\n%8s %-10s %4s %10s %10s %7s %8s %10s\n", "PID", "STATE",
-	       "CTX", "MEM_MiB", "HOST_MiB", "STREAMS", "INFLIGHT", "TASKS/S");
-	for (j = 0; j < np; j++)
-		printf("%8u %-10s %4u %10.1f %10.1f %7llu %8llu %10.1f\n",
+	printf("\n%8s %-10s %4s %10s %10s %7s %8s %10s %8s\n", "PID", "STATE",
+	       "CTX", "MEM_MiB", "HOST_MiB", "STREAMS", "INFLIGHT", "TASKS/S",
+	       "COMPUTE");
+	for (j = 0; j < np; j++) {
+		printf("%8u %-10s %4u %10.1f %10.1f %7llu %8llu %10.1f ",
 		       tp[j].pid, state_name(tp[j].state, buf, sizeof(buf)),
 		       tp[j].contexts, tp[j].mem / 1048576.0,
 		       tp[j].host / 1048576.0,
 		       (unsigned long long)tp[j].streams,
 		       (unsigned long long)tp[j].tasks, tp[j].rate);
+		if (tp[j].compute_ns < 0)
+			printf("%8s\n", "-");
+		else
+			printf("%7.1f%%\n", tp[j].compute_pct);
+	}
 	fflush(stdout);
 	free(tp);
 	return 0;
@@ -886,6 +1083,7 @@ static int cmd_top(int argc, char **argv)
 {
 	const char *usage = "usage: snpu-smi top [-j] [-i SECS] [-n COUNT]\n";
 	struct smi_recs cur = { 0 }, prev = { 0 }, tmp;
+	struct top_sample sc = { 0 }, sp = { 0 }, stmp;
 	unsigned long count = 0, n;
 	double interval = 1, t0 = 0, t;
 	int opt, ret = 0;
@@ -939,7 +1137,9 @@ static int cmd_top(int argc, char **argv)
 		if (ret)
 			break;
 		t = now_s();
-		ret = top_print(&cur, &prev, n ? t - t0 : 0);
+		ret = top_sample(&cur, &sc);
+		if (!ret)
+			ret = top_print(&cur, &prev, &sc, &sp, n ? t - t0 : 0);
 		if (ret) {
 			fprintf(stderr, "snpu-smi: %s\n", strerror(-ret));
 			ret = 1;
@@ -949,9 +1149,16 @@ static int cmd_top(int argc, char **argv)
 		tmp = prev;
 		prev = cur;
 		cur = tmp;
+		stmp = sp;
+		sp = sc;
+		sc = stmp;
 	}
 	free(cur.r);
 	free(prev.r);
+	free(sc.dev);
+	free(sc.ctx);
+	free(sp.dev);
+	free(sp.ctx);
 	return ret;
 }
 

@@ -436,7 +436,8 @@ static const struct cmd_desc cmds[C_COUNT] = {
 		.name = "SUBMIT", .nr = SNPU_IOC_SUBMIT,
 		.ver0 = SNPU_SUBMIT_SIZE_VER0, .ksize = sizeof(struct snpu_submit),
 		.modifies = true,
-		.errs = { EINVAL, ENOSPC, EFAULT, E2BIG, ENOENT, EIO, EOPNOTSUPP },
+		.errs = { EINVAL, ENOSPC, EFAULT, E2BIG, ENOENT, EIO, EOPNOTSUPP,
+			  EBADF },
 		.zero = { Z(snpu_submit, reserved) },
 	},
 	[C_CALLBACK_WAIT] = {
@@ -1454,7 +1455,12 @@ static unsigned long pick_nr(struct rng *r, const struct cmd_desc *d,
 		return _IOC(nd, _IOC_TYPE(nr), _IOC_NR(nr), _IOC_SIZE(nr));
 	}
 	if (p < 98) {	/* a number no command has: past the last one */
-		unsigned int first = _IOC_NR(cmds[C_COUNT - 1].nr) + 1;
+		/*
+		 * The header's last command, not the table's: a command the
+		 * fuzzer does not call (the fence export) is a real number
+		 * all the same.
+		 */
+		unsigned int first = _IOC_NR(SNPU_IOC_EVENT_EXPORT) + 1;
 
 		return _IOC(dir, SNPU_IOC_MAGIC, first + rn(r, 256 - first),
 			    _IOC_SIZE(nr));

@@ -72,6 +72,7 @@
  *            SNPU_KERNEL_FAIL, SNPU_IOC_NOP) while the module parameter
  *            test_hooks is off (SNPU_CAP_TEST_HOOKS clear); nothing is
  *            queued.
+ *   EBADF    a FENCE_WAIT task's fd is not an open file (ABI 0.12).
  *   EBADFD   a snapshot transition the process's state does not allow.
  *   ESTALE   RESTORE: an allocation or object of the image is gone.
  *   EDEADLK  a resource-modifying call from the thread that locked the
@@ -159,6 +160,12 @@
  *        SNPU_IOC_COMM_QUERY), and the task op SNPU_OP_COLL (all-reduce,
  *        broadcast, all-gather, reduce-scatter) through SUBMIT and the
  *        rings; task results ECONNRESET and ECONNABORTED.
+ *   0.12 Fences (SNPU_CAP_FENCES): SNPU_IOC_EVENT_EXPORT makes a sync_file
+ *        fd whose dma_fence signals when an event's capture completes,
+ *        with the work's error; the task op SNPU_OP_FENCE_WAIT makes a
+ *        stream wait for any sync_file fd (SUBMIT only); per-file usage
+ *        in fdinfo (drm-usage-stats keys) and the sysfs attribute
+ *        busy_ns (not ABI-numbered, listed here for reference).
  */
 #ifndef _UAPI_LINUX_SNPU_H
 #define _UAPI_LINUX_SNPU_H
@@ -168,7 +175,7 @@
 #include <linux/types.h>
 
 #define SNPU_ABI_MAJOR		0
-#define SNPU_ABI_MINOR		11
+#define SNPU_ABI_MINOR		12
 
 /*
  * In @flags of STREAM_SYNC, EVENT_SYNC, CALLBACK_WAIT and ENTER: @timeout_ns
@@ -196,6 +203,7 @@
 #define SNPU_CAP_GRAPHS		_BITULL(7)	/* graphs (ABI 0.7) */
 #define SNPU_CAP_RING_CALLBACKS	_BITULL(8)	/* callbacks as CQEs (0.10) */
 #define SNPU_CAP_COLLECTIVES	_BITULL(9)	/* communicators (0.11) */
+#define SNPU_CAP_FENCES		_BITULL(10)	/* sync_file fences (0.12) */
 /*
  * Not a feature but how the module was loaded: the test hooks (kernels
  * SNPU_KERNEL_SPIN and SNPU_KERNEL_FAIL, SNPU_IOC_NOP) are enabled, by the
@@ -207,7 +215,7 @@
 				 SNPU_CAP_ATTACHED | SNPU_CAP_SNAPSHOT | \
 				 SNPU_CAP_TEST_HOOKS | SNPU_CAP_GRAPHS | \
 				 SNPU_CAP_RING_CALLBACKS | \
-				 SNPU_CAP_COLLECTIVES)
+				 SNPU_CAP_COLLECTIVES | SNPU_CAP_FENCES)
 
 /**
  * struct snpu_info - device description, returned by SNPU_IOC_GET_INFO
@@ -651,6 +659,38 @@ struct snpu_event_elapsed {
 
 #define SNPU_EVENT_ELAPSED_SIZE_VER0	40
 
+/* In @flags of SNPU_IOC_EVENT_EXPORT: the fd is close-on-exec. */
+#define SNPU_EXPORT_CLOEXEC	_BITUL(0)
+
+/**
+ * struct snpu_event_export - SNPU_IOC_EVENT_EXPORT (ABI 0.12)
+ * @size: in: sizeof; out: bytes written
+ * @flags: in: 0 or SNPU_EXPORT_CLOEXEC
+ * @handle: in: the event, recorded (EINVAL when never recorded)
+ * @fd: out: a sync_file fd (see the kernel's sync_file.rst) of one
+ *      dma_fence that signals when the event's capture completes; its
+ *      error is the capture's: 0, or the -errno of the task that failed
+ *      the stream (-ECANCELED when the stream was aborted or the file
+ *      closed, -EIO after a device reset). A capture already complete
+ *      gives a signalled fence. Re-recording the event later does not
+ *      change the fd's fence.
+ * @reserved: must be zero
+ *
+ * The fd polls readable once the fence signalled, merges with other
+ * sync_files (SYNC_IOC_MERGE) and answers SYNC_IOC_FILE_INFO (driver
+ * "snpu", timeline the device's name). It holds the module (not the
+ * file): rmmod waits until every such fd is closed.
+ */
+struct snpu_event_export {
+	__u32 size;
+	__u32 flags;
+	__u32 handle;
+	__s32 fd;
+	__u64 reserved[2];
+};
+
+#define SNPU_EVENT_EXPORT_SIZE_VER0	32
+
 /*
  * Tasks. One descriptor, struct snpu_task, for every kind of work; the
  * same descriptor goes through SNPU_IOC_SUBMIT (and later the command
@@ -666,6 +706,7 @@ struct snpu_event_elapsed {
 #define SNPU_OP_GRAPH		7	/* launch a graph (ABI 0.7) */
 #define SNPU_OP_CALLBACK_DONE	8	/* SQ only: complete a callback (0.10) */
 #define SNPU_OP_COLL		9	/* a collective (0.11), see below */
+#define SNPU_OP_FENCE_WAIT	10	/* wait for a sync_file (0.12) */
 
 /*
  * Built-in kernels. A launch runs block_dim blocks in parallel; a block
@@ -830,6 +871,14 @@ struct snpu_kernel_arg {
  *        ALLREDUCE and REDUCE_SCATTER, else 0), the elements @count
  *        (> 0), the device addresses @send and @recv and, for
  *        BROADCAST, the @root rank (else 0); see "Collectives"
+ * @fence: SNPU_OP_FENCE_WAIT (ABI 0.12), through SNPU_IOC_SUBMIT only
+ *         (the rings and graphs refuse it with EINVAL): @fd, a sync_file
+ *         fd of the caller (of any driver; EINVAL for an fd that is not
+ *         one, EBADF for no fd), whose fences the submit takes; the
+ *         stream's later tasks wait until they signal. A fence that
+ *         signals with an error fails the task (and so the stream) with
+ *         that error; a stream aborted or a file closed meanwhile stops
+ *         waiting (ECANCELED)
  * @raw: the union as words; unused words must be zero
  */
 struct snpu_task {
@@ -882,6 +931,10 @@ struct snpu_task {
 			__u32 root;
 			__u32 pad;
 		} coll;
+		struct {
+			__s32 fd;
+			__u32 pad;
+		} fence;
 		__u64 raw[13];
 	};
 };
@@ -1619,5 +1672,6 @@ struct snpu_state_page {
 #define SNPU_IOC_COMM_JOIN	_IOWR(SNPU_IOC_MAGIC, 0x29, struct snpu_comm_join)
 #define SNPU_IOC_COMM_DESTROY	_IOW(SNPU_IOC_MAGIC, 0x2a, struct snpu_handle_op)
 #define SNPU_IOC_COMM_QUERY	_IOWR(SNPU_IOC_MAGIC, 0x2b, struct snpu_comm_query)
+#define SNPU_IOC_EVENT_EXPORT	_IOWR(SNPU_IOC_MAGIC, 0x2c, struct snpu_event_export)
 
 #endif /* _UAPI_LINUX_SNPU_H */

@@ -29,6 +29,8 @@ unsigned int ref_task_words(__u32 op)
 		return MEMBER_WORDS(graph);
 	case SNPU_OP_COLL:
 		return MEMBER_WORDS(coll);
+	case SNPU_OP_FENCE_WAIT:
+		return MEMBER_WORDS(fence);
 	default:
 		return 0;
 	}
@@ -322,7 +324,8 @@ bool ref_task_valid(const struct snpu_task *t)
 	unsigned int i;
 
 	if (!(in_range(t->op, SNPU_OP_LAUNCH, SNPU_OP_GRAPH) ||
-	      t->op == SNPU_OP_COLL) || t->flags || t->reserved0)
+	      t->op == SNPU_OP_COLL || t->op == SNPU_OP_FENCE_WAIT) ||
+	    t->flags || t->reserved0)
 		return false;
 	for (i = ref_task_words(t->op); i < 13; i++)
 		if (t->raw[i])
@@ -345,6 +348,8 @@ bool ref_task_valid(const struct snpu_task *t)
 		return !t->graph.pad;
 	case SNPU_OP_COLL:
 		return ref_coll_valid(t);
+	case SNPU_OP_FENCE_WAIT:
+		return !t->fence.pad;
 	default:
 		return true;
 	}

@@ -188,6 +188,8 @@ static void check_broken(const struct snpu_task *t, struct fuzz_in *in)
 			bad.graph.pad = (__u32)v ? (__u32)v : 1;
 		else if (t->op == SNPU_OP_COLL)
 			bad.coll.pad = (__u32)v ? (__u32)v : 1;
+		else if (t->op == SNPU_OP_FENCE_WAIT)
+			bad.fence.pad = (__u32)v ? (__u32)v : 1;
 		else
 			return;
 		break;
@@ -216,7 +218,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 
 	FUZZ_CHECK(((t.op >= SNPU_OP_LAUNCH && t.op <= SNPU_OP_GRAPH) ||
-		    t.op == SNPU_OP_COLL) && !t.flags && !t.reserved0,
+		    t.op == SNPU_OP_COLL || t.op == SNPU_OP_FENCE_WAIT) &&
+		   !t.flags && !t.reserved0,
 		   "op %u", t.op);
 	switch (t.op) {
 	case SNPU_OP_LAUNCH:

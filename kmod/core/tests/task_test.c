@@ -80,6 +80,21 @@ TEST_F(task, unknown_op_refused)
 	ASSERT_EQ(-EINVAL, snpu_task_check(&self->t));
 	self->t.op = SNPU_OP_GRAPH + 1;
 	ASSERT_EQ(-EINVAL, snpu_task_check(&self->t));
+	self->t.op = SNPU_OP_FENCE_WAIT + 1;
+	ASSERT_EQ(-EINVAL, snpu_task_check(&self->t));
+}
+
+/* FENCE_WAIT: one word, the fd (checked at prepare) and a zero pad. */
+TEST_F(task, fence_wait_words)
+{
+	self->t.op = SNPU_OP_FENCE_WAIT;
+	self->t.fence.fd = 3;
+	ASSERT_EQ(0, snpu_task_check(&self->t));
+	self->t.fence.pad = 1;
+	ASSERT_EQ(-EINVAL, snpu_task_check(&self->t));
+	self->t.fence.pad = 0;
+	self->t.raw[1] = 1;
+	ASSERT_EQ(-EINVAL, snpu_task_check(&self->t));
 }
 
 TEST_F(task, graph_launch_words)
