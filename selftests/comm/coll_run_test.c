@@ -13,7 +13,7 @@
 #include "comm_util.h"
 
 /*
- * Run one collective on @g with inputs from ref_input(@salt) and check
+ * Run one collective on @g with inputs from cref_input(@salt) and check
  * every rank's recv. @in_place uses the in-place layout of the uapi
  * header. @cheap inputs are small integers as floats (for large counts:
  * exact sums, quick to make). Return: 0, or a negative errno (a call
@@ -60,8 +60,8 @@ static int run_check(struct __test_metadata *_metadata, struct rgroup *g,
 	/* Inputs; and a recv poisoned, so that nothing passes by luck. */
 	for (r = 0; r < n && !ret; r++) {
 		for (i = 0; i < sb / 4; i++)
-			buf[i] = cheap ? f2u((float)((int)((i * 7 + r * 13 + salt) % 2001) - 1000)) :
-				 ref_input(dtype, r, i, salt);
+			buf[i] = cheap ? cref_f2u((float)((int)((i * 7 + r * 13 + salt) % 2001) - 1000)) :
+				 cref_input(dtype, r, i, salt);
 		if (!in_place)
 			ret = snpu_memset(g->r[r].fd, recv[r], 0xa5, rb);
 		if (!ret)
@@ -97,13 +97,13 @@ static int run_check(struct __test_metadata *_metadata, struct rgroup *g,
 				from = e / count;
 				src = e % count;
 			}
-#define IN(rank, idx) (cheap ? f2u((float)((int)(((idx) * 7 + (rank) * 13 + salt) % 2001) - 1000)) : \
-		       ref_input(dtype, rank, idx, salt))
+#define IN(rank, idx) (cheap ? cref_f2u((float)((int)(((idx) * 7 + (rank) * 13 + salt) % 2001) - 1000)) : \
+		       cref_input(dtype, rank, idx, salt))
 			if (snpu_coll_reduces_t(coll)) {
 				uint32_t v = IN(0, src);
 
 				for (j = 1; j < n; j++)
-					v = ref_op(dtype, redop, v, IN(j, src));
+					v = cref_op(dtype, redop, v, IN(j, src));
 				want[e] = v;
 			} else {
 				want[e] = IN(from, src);
@@ -294,7 +294,7 @@ TEST_F(coll, same_bits_run_after_run)
 		uint64_t i;
 
 		for (i = 0; i < count; i++)
-			in[i] = ref_input(SNPU_DTYPE_F32, r, i, 99);
+			in[i] = cref_input(SNPU_DTYPE_F32, r, i, 99);
 		ASSERT_EQ(0, snpu_h2d(self->g.r[r].fd, self->g.r[r].send, in,
 				      bytes));
 	}

@@ -14,6 +14,7 @@
 #include <sys/wait.h>
 
 #include "snpu_test.h"
+#include "coll_ref.h"
 
 #define COMM_MAX	8
 
@@ -217,47 +218,6 @@ static inline int group_sync(struct rgroup *g, int *errors)
 static inline bool snpu_coll_reduces_t(uint32_t coll)
 {
 	return coll == SNPU_COLL_ALLREDUCE || coll == SNPU_COLL_REDUCE_SCATTER;
-}
-
-static inline uint32_t f2u(float f)
-{
-	uint32_t u;
-
-	memcpy(&u, &f, 4);
-	return u;
-}
-
-static inline float u2f(uint32_t u)
-{
-	float f;
-
-	memcpy(&f, &u, 4);
-	return f;
-}
-
-/* a op b, as the device does it (uapi header, "Collectives"). */
-static inline uint32_t ref_op(uint32_t dtype, uint32_t redop, uint32_t a,
-			      uint32_t b)
-{
-	if (dtype == SNPU_DTYPE_F32)
-		return redop == SNPU_REDOP_SUM ? f2u(u2f(a) + u2f(b)) :
-		       f2u(u2f(a) > u2f(b) ? u2f(a) : u2f(b));
-	return redop == SNPU_REDOP_SUM ? a + b :
-	       ((int32_t)a > (int32_t)b ? a : b);
-}
-
-/* Element @i of rank @r's input: values whose f32 sums round. */
-static inline uint32_t ref_input(uint32_t dtype, unsigned int r, uint64_t i,
-				 uint32_t salt)
-{
-	uint32_t h = (uint32_t)(i * 2654435761u) ^ (r * 40503u + salt);
-
-	h ^= h >> 13;
-	h *= 0x5bd1e995u;
-	h ^= h >> 15;
-	if (dtype == SNPU_DTYPE_I32)
-		return h;
-	return f2u(((float)(h % 200001) - 100000.0f) / (float)(h % 251 + 1));
 }
 
 #endif /* _COMM_UTIL_H */

@@ -21,7 +21,7 @@
 #include <snpu.h>
 
 #include "mpi_ksft.h"
-#include "mpi_coll_ref.h"
+#include "coll_ref.h"
 
 /* Hang guard of a stream sync: generous, never a pass condition. */
 #define WAIT_NS	(120LL * 1000000000LL)

@@ -18,7 +18,7 @@
 #include <snpu_mpi.h>
 
 #include "mpi_ksft.h"
-#include "mpi_coll_ref.h"
+#include "coll_ref.h"
 
 #define MAXL	4
 #define WAIT_NS	(120LL * 1000000000LL)

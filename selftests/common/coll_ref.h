@@ -1,14 +1,13 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * Host references of the collectives for the mpi suite, as the uapi
- * header's "Collectives" defines them: each rank's input is a function of
- * (rank, element, salt), so every process computes every rank's input
- * itself, and a reduction is a loop over the ranks in rank order.
- * (selftests/comm/comm_util.h has the same, over raw ioctls; this one
- * goes with libsnpu's <snpu.h>.)
+ * Host references of the collectives, as the uapi header's "Collectives"
+ * defines them, for the comm and mpi suites: each rank's input is a
+ * function of (rank, element, salt), so every process computes every
+ * rank's input itself, and a reduction is a loop over the ranks in rank
+ * order. Needs only the uapi header: raw-ioctl tests and libsnpu's alike.
  */
-#ifndef _MPI_COLL_REF_H
-#define _MPI_COLL_REF_H
+#ifndef _SNPU_COLL_REF_H
+#define _SNPU_COLL_REF_H
 
 #include <stdint.h>
 #include <string.h>
@@ -59,4 +58,4 @@ static inline uint32_t cref_input(uint32_t dtype, unsigned int r, uint64_t i,
 			(float)(h % 251 + 1));
 }
 
-#endif /* _MPI_COLL_REF_H */
+#endif /* _SNPU_COLL_REF_H */
