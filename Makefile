@@ -2,7 +2,7 @@
 # snpu top-level build: the kernel module (kbuild, see Kbuild), libsnpu,
 # its tools, the kselftests, the VM image and the checks. `make help`.
 
-VERSION := 0.12.0
+VERSION := 0.13.0
 SONAME := libsnpu.so.0
 # The file behind the soname: new symbol versions, same soname.
 LIBFILE := libsnpu.so.$(VERSION)
@@ -119,7 +119,8 @@ help:
 	@echo '                 per-node cost fitted, stitched against unstitched'
 	@echo '                 launches, hazard-list visits; snpu-bench-sync: event'
 	@echo '                 ping-pongs, callbacks (ioctl and ring) against FILLs,'
-	@echo '                 one task round trip against a pipe; snpu-bench-rt2:'
+	@echo '                 one task round trip against a pipe, a 64 MiB copy from'
+	@echo '                 an imported dma-buf against native memory; snpu-bench-rt2:'
 	@echo '                 the rt2 executor per node through the ring;'
 	@echo '                 snpu-bench-kernels: device GEMM GFLOP/s at block_dim 1,'
 	@echo '                 the cores and snpu_launch_dims beside OpenBLAS (1 and N'
