@@ -220,9 +220,13 @@ $(B)/tools/snpu-smi: TOOL_CFLAGS := $$(pkg-config --cflags libnl-genl-3.0)
 $(B)/tools/snpu-smi: TOOL_LIBS := $$(pkg-config --libs libnl-genl-3.0)
 $(B)/tools/snpu-smi: uapi/linux/snpu_netlink.h
 # snpu-train reads gzip IDX files with zlib; its CPU reference rounds
-# every product as the device's kernels do.
-$(B)/tools/snpu-train: TOOL_LIBS := -lz -lm -lpthread
-$(B)/tools/snpu-train: TOOL_CFLAGS := -ffp-contract=off
+# every product as the device's kernels do. With Open MPI (scripts/deps
+# mpi, as for mpi-lib; found by pkg-config ompi-c) it takes --mpi.
+$(B)/tools/snpu-train: TOOL_DEPS := mpi
+$(B)/tools/snpu-train: TOOL_LIBS := -lz -lm -lpthread \
+	$$(pkg-config --exists ompi-c && pkg-config --libs ompi-c)
+$(B)/tools/snpu-train: TOOL_CFLAGS := -ffp-contract=off \
+	$$(pkg-config --exists ompi-c && echo -DSNPU_TRAIN_MPI && pkg-config --cflags ompi-c)
 $(B)/tools/%: lib/tools/%.c $(wildcard lib/tools/*.h) $(B)/lib/$(LIBFILE) $(LIB_HDRS)
 	@mkdir -p $(@D)
 	$(Q)$(if $(TOOL_DEPS),scripts/deps $(TOOL_DEPS))
