@@ -32,6 +32,11 @@ LIB_HDRS := lib/include/snpu.h lib/include/snpu_rt2.h uapi/linux/snpu.h
 LIB_CFLAGS := $(CFLAGS) $(WARN) -fPIC -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 \
 	      -Iuapi -Ilib/include
 TOOLS := $(patsubst lib/tools/%.c,$(B)/tools/%,$(wildcard lib/tools/*.c))
+# Tools that are MPI programs (they link libsnpu_mpi): only with Open MPI.
+MPI_TOOLS := $(B)/tools/snpu-bench-mpi
+ifneq ($(shell pkg-config --exists ompi-c && echo y),y)
+TOOLS := $(filter-out $(MPI_TOOLS),$(TOOLS))
+endif
 CORE_SRCS := $(wildcard kmod/core/*.c)
 CORE_HDRS := $(wildcard kmod/core/*.h) uapi/linux/snpu.h
 # Include path of kmod/core built natively (unit tests, fuzz targets).
@@ -82,7 +87,8 @@ help:
 	@echo '                 when pkg-config finds Open MPI (ompi-c; scripts/deps mpi)'
 	@echo '  tools          build/tools: snpu-smi, snpu-bench, snpu-bench-snapshot,'
 	@echo '                 snpu-bench-graph, snpu-bench-sync, snpu-bench-rt2,'
-	@echo '                 snpu-bench-kernels, snpu-bench-coll, snpu-train'
+	@echo '                 snpu-bench-kernels, snpu-bench-coll, snpu-train; with'
+	@echo '                 Open MPI snpu-bench-mpi, and snpu-train takes --mpi'
 	@echo '  selftests      build/selftests: kselftest suites (run in the VM)'
 	@echo '  unit           native unit tests of kmod/core and lib under ASan/UBSan;'
 	@echo '                 rt2'"'"'s hand-over stress test also under TSan'
@@ -127,7 +133,9 @@ help:
 	@echo '                 threads) and a plain loop, the FPU section of each f32'
 	@echo '                 kernel; snpu-bench-coll: all-reduce (f32, and i32 from'
 	@echo '                 4 MiB) on 2 and 4 devices, 4 KiB to 64 MiB, algbw and'
-	@echo '                 busbw beside memcpy;'
+	@echo '                 busbw beside memcpy; with Open MPI, snpu-bench-mpi:'
+	@echo '                 libsnpu_mpi'"'"'s ordered f32 sum beside MPI_Allreduce'"'"'s'
+	@echo '                 maximum on 2 and 4 hosts;'
 	@echo '                 snpu-train: steps/s with graph replay, op by op,'
 	@echo '                 CPU reference, CPU with OpenBLAS'
 	@echo '  bench-native   attached-stream cache hits on the host (-O2, no sanitizers);'
@@ -221,15 +229,31 @@ $(B)/tools/snpu-smi: TOOL_CFLAGS := $$(pkg-config --cflags libnl-genl-3.0)
 $(B)/tools/snpu-smi: TOOL_LIBS := $$(pkg-config --libs libnl-genl-3.0)
 $(B)/tools/snpu-smi: uapi/linux/snpu_netlink.h
 # snpu-train reads gzip IDX files with zlib; its CPU reference rounds
-# every product as the device's kernels do.
-$(B)/tools/snpu-train: TOOL_LIBS := -lz -lm -lpthread
-$(B)/tools/snpu-train: TOOL_CFLAGS := -ffp-contract=off
+# every product as the device's kernels do. With Open MPI (scripts/deps
+# mpi, as for mpi-lib; found by pkg-config ompi-c) it takes --mpi.
+$(B)/tools/snpu-train: TOOL_DEPS := mpi
+$(B)/tools/snpu-train: TOOL_LIBS := -lz -lm -lpthread \
+	$$(pkg-config --exists ompi-c && pkg-config --libs ompi-c)
+$(B)/tools/snpu-train: TOOL_CFLAGS := -ffp-contract=off \
+	$$(pkg-config --exists ompi-c && echo -DSNPU_TRAIN_MPI && pkg-config --cflags ompi-c)
 $(B)/tools/%: lib/tools/%.c $(wildcard lib/tools/*.h) $(B)/lib/$(LIBFILE) $(LIB_HDRS)
 	@mkdir -p $(@D)
 	$(Q)$(if $(TOOL_DEPS),scripts/deps $(TOOL_DEPS))
 	@$(if $(Q),echo '  CC      $@')
 	$(Q)$(CC) $(CFLAGS) $(WARN) -D_GNU_SOURCE -Iuapi -Ilib/include $(TOOL_CFLAGS) $< \
 		-L$(B)/lib -lsnpu $(TOOL_LIBS) -Wl,-rpath,'$$ORIGIN/../lib' -o $@
+
+# snpu-bench-mpi is an MPI program over libsnpu_mpi (built when Open MPI
+# is found; TOOLS leaves it out otherwise).
+$(B)/tools/snpu-bench-mpi: lib/tools/snpu-bench-mpi.c lib/tools/bench.h \
+		$(B)/lib/$(LIBFILE) $(LIB_HDRS) lib/mpi/snpu_mpi.h lib/mpi/snpu_mpi.c
+	$(Q)$(MAKE) mpi-lib
+	@mkdir -p $(@D)
+	@$(if $(Q),echo '  CC      $@')
+	$(Q)$(CC) $(CFLAGS) $(WARN) -D_GNU_SOURCE -Iuapi -Ilib/include -Ilib/mpi \
+		$$(pkg-config --cflags ompi-c) $< $(B)/lib/libsnpu_mpi.a \
+		-L$(B)/lib -lsnpu $$(pkg-config --libs ompi-c) -lpthread \
+		-Wl,-rpath,'$$ORIGIN/../lib' -o $@
 
 # snpu-bench-rt2 builds graphs of rt2's empty kernels with its internal
 # API (lib/rt2/rt2.h): the library's sources are compiled into it, as into
@@ -403,8 +427,12 @@ bench: vm-image
 	$(Q)scripts/vm run -t 600 snpu-bench-graph
 	$(Q)scripts/vm run -t 600 snpu-bench-sync
 	$(Q)scripts/vm run -t 900 -m 2048 -p "devices=4" 'snpu-bench-coll && snpu-bench-coll -t i32 -b 4M'
+	$(Q)if pkg-config --exists ompi-c; then scripts/vm run -t 900 -m 2048 -p "devices=4" \
+		'$(BENCH_MPIRUN) -np 2 snpu-bench-mpi && $(BENCH_MPIRUN) -np 4 snpu-bench-mpi'; fi
 	$(Q)scripts/vm run -t 900 '$(TRAIN_BENCH) --bench 40 && \
 		$(TRAIN_BENCH) --hidden 16 -b 8 --bench 400'
+
+BENCH_MPIRUN := mpirun --allow-run-as-root --oversubscribe
 
 # snpu-train's step four ways (graph replay, op by op, CPU reference, a CPU
 # trainer with OpenBLAS's GEMMs, which needs the core type in QEMU's

@@ -23,16 +23,19 @@ PARAMS_comm="devices=4"
 PARAMS_fence="devices=2"
 PARAMS_dmabuf="devices=2 ctx_mem_mb=8"
 PARAMS_mpi="devices=4"
+PARAMS_mpitrain="devices=4"
 # Suites whose programs are MPI programs: each runs under mpirun once for
 # every process count listed (Open MPI's configuration in the VM is
 # scripts/vm-mpi's), as root, with a hang guard of MPI_TIMEOUT seconds. The
 # mpi suite's processes are ranks on devices of their own, at most 4.
 MPIRUN_mpi="2 3 4"
 MPI_TIMEOUT=600
+# The mpitrain suite's program is not an MPI program: it runs mpirun
+# itself (snpu-train --mpi), so it is run once, as any other.
 # Suites that need IPv4 (mpirun reaches its daemons over TCP on the
 # loopback interface): left out, with a comment line, on a kernel that has
 # none (the debug kernel, built from tinyconfig).
-NEEDS_INET="mpi"
+NEEDS_INET="mpi mpitrain"
 rc=0
 
 # Reload the module with test_hooks=1 and the parameters $1.

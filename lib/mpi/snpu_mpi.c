@@ -35,6 +35,9 @@ struct lrank {
 	bool proxy_started;
 	uint64_t pad;		/* scratch: local * shard elements */
 	uint64_t pad_bytes;
+	/* The proxy's own host buffer: hosts + 1 shards, grown as needed. */
+	float *host;
+	uint64_t host_bytes;
 	uint32_t last_stream;
 	bool used;
 };
@@ -61,28 +64,91 @@ static int mpi_type(uint32_t dtype, uint32_t redop, MPI_Datatype *t, MPI_Op *op)
 	return 0;
 }
 
-/* The inter-host step: device shard -> host -> MPI_Allreduce -> device. */
+/*
+ * The proxy's buffer of at least @bytes (only the proxy of @lr uses it):
+ * grown, never shrunk, so that collectives of one size allocate once.
+ */
+static float *host_buf(struct lrank *lr, uint64_t bytes)
+{
+	float *b;
+
+	if (lr->host_bytes >= bytes)
+		return lr->host;
+	b = realloc(lr->host, bytes);
+	if (!b)
+		return NULL;
+	lr->host = b;
+	lr->host_bytes = bytes;
+	return b;
+}
+
+/*
+ * An f32 sum over the hosts in host order, whatever MPI's algorithms: the
+ * shard of @n elements at @buf is cut into @hosts pieces of @p elements
+ * (the last padded); MPI_Alltoall() brings host k piece k of every host,
+ * which it adds in host order (acc = host 0's, acc += host 1's, ...), and
+ * MPI_Allgather() brings every host every summed piece. MPI only moves
+ * bytes; each host adds n / hosts elements of each host, and the bytes
+ * sent are those of a ring all-reduce, 2 (hosts - 1) / hosts of the shard.
+ * @buf has room for 2 * hosts + 1 pieces.
+ */
+static int ordered_sum(struct lrank *lr, float *buf, uint64_t n,
+		       unsigned int hosts)
+{
+	uint64_t p = (n + hosts - 1) / hosts, j;
+	float *mine = buf + hosts * p, *sum = mine + hosts * p;
+	unsigned int k;
+
+	/* The padding is never part of a result: any value will do. */
+	memset(buf + n, 0, (hosts * p - n) * 4);
+	if (MPI_Alltoall(buf, (int)p, MPI_FLOAT, mine, (int)p, MPI_FLOAT,
+			 lr->mpi) != MPI_SUCCESS)
+		return -EPROTO;
+	memcpy(sum, mine, p * 4);
+	for (k = 1; k < hosts; k++)
+		for (j = 0; j < p; j++)
+			sum[j] += mine[k * p + j];
+	if (MPI_Allgather(sum, (int)p, MPI_FLOAT, buf, (int)p, MPI_FLOAT,
+			  lr->mpi) != MPI_SUCCESS)
+		return -EPROTO;
+	return 0;
+}
+
+/*
+ * The inter-host step: device shard -> host -> MPI -> device. An f32 sum
+ * rounds, so its order is fixed here (ordered_sum()) rather than left to
+ * MPI_Allreduce's algorithm: the same bits on every host and run after
+ * run. Maxima and the wrapping i32 sums are exact in any order:
+ * MPI_Allreduce.
+ */
 static int run_hop(struct lrank *lr, const struct hop *h)
 {
+	bool ordered = h->dtype == SNPU_DTYPE_F32 && h->redop == SNPU_REDOP_SUM;
+	unsigned int hosts = lr->hc->hosts;
+	uint64_t bytes = h->n * 4;
+	uint64_t p = (h->n + hosts - 1) / hosts;
 	MPI_Datatype t;
+	float *buf;
 	MPI_Op op;
-	void *buf;
 	int ret;
 
 	ret = mpi_type(h->dtype, h->redop, &t, &op);
 	if (ret)
 		return ret;
-	buf = malloc(h->n * 4);
+	buf = host_buf(lr, ordered ? (2 * hosts + 1) * p * 4 : bytes);
 	if (!buf)
 		return -ENOMEM;
-	ret = snpu_memcpy_d2h(lr->dev, buf, h->shard, h->n * 4);
-	if (!ret && MPI_Allreduce(MPI_IN_PLACE, buf, (int)h->n, t, op,
-				  lr->mpi) != MPI_SUCCESS)
+	ret = snpu_memcpy_d2h(lr->dev, buf, h->shard, bytes);
+	if (ret)
+		return ret;
+	if (ordered)
+		ret = ordered_sum(lr, buf, h->n, hosts);
+	else if (MPI_Allreduce(MPI_IN_PLACE, buf, (int)h->n, t, op,
+			       lr->mpi) != MPI_SUCCESS)
 		ret = -EPROTO;
-	if (!ret)
-		ret = snpu_memcpy_h2d(lr->dev, h->shard, buf, h->n * 4);
-	free(buf);
-	return ret;
+	if (ret)
+		return ret;
+	return snpu_memcpy_h2d(lr->dev, h->shard, buf, bytes);
 }
 
 static void *proxy(void *arg)
@@ -128,6 +194,7 @@ static void teardown(struct snpu_mpi_comm *hc)
 			snpu_comm_destroy(lr->comm);
 		if (lr->mpi != MPI_COMM_NULL)
 			MPI_Comm_free(&lr->mpi);
+		free(lr->host);
 	}
 	free(hc);
 }

@@ -9,9 +9,14 @@
  *      the host's files, snpu_comm_init_all()): local rank l holds shard l
  *      of the host's reduction;
  *   2. on local rank l's stream, a host function served by the proxy
- *      thread of local rank l: it copies the shard to the host,
- *      MPI_Allreduce()s it with shard l of every other host (over an MPI
- *      communicator of its own per local rank), and copies it back;
+ *      thread of local rank l: it copies the shard to the host, reduces
+ *      it with shard l of every other host (over an MPI communicator of
+ *      its own per local rank), and copies it back. An f32 sum moves the
+ *      hosts' pieces with MPI_Alltoall and MPI_Allgather and adds them in
+ *      host order itself, so its bits are those of the hierarchical order
+ *      (each host's devices in rank order, then the hosts in rank order)
+ *      whatever MPI's algorithms; maxima and i32 sums, exact in any
+ *      order, use MPI_Allreduce;
  *   3. an all-gather over the host's devices: every local rank holds the
  *      whole result.
  *

@@ -34,6 +34,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#ifdef SNPU_TRAIN_MPI
+#include <mpi.h>
+#endif
+
 #include "snpu.h"
 #include "snpu_rt2.h"
 #include "idx.h"
@@ -43,7 +47,19 @@
 #define DEFAULT_DATA	"/usr/share/datasets/fashion-mnist"
 #define DEBUGFS		"/sys/kernel/debug"
 #define CLASSES		10
-#define DP_MAX		8	/* --devices */
+#define DP_MAX		8	/* --devices, and ranks in all with --mpi */
+
+/*
+ * --mpi: this process in the MPI job (rank 0 of 1 without it). Set once in
+ * main() before anything else runs; die() reads it to take the whole job
+ * down with the process.
+ */
+struct job {
+	bool mpi;
+	int rank, size;
+};
+
+static struct job job = { .size = 1 };
 
 struct opts {
 	const char *data, *svg;
@@ -54,6 +70,7 @@ struct opts {
 	bool graph, threads, cpu_only, compare_cpu, bench, quiet, plain;
 	uint32_t bench_steps;
 	unsigned int devices;
+	bool mpi;
 };
 
 static void usage(FILE *f)
@@ -87,6 +104,10 @@ static void usage(FILE *f)
 "      --devices N       data-parallel on /dev/snpu0..N-1: each device a\n"
 "                        shard of every batch (batch / N rows), gradients\n"
 "                        summed with an all-reduce, the same weights on all\n"
+"      --mpi             under mpirun -np P: P processes of one host train\n"
+"                        as one data-parallel job of P x N ranks (N of\n"
+"                        --devices, default 1): process p on /dev/snpu(p*N)..,\n"
+"                        the same weights as one process with --devices P*N\n"
 "  -q, --quiet           no progress output\n"
 "      --plain           progress as lines, also on a terminal\n");
 }
@@ -102,6 +123,13 @@ static double now_s(void)
 static void die(const char *what, int err)
 {
 	fprintf(stderr, "snpu-train: %s: %s\n", what, strerror(err < 0 ? -err : err));
+#ifdef SNPU_TRAIN_MPI
+	/* The other processes may be waiting for this one: end them too. */
+	if (job.mpi) {
+		fflush(NULL);
+		MPI_Abort(MPI_COMM_WORLD, 1);
+	}
+#endif
 	exit(1);
 }
 
@@ -457,7 +485,7 @@ static void parse(int argc, char **argv, struct opts *o)
 		{ "cpu", 0, NULL, 'P' }, { "device", 1, NULL, 'D' },
 		{ "quiet", 0, NULL, 'q' }, { "help", 0, NULL, 'h' },
 		{ "plain", 0, NULL, 'p' }, { "devices", 1, NULL, 'M' },
-		{ NULL, 0, NULL, 0 },
+		{ "mpi", 0, NULL, 'm' }, { NULL, 0, NULL, 0 },
 	};
 	int c;
 
@@ -493,18 +521,21 @@ static void parse(int argc, char **argv, struct opts *o)
 		case 'q': o->quiet = true; break;
 		case 'p': o->plain = true; break;
 		case 'M': o->devices = num(optarg, "devices"); break;
+		case 'm': o->mpi = true; break;
 		case 'h': usage(stdout); exit(0);
 		default: usage(stderr); exit(2);
 		}
 	}
-	if (o->devices > DP_MAX || (o->devices > 1 &&
-	    (o->c.batch % o->devices || o->bench || o->cpu_only ||
-	     o->checkpoint_at >= 0))) {
+	if (o->devices > DP_MAX || ((o->devices > 1 || o->mpi) &&
+	    (o->c.batch % (o->devices ? o->devices : 1) || o->bench ||
+	     o->cpu_only || o->checkpoint_at >= 0))) {
 		fprintf(stderr, "snpu-train: --devices takes 1 to %u devices "
-			"that divide the batch, without --bench, --cpu or "
-			"--checkpoint-at\n", DP_MAX);
+			"that divide the batch; neither it nor --mpi goes with "
+			"--bench, --cpu or --checkpoint-at\n", DP_MAX);
 		exit(2);
 	}
+	if (o->mpi && !o->devices)
+		o->devices = 1;
 	if (optind != argc || !o->c.batch || !o->c.hid || o->c.hid > 65536 ||
 	    !o->eval_batch || !(o->c.lr > 0) || o->c.batch > 65536 ||
 	    o->eval_batch > 65536) {
@@ -794,6 +825,169 @@ static void bench(struct dev *d, struct data *da, const struct opts *o)
 }
 
 /*
+ * ---- --mpi: one job of several processes ------------------------------------
+ *
+ * Under mpirun -np P, process p (its MPI rank) drives /dev/snpu(p*N) to
+ * /dev/snpu(p*N+N-1), the ranks p*N.. of one snpu communicator of P x N
+ * ranks: rank 0 draws its id and MPI_Bcast() gives it to every process,
+ * which joins each of its files (snpu_comm_init_rank()). The ranks, their
+ * devices, their rows of each batch and the order of every sum are those
+ * of one process with --devices P*N, so the weights are the same bits.
+ * The communicator is the driver's, over the files of one host: the
+ * processes must share a host (checked; see Documentation/train.rst).
+ * MPI carries the id, the steps' losses for the progress and the final
+ * check of the weights; the gradients go through the devices.
+ */
+
+/* A process of mpirun that was not told --mpi would train alone. */
+static int mpirun_size(void)
+{
+	static const char *const vars[] = {
+		"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE",
+	};
+	unsigned int i;
+
+	for (i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
+		const char *v = getenv(vars[i]);
+
+		if (v && atoi(v) > 1)
+			return atoi(v);
+	}
+	return 1;
+}
+
+#ifdef SNPU_TRAIN_MPI
+/* Leave the job with @status, every process alike (they decide alike). */
+static void __attribute__((noreturn)) job_exit(int status)
+{
+	fflush(NULL);
+	MPI_Finalize();
+	exit(status);
+}
+
+static void job_start(int *argc, char ***argv, struct opts *o)
+{
+	MPI_Comm node;
+	int hostsize;
+
+	if (MPI_Init(argc, argv) != MPI_SUCCESS) {
+		fprintf(stderr, "snpu-train: --mpi: MPI_Init failed\n");
+		exit(1);
+	}
+	job.mpi = true;
+	MPI_Comm_rank(MPI_COMM_WORLD, &job.rank);
+	MPI_Comm_size(MPI_COMM_WORLD, &job.size);
+	/* The processes that share this one's memory: its host's. */
+	if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0,
+				MPI_INFO_NULL, &node) != MPI_SUCCESS)
+		die("--mpi: MPI_Comm_split_type", EPROTO);
+	MPI_Comm_size(node, &hostsize);
+	MPI_Comm_free(&node);
+	/* Every process sees the same sizes and options: all stop alike. */
+	if (hostsize != job.size) {
+		if (!job.rank)
+			fprintf(stderr, "snpu-train: --mpi: the %d processes "
+				"are not on one host: the gradients' all-reduce "
+				"is a communicator of one host's devices\n",
+				job.size);
+		job_exit(2);
+	}
+	if ((uint64_t)o->devices * job.size > DP_MAX ||
+	    o->c.batch % (o->devices * job.size)) {
+		if (!job.rank)
+			fprintf(stderr, "snpu-train: --mpi: %d processes of %u "
+				"devices make %u ranks: at most %u, dividing "
+				"the batch (%u)\n", job.size, o->devices,
+				o->devices * job.size, DP_MAX, o->c.batch);
+		job_exit(2);
+	}
+}
+
+/* Rank 0's communicator id, to every process. */
+static void job_bcast_id(struct snpu_comm_unique_id *id)
+{
+	if (MPI_Bcast(id, sizeof(*id), MPI_BYTE, 0, MPI_COMM_WORLD) !=
+	    MPI_SUCCESS)
+		die("--mpi: MPI_Bcast", EPROTO);
+}
+
+/* The (loss, right) pairs of every rank, in rank order, to process 0. */
+static void job_gather(const double *mine, unsigned int n, double *all)
+{
+	if (!job.mpi) {
+		memcpy(all, mine, 2 * n * sizeof(*all));
+		return;
+	}
+	if (MPI_Gather(mine, 2 * (int)n, MPI_DOUBLE, all, 2 * (int)n,
+		       MPI_DOUBLE, 0, MPI_COMM_WORLD) != MPI_SUCCESS)
+		die("--mpi: MPI_Gather", EPROTO);
+}
+
+/* Whether every process's @w is process 0's, bit for bit. */
+static bool job_same_weights(const struct mlp_cfg *c,
+			     const struct mlp_params *w)
+{
+	float *const a[4] = { w->w1, w->b1, w->w2, w->b2 };
+	const uint64_t n[4] = { (uint64_t)c->in * c->hid, c->hid,
+				(uint64_t)c->hid * c->out, c->out };
+	int same = 1, all = 0;
+	unsigned int i;
+
+	for (i = 0; i < 4; i++) {
+		float *b = malloc(n[i] * 4);
+
+		if (!b)
+			die("memory", -ENOMEM);
+		if (!job.rank)
+			memcpy(b, a[i], n[i] * 4);
+		if (MPI_Bcast(b, (int)n[i], MPI_FLOAT, 0, MPI_COMM_WORLD) !=
+		    MPI_SUCCESS)
+			die("--mpi: MPI_Bcast", EPROTO);
+		same &= !memcmp(b, a[i], n[i] * 4);
+		free(b);
+	}
+	if (MPI_Allreduce(&same, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD) !=
+	    MPI_SUCCESS)
+		die("--mpi: MPI_Allreduce", EPROTO);
+	return all;
+}
+#else
+static void __attribute__((noreturn)) job_exit(int status)
+{
+	exit(status);
+}
+
+static void job_start(int *argc, char ***argv, struct opts *o)
+{
+	(void)argc;
+	(void)argv;
+	(void)o;
+	fprintf(stderr, "snpu-train: --mpi: this snpu-train was built without "
+		"Open MPI (pkg-config ompi-c found none): install it "
+		"(scripts/deps mpi) and rebuild (make tools)\n");
+	exit(2);
+}
+
+static void job_bcast_id(struct snpu_comm_unique_id *id)
+{
+	(void)id;
+}
+
+static void job_gather(const double *mine, unsigned int n, double *all)
+{
+	memcpy(all, mine, 2 * n * sizeof(*all));
+}
+
+static bool job_same_weights(const struct mlp_cfg *c,
+			     const struct mlp_params *w)
+{
+	(void)c;
+	(void)w;
+	return true;
+}
+#endif
+
+/*
  * ---- --devices N: data-parallel training --------------------------------
  *
  * One thread per device runs that rank's executor; every step, the main
@@ -815,7 +1009,8 @@ struct dp_rank {
 
 struct dp {
 	struct dp_rank r[DP_MAX];
-	unsigned int n;
+	unsigned int n;			/* ranks of this process */
+	unsigned int base, total;	/* its first rank; ranks in all */
 	uint32_t rows;			/* per rank */
 	pthread_barrier_t go, done;
 	bool stop;
@@ -850,11 +1045,13 @@ static void dp_init(struct dp *dp, const struct opts *o,
 	int ret;
 
 	dp->n = o->devices;
-	dp->rows = c.batch = o->c.batch / o->devices;
+	dp->base = (unsigned int)job.rank * dp->n;
+	dp->total = dp->n * (unsigned int)job.size;
+	dp->rows = c.batch = o->c.batch / dp->total;
 	for (r = 0; r < dp->n; r++) {
 		struct dev *d = &dp->r[r].d;
 
-		ret = snpu_open(r, 0, &d->dev);
+		ret = snpu_open(dp->base + r, 0, &d->dev);
 		if (!ret)
 			ret = snpu_get_info(d->dev, &d->info);
 		if (!ret)
@@ -863,16 +1060,35 @@ static void dp_init(struct dp *dp, const struct opts *o,
 			die("open a device of --devices", ret);
 		devs[r] = d->dev;
 	}
-	ret = snpu_comm_init_all(devs, dp->n, comms);
-	if (ret)
-		die("communicator", ret);
+	if (job.mpi) {
+		struct snpu_comm_unique_id id = { 0 };
+
+		/* Rank 0 draws the id; every process joins its files. */
+		if (!job.rank) {
+			ret = snpu_comm_get_unique_id(devs[0], &id);
+			if (ret)
+				die("communicator id", ret);
+		}
+		job_bcast_id(&id);
+		for (r = 0; r < dp->n; r++) {
+			ret = snpu_comm_init_rank(devs[r], &id, dp->total,
+						  dp->base + r, &comms[r]);
+			if (ret)
+				die("join the communicator", ret);
+		}
+	} else {
+		ret = snpu_comm_init_all(devs, dp->n, comms);
+		if (ret)
+			die("communicator", ret);
+	}
 	for (r = 0; r < dp->n; r++) {
 		struct dp_rank *k = &dp->r[r];
 		struct trainer *t = &k->t;
 
 		k->comm = comms[r];
 		k->dp = dp;
-		ret = mlp_rt2_build_dp(&t->net, &c, p, c.batch, true, dp->n);
+		ret = mlp_rt2_build_dp(&t->net, &c, p, c.batch, true,
+				       dp->total);
 		if (ret)
 			die("model", ret);
 		t->net.info = k->d.info;
@@ -897,24 +1113,31 @@ static void dp_init(struct dp *dp, const struct opts *o,
 static void dp_step(struct dp *dp, const struct opts *o, const float *x,
 		    const int32_t *y, double *loss, uint32_t *right)
 {
+	double mine[2 * DP_MAX], all[2 * DP_MAX];
 	unsigned int r;
 
 	for (r = 0; r < dp->n; r++) {
 		struct trainer *t = &dp->r[r].t;
+		size_t row = (size_t)(dp->base + r) * dp->rows;
 
-		memcpy(t->x, x + (size_t)r * dp->rows * o->c.in,
-		       (size_t)dp->rows * o->c.in * 4);
-		memcpy(t->y, y + (size_t)r * dp->rows, (size_t)dp->rows * 4);
+		memcpy(t->x, x + row * o->c.in, (size_t)dp->rows * o->c.in * 4);
+		memcpy(t->y, y + row, (size_t)dp->rows * 4);
 	}
 	pthread_barrier_wait(&dp->go);
 	pthread_barrier_wait(&dp->done);
+	for (r = 0; r < dp->n; r++) {
+		mine[2 * r] = dp->r[r].loss;
+		mine[2 * r + 1] = dp->r[r].right;
+	}
+	/* Every rank's, in rank order (process 0 prints them). */
+	job_gather(mine, dp->n, all);
 	*loss = 0;
 	*right = 0;
-	for (r = 0; r < dp->n; r++) {
-		*loss += dp->r[r].loss;
-		*right += dp->r[r].right;
+	for (r = 0; r < dp->total; r++) {
+		*loss += all[2 * r];
+		*right += (uint32_t)all[2 * r + 1];
 	}
-	*loss /= dp->n;
+	*loss /= dp->total;
 }
 
 /* Read the weights back; every rank must hold the same bits. */
@@ -946,6 +1169,31 @@ static void dp_fini(struct dp *dp, const struct opts *o, struct mlp_params *w)
 			die("communicator", ret);
 	}
 	mlp_params_free(&u);
+	if (job.mpi && !job_same_weights(&o->c, w)) {
+		if (!job.rank)
+			fprintf(stderr, "snpu-train: a process's weights "
+				"differ from process 0's\n");
+		job_exit(1);
+	}
+}
+
+/* FNV-1a over the weights' bytes: a short name for their bits. */
+static uint64_t params_digest(const struct mlp_cfg *c,
+			      const struct mlp_params *w)
+{
+	const float *const a[4] = { w->w1, w->b1, w->w2, w->b2 };
+	const uint64_t n[4] = { (uint64_t)c->in * c->hid, c->hid,
+				(uint64_t)c->hid * c->out, c->out };
+	uint64_t h = 0xcbf29ce484222325ULL, k;
+	unsigned int i;
+
+	for (i = 0; i < 4; i++) {
+		const unsigned char *b = (const unsigned char *)a[i];
+
+		for (k = 0; k < n[i] * 4; k++)
+			h = (h ^ b[k]) * 0x100000001b3ULL;
+	}
+	return h;
 }
 
 /* The data-parallel CPU reference: mlp_cpu_dp_step() on the same batches. */
@@ -979,17 +1227,26 @@ static int train_dp(struct data *da, const struct opts *o,
 	struct dp *dp = calloc(1, sizeof(*dp));
 	float *x = malloc((size_t)o->c.batch * o->c.in * 4);
 	int32_t *y = malloc(o->c.batch * 4);
-	double t0, t_run = 0, loss, acc, run_loss = 0;
+	double t0, t_run = 0, loss = 0, acc, run_loss = 0;
 	uint32_t s, right, run_right = 0, run_n = 0;
+	bool lead = !job.rank;	/* the process that reports */
 	int ret, status = 0;
 
 	if (!dp || !x || !y || mlp_params_init(&o->c, &p) ||
 	    mlp_params_init(&o->c, &w))
 		die("memory", -ENOMEM);
 	dp_init(dp, o, &p);
-	if (!o->quiet)
-		printf("data-parallel: %u devices, %u rows each per step\n",
-		       dp->n, dp->rows);
+	if (!lead)
+		pr->quiet = true;
+	if (!o->quiet && lead) {
+		if (job.mpi)
+			printf("data-parallel: %d processes of %u devices, %u "
+			       "ranks, %u rows each per step\n", job.size,
+			       dp->n, dp->total, dp->rows);
+		else
+			printf("data-parallel: %u devices, %u rows each per "
+			       "step\n", dp->n, dp->rows);
+	}
 	pr->start = pr->last = now_s();
 	for (s = 0; s < o->steps; s++) {
 		batch_of(da, o, s, x, y);
@@ -1006,11 +1263,24 @@ static int train_dp(struct data *da, const struct opts *o,
 			run_loss = 0, run_right = 0, run_n = 0;
 	}
 	dp_fini(dp, o, &w);
-	printf("trained %u steps (%u samples) on %u devices in %.2f s: "
-	       "%.2f steps/s, %.0f samples/s; every rank's weights "
-	       "bit-identical\n", o->steps, o->steps * o->c.batch, dp->n,
-	       now_s() - pr->start, o->steps / t_run,
-	       o->steps * o->c.batch / t_run);
+	if (!lead)
+		goto out;
+	if (job.mpi)
+		printf("trained %u steps (%u samples) on %u devices of %d "
+		       "processes in %.2f s: %.2f steps/s, %.0f samples/s; "
+		       "every rank's weights bit-identical\n", o->steps,
+		       o->steps * o->c.batch, dp->total, job.size,
+		       now_s() - pr->start, o->steps / t_run,
+		       o->steps * o->c.batch / t_run);
+	else
+		printf("trained %u steps (%u samples) on %u devices in %.2f s: "
+		       "%.2f steps/s, %.0f samples/s; every rank's weights "
+		       "bit-identical\n", o->steps, o->steps * o->c.batch,
+		       dp->n, now_s() - pr->start, o->steps / t_run,
+		       o->steps * o->c.batch / t_run);
+	printf("weights: FNV-1a %016llx of %llu bytes; last step's loss %.6f "
+	       "(%a)\n", (unsigned long long)params_digest(&o->c, &w),
+	       (unsigned long long)params_bytes(&o->c), loss, loss);
 	ret = evaluate(&dp->r[0].d, da, o, &w, &acc);
 	if (ret)
 		die("evaluate", ret);
@@ -1020,7 +1290,7 @@ static int train_dp(struct data *da, const struct opts *o,
 		struct mlp_cpu m[DP_MAX], one;
 		unsigned int r;
 
-		dp_cpu_train(m, dp->n, da, o, o->steps);
+		dp_cpu_train(m, dp->total, da, o, o->steps);
 		if (params_equal(&o->c, &w, &m[0].p)) {
 			printf("data-parallel CPU reference: weights "
 			       "bit-identical (%llu bytes compared)\n",
@@ -1035,10 +1305,11 @@ static int train_dp(struct data *da, const struct opts *o,
 		printf("one device on the whole batch (CPU reference): max "
 		       "relative difference of the weights %.3g\n",
 		       (double)params_diff(&o->c, &w, &one.p));
-		for (r = 0; r < dp->n; r++)
+		for (r = 0; r < dp->total; r++)
 			mlp_cpu_free(&m[r]);
 		mlp_cpu_free(&one);
 	}
+out:
 	for (ret = 0; ret < (int)dp->n; ret++) {
 		snpu_rt2_dev_close(dp->r[ret].d.rd);
 		snpu_close(dp->r[ret].d.dev);
@@ -1067,8 +1338,16 @@ int main(int argc, char **argv)
 	int ret, status = 0;
 
 	parse(argc, argv, &o);
+	if (o.mpi) {
+		job_start(&argc, &argv, &o);
+	} else if (mpirun_size() > 1) {
+		fprintf(stderr, "snpu-train: one of %d processes of mpirun: "
+			"give --mpi to train as one job (else each trains "
+			"alone)\n", mpirun_size());
+		exit(2);
+	}
 	load(&da, &o);
-	if (!o.quiet)
+	if (!o.quiet && !job.rank)
 		printf("snpu-train: MLP %u-%u-%u, batch %u, lr %g, seed %llu; "
 		       "%u training images (%u steps), %u test images; "
 		       "data loaded in %.2f s\n", o.c.in, o.c.hid, o.c.out,
@@ -1082,11 +1361,13 @@ int main(int argc, char **argv)
 	pr.steps = o.steps;
 	pr.every = o.steps / 20 ? o.steps / 20 : 1;
 
-	if (o.devices > 1) {
+	if (o.devices > 1 || o.mpi) {
 		status = train_dp(&da, &o, &pr, curve);
 		free(curve);
 		mlp_params_free(&p);
 		mlp_params_free(&w);
+		if (job.mpi)
+			job_exit(status);
 		return status;
 	}
 	if (o.cpu_only) {

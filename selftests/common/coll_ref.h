@@ -58,4 +58,28 @@ static inline uint32_t cref_input(uint32_t dtype, unsigned int r, uint64_t i,
 			(float)(h % 251 + 1));
 }
 
+/*
+ * One element of libsnpu_mpi's all-reduce over @hosts hosts of @local
+ * devices each (lib/mpi, Documentation/mpi.rst): @v holds the hosts *
+ * local devices' inputs in global rank order (host h's device l at
+ * h * local + l). Each host reduces its devices in rank order (its
+ * reduce-scatter), then the hosts' results are reduced in host order.
+ * With one device a host it is the flat loop over the ranks.
+ */
+static inline uint32_t cref_reduce_hier(uint32_t dtype, uint32_t redop,
+					const uint32_t *v, unsigned int hosts,
+					unsigned int local)
+{
+	uint32_t acc = 0, part;
+	unsigned int h, l;
+
+	for (h = 0; h < hosts; h++) {
+		part = v[h * local];
+		for (l = 1; l < local; l++)
+			part = cref_op(dtype, redop, part, v[h * local + l]);
+		acc = h ? cref_op(dtype, redop, acc, part) : part;
+	}
+	return acc;
+}
+
 #endif /* _SNPU_COLL_REF_H */

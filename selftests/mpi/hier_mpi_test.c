@@ -6,10 +6,16 @@
  * L = 4 / P (2 devices a host with 2 processes, 1 with 3 or 4). Each
  * all-reduce runs as a reduce-scatter inside the host, an MPI_Allreduce of
  * each device's shard by the proxy threads, and an all-gather inside the
- * host, ordered on the streams. The inputs make every reduction exact
- * (i32 sums wrap, f32 sums of small integers, maxima), so every device's
- * result must equal a loop over all the devices of all hosts bit for bit,
- * whatever order MPI reduces the hosts in.
+ * host, ordered on the streams. Every device's result must equal the
+ * hierarchical reference of common/coll_ref.h (each host's devices in
+ * rank order, then the hosts in host order) bit for bit: for f32 sums
+ * whose additions round too (sum_f32), which libsnpu_mpi adds in host
+ * order itself instead of leaving the order to MPI_Allreduce, and run
+ * twice on the same inputs to the same bits. With 2 hosts of 2 devices
+ * the hierarchical order is not the flat one: the reference is checked
+ * to differ from a flat loop over the ranks there, so the test sees the
+ * order. Exact inputs (i32 sums wrap, f32 sums of small integers, maxima)
+ * equal a flat loop over all devices as well.
  */
 #include <errno.h>
 #include <unistd.h>
@@ -33,14 +39,15 @@ struct hcase {
 static const struct hcase cases[] = {
 	{ "sum_i32", SNPU_DTYPE_I32, SNPU_REDOP_SUM },
 	{ "sum_f32_exact", SNPU_DTYPE_F32, SNPU_REDOP_SUM },
+	{ "sum_f32", SNPU_DTYPE_F32, SNPU_REDOP_SUM },
 	{ "max_f32", SNPU_DTYPE_F32, SNPU_REDOP_MAX },
 	{ "max_i32", SNPU_DTYPE_I32, SNPU_REDOP_MAX },
 };
 
 #define NCASES	(sizeof(cases) / sizeof(cases[0]))
 #define NCOUNTS	(sizeof(counts) / sizeof(counts[0]))
-/* init, the cases, back to back, destroy */
-#define PLAN	(1 + NCASES * NCOUNTS + 1 + 1)
+/* init, the cases, back to back, f32 sum twice, order seen, destroy */
+#define PLAN	(1 + NCASES * NCOUNTS + 1 + 1 + 1 + 1)
 
 static int me, nr;
 static unsigned int L;
@@ -54,17 +61,29 @@ static uint32_t input(const struct hcase *c, unsigned int g, uint64_t i,
 {
 	uint32_t h = cref_input(SNPU_DTYPE_I32, g, i, salt);
 
-	if (c->dtype == SNPU_DTYPE_F32 && c->redop == SNPU_REDOP_SUM)
+	if (!strcmp(c->name, "sum_f32_exact"))
 		return cref_f2u((float)((int32_t)(h % 2001) - 1000));
 	return cref_input(c->dtype, g, i, salt);
 }
 
+/* Element @i of the result: the hierarchical reference. */
 static uint32_t expect(const struct hcase *c, uint64_t i, uint32_t salt)
 {
-	unsigned int g, n = nr * L;
-	uint32_t acc = input(c, 0, i, salt);
+	uint32_t v[MAXL * MAXL];
+	unsigned int g;
 
-	for (g = 1; g < n; g++)
+	for (g = 0; g < nr * L; g++)
+		v[g] = input(c, g, i, salt);
+	return cref_reduce_hier(c->dtype, c->redop, v, nr, L);
+}
+
+/* Element @i reduced as one flat loop over every device in rank order. */
+static uint32_t expect_flat(const struct hcase *c, uint64_t i, uint32_t salt)
+{
+	uint32_t acc = input(c, 0, i, salt);
+	unsigned int g;
+
+	for (g = 1; g < nr * L; g++)
 		acc = cref_op(c->dtype, c->redop, acc, input(c, g, i, salt));
 	return acc;
 }
@@ -208,6 +227,34 @@ static int back_to_back(uint32_t salt)
 	return ok;
 }
 
+/*
+ * An f32 sum with rounding, twice on the same inputs: both times the
+ * reference's bits (so the same bits), in two collectives of one size.
+ */
+static int twice(uint32_t salt)
+{
+	return run(&cases[2], 65537, salt) && run(&cases[2], 65537, salt);
+}
+
+/*
+ * The reference is not the flat order where the two differ (2 hosts of 2
+ * devices: (a + b) + (c + d) against ((a + b) + c) + d); with one device
+ * a host the two are the same loop, which this checks instead.
+ */
+static int order_seen(uint32_t salt)
+{
+	uint64_t i, differ = 0;
+
+	for (i = 0; i < 65537; i++)
+		differ += expect(&cases[2], i, salt) !=
+			  expect_flat(&cases[2], i, salt);
+	if (L == 1)
+		return !differ;
+	if (!differ)
+		mpit_diag("the hierarchical reference is the flat one");
+	return differ > 0;
+}
+
 int main(int argc, char **argv)
 {
 	unsigned int ndev = 0, l;
@@ -260,6 +307,12 @@ int main(int argc, char **argv)
 	ok = back_to_back(salt);
 	salt += 2;
 	mpit_result(ok, "hier_mpi.back_to_back");
+	ok = twice(salt);
+	mpit_result(ok, "hier_mpi.sum_f32_twice_the_same_bits");
+	ok = order_seen(salt);
+	salt++;
+	mpit_result(ok, "hier_mpi.reference_order_%s",
+		    L > 1 ? "differs_from_flat" : "is_flat_with_one_device_a_host");
 
 	ret = snpu_mpi_comm_destroy(hc);
 	if (ret)
