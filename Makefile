@@ -338,8 +338,10 @@ vm-check:
 
 # ---- VM --------------------------------------------------------------------
 
-# $(call vm-root,KO,DIR): stage the guest's files in DIR/root, with KO as
-# /opt/snpu/snpu.ko, and pack them with /init into DIR/initramfs.cpio.gz.
+# $(call vm-root,KO,DIR[,MODDIR]): stage the guest's files in DIR/root, with
+# KO as /opt/snpu/snpu.ko and the virtio-gpu driver's modules of the module
+# tree MODDIR (none when empty: a kernel with the driver built in), and
+# pack them with /init into DIR/initramfs.cpio.gz.
 define vm-root
 	$(Q)rm -rf $(2)/root && mkdir -p $(2)/root/opt/snpu/lib $(2)/root/opt/snpu/bin
 	$(Q)cp $(1) $(2)/root/opt/snpu/snpu.ko
@@ -347,6 +349,8 @@ define vm-root
 	$(Q)cp $(TOOLS) $(2)/root/opt/snpu/bin/
 	$(Q)cp -a $(B)/selftests $(2)/root/opt/snpu/selftests
 	$(Q)cp selftests/run_vm.sh $(2)/root/opt/snpu/bin/snpu-selftests
+	$(Q)cp selftests/interop/vm-gpu.sh $(2)/root/opt/snpu/bin/snpu-vm-gpu
+	$(Q)$(if $(3),scripts/vm-gpu-modules $(3) $(2)/root)
 	$(Q)mkdir -p $(2)/root/opt/snpu/data
 	$(Q)cp -a $(MINI_DATA) $(2)/root/opt/snpu/data/
 	$(Q)if pkg-config --exists ompi-c; then scripts/vm-mpi $(2)/root; fi
@@ -369,9 +373,13 @@ $(MINI_DATA)/.stamp: scripts/idx-head
 	done
 	$(Q)touch $@
 
+# The module tree of the kernel the module is built for (KDIR's release):
+# the virtio-gpu driver's modules come from it.
+KREL = $(shell sed -n 's/^\#define UTS_RELEASE "\(.*\)"$$/\1/p' $(KDIR)/include/generated/utsrelease.h)
+
 vm-image: all $(MINI_DATA)/.stamp
 	$(Q)scripts/deps vm
-	$(call vm-root,snpu.ko,$(B)/vm)
+	$(call vm-root,snpu.ko,$(B)/vm,/lib/modules/$(KREL))
 
 # make run: train the MLP in the VM (scripts/train-run); RUN_ARGS are
 # snpu-train's options, EPOCHS=N trains N epochs of all 60000 images. The
@@ -488,10 +496,11 @@ check-release:
 	$(Q)scripts/check-release $(RELEASE)
 
 # build/kernels/NAME/initramfs.cpio.gz (KERNEL_DIR): the VM image with the
-# module built for that kernel (KERNEL_KO).
+# module built for that kernel (KERNEL_KO) and the virtio-gpu modules of
+# its module tree (KERNEL_MODDIR, kept by scripts/kernels).
 kernel-image: lib tools selftests $(MINI_DATA)/.stamp
 	$(Q)scripts/deps vm
-	$(call vm-root,$(KERNEL_KO),$(KERNEL_DIR))
+	$(call vm-root,$(KERNEL_KO),$(KERNEL_DIR),$(KERNEL_MODDIR))
 
 # ---- install / clean -------------------------------------------------------
 
