@@ -1296,6 +1296,8 @@ union snpu_ioc_arg {
 	struct snpu_comm_join comm_join;
 	struct snpu_comm_query comm_query;
 	struct snpu_event_export event_export;
+	struct snpu_mem_export mem_export;
+	struct snpu_mem_import mem_import;
 };
 
 /**

@@ -14,6 +14,10 @@ static_assert(sizeof(struct snpu_mem_free) == 32, "struct snpu_mem_free changed"
 static_assert(sizeof(struct snpu_mem_query) == 48, "struct snpu_mem_query changed");
 static_assert(sizeof(struct snpu_mem_copy) == 56, "struct snpu_mem_copy changed");
 static_assert(sizeof(struct snpu_mem_set) == 48, "struct snpu_mem_set changed");
+static_assert(sizeof(struct snpu_mem_export) == 48,
+	      "struct snpu_mem_export changed");
+static_assert(sizeof(struct snpu_mem_import) == 48,
+	      "struct snpu_mem_import changed");
 
 int snpu_mem_alloc(struct snpu_device *dev, uint64_t bytes, uint64_t align,
 		   unsigned int flags, uint64_t *addr)
@@ -119,4 +123,46 @@ int snpu_memset(struct snpu_device *dev, uint64_t addr, int value, size_t n)
 	if (!dev || value < 0 || value > 255)
 		return -EINVAL;
 	return snpu_ioctl(dev->fd, SNPU_IOC_MEM_SET, &m);
+}
+
+int snpu_mem_export(struct snpu_device *dev, uint64_t addr, uint64_t bytes,
+		    unsigned int flags, int *dmabuf_fd)
+{
+	struct snpu_mem_export x = {
+		.size = sizeof(x),
+		.flags = flags,
+		.addr = addr,
+		.bytes = bytes,
+	};
+	int ret;
+
+	if (!dev || !dmabuf_fd || flags & ~SNPU_EXPORT_CLOEXEC)
+		return -EINVAL;
+
+	ret = snpu_ioctl(dev->fd, SNPU_IOC_MEM_EXPORT, &x);
+	if (!ret)
+		*dmabuf_fd = x.fd;
+	return ret;
+}
+
+int snpu_mem_import(struct snpu_device *dev, int dmabuf_fd,
+		    unsigned int flags, uint64_t *addr, uint64_t *bytes)
+{
+	struct snpu_mem_import x = {
+		.size = sizeof(x),
+		.flags = flags,
+		.fd = dmabuf_fd,
+	};
+	int ret;
+
+	if (!dev || !addr || flags)
+		return -EINVAL;
+
+	ret = snpu_ioctl(dev->fd, SNPU_IOC_MEM_IMPORT, &x);
+	if (ret)
+		return ret;
+	*addr = x.addr;
+	if (bytes)
+		*bytes = x.bytes;
+	return 0;
 }

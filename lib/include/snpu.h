@@ -71,6 +71,13 @@ int snpu_memcpy_d2d(struct snpu_device *dev, uint64_t dst, uint64_t src,
 		    size_t n);
 int snpu_memset(struct snpu_device *dev, uint64_t addr, int value, size_t n);
 
+/* ---- dma-buf (ABI 0.13, LIBSNPU_0.13) --------------------------------- */
+
+int snpu_mem_export(struct snpu_device *dev, uint64_t addr, uint64_t bytes,
+		    unsigned int flags, int *dmabuf_fd);
+int snpu_mem_import(struct snpu_device *dev, int dmabuf_fd,
+		    unsigned int flags, uint64_t *addr, uint64_t *bytes);
+
 /* ---- host memory ------------------------------------------------------ */
 
 /**

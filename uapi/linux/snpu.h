@@ -71,8 +71,10 @@
  *   EOPNOTSUPP  a test hook (a launch of SNPU_KERNEL_SPIN or
  *            SNPU_KERNEL_FAIL, SNPU_IOC_NOP) while the module parameter
  *            test_hooks is off (SNPU_CAP_TEST_HOOKS clear); nothing is
- *            queued.
- *   EBADF    a FENCE_WAIT task's fd is not an open file (ABI 0.12).
+ *            queued. MEM_IMPORT of a dma-buf whose exporter gives no
+ *            kernel mapping in system memory (ABI 0.13).
+ *   EBADF    a FENCE_WAIT task's fd is not an open file (ABI 0.12);
+ *            MEM_IMPORT's fd is not an open file (ABI 0.13).
  *   EBADFD   a snapshot transition the process's state does not allow.
  *   ESTALE   RESTORE: an allocation or object of the image is gone.
  *   EDEADLK  a resource-modifying call from the thread that locked the
@@ -166,6 +168,11 @@
  *        stream wait for any sync_file fd (SUBMIT only); per-file usage
  *        in fdinfo (drm-usage-stats keys) and the sysfs attribute
  *        busy_ns (not ABI-numbered, listed here for reference).
+ *   0.13 dma-buf (SNPU_CAP_DMABUF): SNPU_IOC_MEM_EXPORT makes a dma-buf
+ *        of a range of a device allocation (mmap, DMA_BUF_IOCTL_SYNC,
+ *        other drivers, other contexts); SNPU_IOC_MEM_IMPORT makes any
+ *        dma-buf device memory of the context; EBADF and EOPNOTSUPP
+ *        from MEM_IMPORT.
  */
 #ifndef _UAPI_LINUX_SNPU_H
 #define _UAPI_LINUX_SNPU_H
@@ -175,7 +182,7 @@
 #include <linux/types.h>
 
 #define SNPU_ABI_MAJOR		0
-#define SNPU_ABI_MINOR		12
+#define SNPU_ABI_MINOR		13
 
 /*
  * In @flags of STREAM_SYNC, EVENT_SYNC, CALLBACK_WAIT and ENTER: @timeout_ns
@@ -204,6 +211,7 @@
 #define SNPU_CAP_RING_CALLBACKS	_BITULL(8)	/* callbacks as CQEs (0.10) */
 #define SNPU_CAP_COLLECTIVES	_BITULL(9)	/* communicators (0.11) */
 #define SNPU_CAP_FENCES		_BITULL(10)	/* sync_file fences (0.12) */
+#define SNPU_CAP_DMABUF		_BITULL(11)	/* dma-buf export/import (0.13) */
 /*
  * Not a feature but how the module was loaded: the test hooks (kernels
  * SNPU_KERNEL_SPIN and SNPU_KERNEL_FAIL, SNPU_IOC_NOP) are enabled, by the
@@ -215,7 +223,8 @@
 				 SNPU_CAP_ATTACHED | SNPU_CAP_SNAPSHOT | \
 				 SNPU_CAP_TEST_HOOKS | SNPU_CAP_GRAPHS | \
 				 SNPU_CAP_RING_CALLBACKS | \
-				 SNPU_CAP_COLLECTIVES | SNPU_CAP_FENCES)
+				 SNPU_CAP_COLLECTIVES | SNPU_CAP_FENCES | \
+				 SNPU_CAP_DMABUF)
 
 /**
  * struct snpu_info - device description, returned by SNPU_IOC_GET_INFO
@@ -416,6 +425,83 @@ struct snpu_mem_set {
 };
 
 #define SNPU_MEM_SET_SIZE_VER0		48
+
+/*
+ * dma-buf sharing (ABI 0.13, SNPU_CAP_DMABUF); see the kernel's
+ * Documentation/driver-api/dma-buf.rst for the object itself.
+ *
+ * SNPU_IOC_MEM_EXPORT makes a dma-buf of a page-aligned range of ONE
+ * device allocation; snpu is its exporter. The dma-buf holds the
+ * allocation: MEM_FREE and closing the exporter's file only drop the
+ * address; the memory, and its charge to the device, stay until the last
+ * reference to the dma-buf (an fd, a mapping, an importer's attachment)
+ * goes. It can be mmap(2)ed (MAP_SHARED) by whoever holds the fd,
+ * bracketed by DMA_BUF_IOCTL_SYNC; attached and mapped by other drivers;
+ * and imported by snpu contexts of any device and process. snpu attaches
+ * no fences to its reservation object: order against device work
+ * explicitly (SNPU_IOC_EVENT_EXPORT, SNPU_OP_FENCE_WAIT).
+ *
+ * SNPU_IOC_MEM_IMPORT makes any dma-buf (of snpu or of another driver)
+ * device memory of the calling context, at a new address: an allocation
+ * like any other for copies, memsets, launches, graphs, collectives,
+ * MEM_QUERY and MEM_FREE (which detaches it), but neither saved nor
+ * restored by a snapshot (its owner is the exporter) and not exported
+ * again except as a whole (EXPORT of the whole import hands out the
+ * same dma-buf). Its bytes count against the context's memory quota
+ * (ENOSPC), not against the device's memory (snpu did not allocate
+ * them). snpu's cores reach memory through kernel addresses: the import
+ * attaches to the dma-buf and keeps a kernel mapping (dma_buf_vmap) of it
+ * until the allocation is freed or the file closed.
+ */
+
+/**
+ * struct snpu_mem_export - SNPU_IOC_MEM_EXPORT (ABI 0.13)
+ * @size: in: sizeof; out: bytes written
+ * @flags: in: 0 or SNPU_EXPORT_CLOEXEC
+ * @addr: in: device address of the range, inside one allocation, at a
+ *        page-aligned offset from its start (EINVAL otherwise)
+ * @bytes: in: length of the range, a non-zero multiple of the page size
+ *         (EINVAL otherwise); the range may reach the end of the
+ *         allocation's last page (EFAULT past it)
+ * @fd: out: the dma-buf, opened read-write
+ * @pad: must be zero
+ * @reserved: must be zero
+ */
+struct snpu_mem_export {
+	__u32 size;
+	__u32 flags;
+	__u64 addr;
+	__u64 bytes;
+	__s32 fd;
+	__u32 pad;
+	__u64 reserved[2];
+};
+
+#define SNPU_MEM_EXPORT_SIZE_VER0	48
+
+/**
+ * struct snpu_mem_import - SNPU_IOC_MEM_IMPORT (ABI 0.13)
+ * @size: in: sizeof; out: bytes written
+ * @flags: must be zero
+ * @fd: in: a dma-buf fd (EBADF: not an open file; EINVAL: not a
+ *      dma-buf, or its size is zero or not a multiple of the page size;
+ *      EOPNOTSUPP: its exporter gives no kernel mapping of system memory)
+ * @pad: must be zero
+ * @addr: out: device address of the import in the calling context
+ * @bytes: out: the dma-buf's size, the import's size
+ * @reserved: must be zero
+ */
+struct snpu_mem_import {
+	__u32 size;
+	__u32 flags;
+	__s32 fd;
+	__u32 pad;
+	__u64 addr;
+	__u64 bytes;
+	__u64 reserved[2];
+};
+
+#define SNPU_MEM_IMPORT_SIZE_VER0	48
 
 /*
  * Mappings of the device file, by mmap(2) offset. All of them are shared
@@ -1673,5 +1759,7 @@ struct snpu_state_page {
 #define SNPU_IOC_COMM_DESTROY	_IOW(SNPU_IOC_MAGIC, 0x2a, struct snpu_handle_op)
 #define SNPU_IOC_COMM_QUERY	_IOWR(SNPU_IOC_MAGIC, 0x2b, struct snpu_comm_query)
 #define SNPU_IOC_EVENT_EXPORT	_IOWR(SNPU_IOC_MAGIC, 0x2c, struct snpu_event_export)
+#define SNPU_IOC_MEM_EXPORT	_IOWR(SNPU_IOC_MAGIC, 0x2d, struct snpu_mem_export)
+#define SNPU_IOC_MEM_IMPORT	_IOWR(SNPU_IOC_MAGIC, 0x2e, struct snpu_mem_import)
 
 #endif /* _UAPI_LINUX_SNPU_H */
