@@ -13,6 +13,14 @@
  * and there every syncobj ioctl answers EOPNOTSUPP: the tests assert
  * that answer on those kernels, and the syncobj paths on the others.
  *
+ * Memory (ABI 0.13): a virtio-gpu dumb buffer exported with PRIME and
+ * imported into snpu (SNPU_IOC_MEM_IMPORT), written by the CPU through
+ * the dumb buffer's mapping and copied by snpu tasks, and snpu's writes
+ * seen through that mapping; snpu memory exported (SNPU_IOC_MEM_EXPORT)
+ * and given to DRM_IOCTL_PRIME_FD_TO_HANDLE, which virtio-gpu refuses for
+ * a foreign dma-buf on the kernels tested (its real answer is asserted);
+ * the errors; a process killed while it holds both.
+ *
  * Permissions (snpu-vm-gpu, as Debian's udev rules): the render node
  * /dev/dri/renderD128 is 0666, the primary node /dev/dri/card0 0660
  * root:video. The syncobj tests also run as nobody on the render node.
@@ -434,6 +442,388 @@ TEST(unprivileged_syncobj)
 		_exit(0);
 	}
 	ASSERT_EQ(kid, waitpid(kid, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status))
+		TH_LOG("nobody's side failed at step %d", WEXITSTATUS(status));
+}
+
+/* ---- memory: PRIME dma-bufs between virtio-gpu and snpu ---------------- */
+
+static int mem_import(int fd, int dmabuf, uint64_t *addr, uint64_t *bytes)
+{
+	struct snpu_mem_import m = { .size = sizeof(m), .fd = dmabuf };
+	int ret = snpu_ioc(fd, SNPU_IOC_MEM_IMPORT, &m);
+
+	if (!ret) {
+		*addr = m.addr;
+		*bytes = m.bytes;
+	}
+	return ret;
+}
+
+static int mem_export(int fd, uint64_t addr, uint64_t bytes, int *out)
+{
+	struct snpu_mem_export x = {
+		.size = sizeof(x), .flags = SNPU_EXPORT_CLOEXEC,
+		.addr = addr, .bytes = bytes, .fd = -1,
+	};
+	int ret = snpu_ioc(fd, SNPU_IOC_MEM_EXPORT, &x);
+
+	if (!ret)
+		*out = x.fd;
+	return ret;
+}
+
+/* A dumb buffer of @w x @h 32-bit pixels on @drm: handle, size, mapping. */
+struct dumb {
+	uint32_t handle;
+	uint64_t size;
+	uint32_t *map;
+};
+
+static int dumb_create(int drm, uint32_t w, uint32_t h, struct dumb *d)
+{
+	struct drm_mode_create_dumb c = { .width = w, .height = h, .bpp = 32 };
+	struct drm_mode_map_dumb m = { 0 };
+	void *p;
+	int ret;
+
+	ret = snpu_ioc(drm, DRM_IOCTL_MODE_CREATE_DUMB, &c);
+	if (ret)
+		return ret;
+	d->handle = c.handle;
+	d->size = c.size;
+	m.handle = c.handle;
+	ret = snpu_ioc(drm, DRM_IOCTL_MODE_MAP_DUMB, &m);
+	if (ret)
+		return ret;
+	p = mmap(NULL, c.size, PROT_READ | PROT_WRITE, MAP_SHARED, drm,
+		 m.offset);
+	if (p == MAP_FAILED)
+		return -errno;
+	d->map = p;
+	return 0;
+}
+
+static void dumb_destroy(int drm, struct dumb *d)
+{
+	struct drm_mode_destroy_dumb x = { .handle = d->handle };
+
+	munmap(d->map, d->size);
+	ioctl(drm, DRM_IOCTL_MODE_DESTROY_DUMB, &x);
+}
+
+/* The GEM handle @handle of @drm as a dma-buf fd (PRIME export). */
+static int prime_export(int drm, uint32_t handle, int *out)
+{
+	struct drm_prime_handle p = {
+		.handle = handle, .flags = DRM_CLOEXEC | DRM_RDWR, .fd = -1,
+	};
+	int ret = snpu_ioc(drm, DRM_IOCTL_PRIME_HANDLE_TO_FD, &p);
+
+	if (!ret)
+		*out = p.fd;
+	return ret;
+}
+
+/* A dma-buf fd into a GEM handle of @drm (PRIME import). */
+static int prime_import(int drm, int dmabuf, uint32_t *handle)
+{
+	struct drm_prime_handle p = { .fd = dmabuf };
+	int ret = snpu_ioc(drm, DRM_IOCTL_PRIME_FD_TO_HANDLE, &p);
+
+	if (!ret)
+		*handle = p.handle;
+	return ret;
+}
+
+static uint32_t word(unsigned int i, uint32_t seed)
+{
+	return (i * 2654435761U) ^ seed;
+}
+
+/* GEM objects of @drm: at most one handle to close, none when 0. */
+static void gem_close(int drm, uint32_t handle)
+{
+	struct drm_gem_close c = { .handle = handle };
+
+	if (handle)
+		ioctl(drm, DRM_IOCTL_GEM_CLOSE, &c);
+}
+
+/*
+ * What this kernel's virtio-gpu answers to PRIME_FD_TO_HANDLE of a
+ * foreign dma-buf (snpu's): until it gained guest-blob import, its
+ * import_sg_table hook refuses every foreign buffer with ENODEV.
+ */
+static int virtio_gpu_foreign_import_errno(void)
+{
+	return -ENODEV;
+}
+
+FIXTURE(prime) {
+	int fd, card;
+	uint32_t s;
+	struct dumb d;
+	int dmabuf;
+};
+
+/* A 64 KiB dumb buffer (128 x 128 x 32 bpp) exported as a dma-buf. */
+FIXTURE_SETUP(prime)
+{
+	self->dmabuf = -1;
+	self->fd = snpu_open_dev();
+	ASSERT_LE(0, self->fd);
+	ASSERT_EQ(0, snpu_stream_create(self->fd, 0, &self->s));
+	self->card = drm_open(DRM_CARD);
+	ASSERT_LE(0, self->card);
+	ASSERT_EQ(0, dumb_create(self->card, 128, 128, &self->d));
+	ASSERT_EQ(65536ULL, self->d.size);
+	ASSERT_EQ(0, prime_export(self->card, self->d.handle, &self->dmabuf));
+}
+
+FIXTURE_TEARDOWN(prime)
+{
+	if (self->dmabuf >= 0)
+		close(self->dmabuf);
+	dumb_destroy(self->card, &self->d);
+	close(self->card);
+	close(self->fd);
+}
+
+/*
+ * CPU writes through the dumb buffer's mapping; snpu tasks copy them out
+ * of the imported dma-buf into its own memory; the bytes arrive.
+ */
+TEST_F(prime, gpu_buffer_into_snpu_copy)
+{
+	uint64_t addr, bytes, mine;
+	uint32_t *out;
+	unsigned int i, n = self->d.size / 4, bad = 0;
+
+	for (i = 0; i < n; i++)
+		self->d.map[i] = word(i, 0x5eed);
+	ASSERT_EQ(0, mem_import(self->fd, self->dmabuf, &addr, &bytes));
+	EXPECT_EQ(self->d.size, bytes);
+	ASSERT_EQ(0, snpu_alloc(self->fd, bytes, 0, &mine));
+	ASSERT_EQ(0, snpu_submit1(self->fd, snpu_t_copy(self->s, SNPU_COPY_D2D,
+							mine, addr, bytes)));
+	ASSERT_EQ(0, snpu_stream_sync(self->fd, self->s, 10 * NS_PER_SEC,
+				      NULL));
+	out = malloc(bytes);
+	ASSERT_NE(NULL, out);
+	ASSERT_EQ(0, snpu_d2h(self->fd, out, mine, bytes));
+	for (i = 0; i < n; i++)
+		bad += out[i] != word(i, 0x5eed);
+	EXPECT_EQ(0U, bad);
+	free(out);
+	EXPECT_EQ(0, snpu_free(self->fd, addr));
+}
+
+/* snpu's writes into the import are seen through the GPU's mapping. */
+TEST_F(prime, snpu_writes_seen_by_gpu_mapping)
+{
+	uint64_t addr, bytes, src;
+	uint32_t *in;
+	unsigned int i, n = self->d.size / 4, bad = 0;
+
+	memset(self->d.map, 0, self->d.size);
+	ASSERT_EQ(0, mem_import(self->fd, self->dmabuf, &addr, &bytes));
+	in = malloc(bytes);
+	ASSERT_NE(NULL, in);
+	for (i = 0; i < n; i++)
+		in[i] = word(i, 0xc0de);
+	ASSERT_EQ(0, snpu_alloc(self->fd, bytes, 0, &src));
+	ASSERT_EQ(0, snpu_h2d(self->fd, src, in, bytes));
+	/* The first half by a copy task, the second by a FILL kernel. */
+	ASSERT_EQ(0, snpu_submit1(self->fd, snpu_t_copy(self->s, SNPU_COPY_D2D,
+							addr, src, bytes / 2)));
+	ASSERT_EQ(0, snpu_submit1(self->fd, snpu_t_fill(self->s,
+			addr + bytes / 2, bytes / 2, 0xa5a5a5a5, 2)));
+	ASSERT_EQ(0, snpu_stream_sync(self->fd, self->s, 10 * NS_PER_SEC,
+				      NULL));
+	for (i = 0; i < n / 2; i++)
+		bad += self->d.map[i] != in[i];
+	for (; i < n; i++)
+		bad += self->d.map[i] != 0xa5a5a5a5;
+	EXPECT_EQ(0U, bad);
+	free(in);
+	EXPECT_EQ(0, snpu_free(self->fd, addr));
+}
+
+/*
+ * snpu memory exported and given to virtio-gpu: PRIME_FD_TO_HANDLE's
+ * real answer on this kernel (a foreign dma-buf is refused).
+ */
+TEST_F(prime, snpu_export_into_virtio_gpu)
+{
+	uint64_t mine;
+	uint32_t h = 0;
+	int x;
+
+	ASSERT_EQ(0, snpu_alloc(self->fd, 65536, 0, &mine));
+	ASSERT_EQ(0, mem_export(self->fd, mine, 65536, &x));
+	EXPECT_EQ(virtio_gpu_foreign_import_errno(),
+		  prime_import(self->card, x, &h));
+	gem_close(self->card, h);
+	/* Its own dma-buf comes back as its own object. */
+	ASSERT_EQ(0, prime_import(self->card, self->dmabuf, &h));
+	EXPECT_EQ(self->d.handle, h);
+	close(x);
+	EXPECT_EQ(0, snpu_free(self->fd, mine));
+}
+
+/* A DRM fd is not a dma-buf: MEM_IMPORT says EINVAL. */
+TEST_F(prime, import_drm_fd_is_not_a_dmabuf)
+{
+	uint64_t addr = 0, bytes = 0;
+
+	EXPECT_EQ(-EINVAL, mem_import(self->fd, self->card, &addr, &bytes));
+	EXPECT_EQ(-EBADF, mem_import(self->fd, 1000, &addr, &bytes));
+}
+
+/* A copy longer than the imported dma-buf is refused at submit. */
+TEST_F(prime, copy_past_small_dmabuf)
+{
+	struct dumb small;
+	uint64_t addr, bytes, mine;
+	int buf;
+
+	/* 32 x 32 x 32 bpp: one page. */
+	ASSERT_EQ(0, dumb_create(self->card, 32, 32, &small));
+	ASSERT_EQ(4096ULL, small.size);
+	ASSERT_EQ(0, prime_export(self->card, small.handle, &buf));
+	ASSERT_EQ(0, mem_import(self->fd, buf, &addr, &bytes));
+	EXPECT_EQ(4096ULL, bytes);
+	ASSERT_EQ(0, snpu_alloc(self->fd, 8192, 0, &mine));
+	EXPECT_EQ(-EFAULT, snpu_submit1(self->fd,
+		snpu_t_copy(self->s, SNPU_COPY_D2D, mine, addr, 8192)));
+	EXPECT_EQ(-EFAULT, snpu_submit1(self->fd,
+		snpu_t_copy(self->s, SNPU_COPY_D2D, addr, mine, 8192)));
+	EXPECT_EQ(0, snpu_submit1(self->fd,
+		snpu_t_copy(self->s, SNPU_COPY_D2D, mine, addr, 4096)));
+	EXPECT_EQ(0, snpu_stream_sync(self->fd, self->s, 10 * NS_PER_SEC,
+				      NULL));
+	close(buf);
+	dumb_destroy(self->card, &small);
+}
+
+static long long module_refcnt(void)
+{
+	char buf[32] = "";
+	FILE *f = fopen("/sys/module/snpu/refcnt", "re");
+
+	if (!f)
+		return -1;
+	if (!fgets(buf, sizeof(buf), f))
+		buf[0] = '\0';
+	fclose(f);
+	return buf[0] ? strtoll(buf, NULL, 10) : -1;
+}
+
+/*
+ * A process killed while it holds the GPU's dma-buf imported into snpu
+ * (and used by a running SPIN) and snpu memory exported into a dma-buf:
+ * everything goes, the GPU buffer stays the parent's, intact, and the
+ * module's references return to what they were (run_vm.sh unloads the
+ * module after the suite: rmmod after).
+ */
+TEST_F(prime, killed_holding_both)
+{
+	long long before = module_refcnt();
+	int pipefd[2], status, i;
+	pid_t kid;
+	char c;
+
+	ASSERT_LE(0, before);
+	for (i = 0; i < 16; i++)
+		self->d.map[i] = word(i, 7);
+	ASSERT_EQ(0, pipe(pipefd));
+	kid = fork();
+	ASSERT_LE(0, kid);
+	if (!kid) {
+		uint64_t addr, bytes, mine;
+		uint32_t s;
+		int fd, x;
+
+		close(pipefd[0]);
+		fd = snpu_open_dev();
+		if (fd < 0 || snpu_stream_create(fd, 0, &s) ||
+		    mem_import(fd, self->dmabuf, &addr, &bytes) ||
+		    snpu_alloc(fd, 65536, 0, &mine) ||
+		    mem_export(fd, mine, 65536, &x))
+			_exit(1);
+		if (snpu_submit1(fd, snpu_t_spin(s, NS_PER_SEC, 1)) ||
+		    snpu_submit1(fd, snpu_t_copy(s, SNPU_COPY_D2D, mine, addr,
+						 bytes)))
+			_exit(2);
+		if (write(pipefd[1], "k", 1) != 1)
+			_exit(3);
+		pause();
+		_exit(4);
+	}
+	close(pipefd[1]);
+	ASSERT_EQ(1, read(pipefd[0], &c, 1));
+	close(pipefd[0]);
+	ASSERT_EQ(0, kill(kid, SIGKILL));
+	ASSERT_EQ(kid, waitpid(kid, &status, 0));
+	ASSERT_TRUE(WIFSIGNALED(status));
+	/* The file's release may wait for the SPIN: at most 10 s. */
+	for (i = 0; i < 100 && module_refcnt() != before; i++)
+		usleep(100000);
+	EXPECT_EQ(before, module_refcnt());
+	for (i = 0; i < 16; i++)
+		EXPECT_EQ(word(i, 7), self->d.map[i]);
+}
+
+/*
+ * Nobody, handed the GPU buffer's dma-buf over a unix socket, imports it
+ * and copies from it; nobody's own snpu export goes to the render node,
+ * which gives nobody the same answer as root.
+ */
+TEST_F(prime, unprivileged_handed_dmabuf)
+{
+	int sv[2], status;
+	unsigned int i;
+	pid_t kid;
+
+	for (i = 0; i < 1024; i++)
+		self->d.map[i] = word(i, 99);
+	ASSERT_EQ(0, socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv));
+	kid = fork();
+	ASSERT_LE(0, kid);
+	if (!kid) {
+		uint64_t addr, bytes, mine;
+		uint32_t out[1024], h = 0;
+		int fd, drm, buf, x;
+
+		close(sv[0]);
+		close(self->dmabuf);
+		if (snpu_drop_to_nobody())
+			_exit(10);
+		buf = snpu_recv_fd(sv[1]);
+		fd = snpu_open_dev();
+		drm = drm_open(DRM_RENDER);
+		if (buf < 0 || fd < 0 || drm < 0)
+			_exit(11);
+		if (mem_import(fd, buf, &addr, &bytes) || bytes != 65536 ||
+		    snpu_d2h(fd, out, addr, sizeof(out)))
+			_exit(12);
+		for (i = 0; i < 1024; i++)
+			if (out[i] != word(i, 99))
+				_exit(13);
+		if (snpu_alloc(fd, 65536, 0, &mine) ||
+		    mem_export(fd, mine, 65536, &x))
+			_exit(14);
+		if (prime_import(drm, x, &h) !=
+		    virtio_gpu_foreign_import_errno())
+			_exit(15);
+		_exit(0);
+	}
+	close(sv[1]);
+	ASSERT_EQ(0, snpu_send_fd(sv[0], self->dmabuf));
+	ASSERT_EQ(kid, waitpid(kid, &status, 0));
+	close(sv[0]);
 	ASSERT_TRUE(WIFEXITED(status));
 	EXPECT_EQ(0, WEXITSTATUS(status))
 		TH_LOG("nobody's side failed at step %d", WEXITSTATUS(status));
