@@ -13,7 +13,9 @@
 #ifndef SNPU_COMPAT_H
 #define SNPU_COMPAT_H
 
+#include <linux/dma-buf.h>
 #include <linux/mm.h>
+#include <linux/module.h>
 #include <linux/shmem_fs.h>
 #include <net/genetlink.h>
 
@@ -74,5 +76,40 @@ static inline struct nlattr **snpu_genl_dump_attrs(struct netlink_callback *cb)
 	return genl_dumpit_info(cb)->attrs;
 #endif
 }
+
+/*
+ * 6.2: an importer's dma_buf_vmap() needs the dma-buf's reservation lock
+ * held, and dma_buf_vmap_unlocked() takes it; before, dma_buf_vmap()
+ * took the dma-buf's own mutex itself (and no _unlocked form existed).
+ */
+static inline int snpu_dma_buf_vmap(struct dma_buf *dmabuf,
+				    struct iosys_map *map)
+{
+#ifdef SNPU_HAVE_DMA_BUF_VMAP_UNLOCKED
+	return dma_buf_vmap_unlocked(dmabuf, map);
+#else
+	return dma_buf_vmap(dmabuf, map);
+#endif
+}
+
+static inline void snpu_dma_buf_vunmap(struct dma_buf *dmabuf,
+				       struct iosys_map *map)
+{
+#ifdef SNPU_HAVE_DMA_BUF_VMAP_UNLOCKED
+	dma_buf_vunmap_unlocked(dmabuf, map);
+#else
+	dma_buf_vunmap(dmabuf, map);
+#endif
+}
+
+/*
+ * 6.13: MODULE_IMPORT_NS() takes the namespace as a string literal; up to
+ * 6.12, as a bare token it stringifies.
+ */
+#ifdef SNPU_HAVE_NS_STRING
+#define SNPU_IMPORT_NS_DMA_BUF	MODULE_IMPORT_NS("DMA_BUF")
+#else
+#define SNPU_IMPORT_NS_DMA_BUF	MODULE_IMPORT_NS(DMA_BUF)
+#endif
 
 #endif /* SNPU_COMPAT_H */

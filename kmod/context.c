@@ -355,7 +355,9 @@ static int snpu_release(struct inode *inode, struct file *file)
 	snpu_pool_fini(ctx);
 	/* What the jobs left to unpin is unpinned when close returns. */
 	flush_workqueue(snpu_free_wq);
-	WARN_ON(atomic64_read(&ctx->mem_used) || atomic64_read(&ctx->host_used));
+	/* Allocations a live dma-buf holds stay charged until it goes. */
+	WARN_ON((atomic64_read(&ctx->mem_used) && !atomic_read(&ctx->exports)) ||
+		atomic64_read(&ctx->host_used));
 	ida_free(&ctx->sdev->va_windows, ctx->va_window);
 	atomic_dec(&ctx->sdev->contexts);
 	snpu_ctx_put(ctx);

@@ -133,6 +133,12 @@ static int snpu_image_save_ctx_locked(struct snpu_context *ctx,
 	mt_for_each(&ctx->va, mem, index, ULONG_MAX) {
 		if (ret)
 			break;
+		/*
+		 * An import's bytes are its exporter's: not saved, and so
+		 * not restored; the import keeps its address.
+		 */
+		if (mem->dmabuf)
+			continue;
 		memset(&r, 0, sizeof(r));
 		r.type = SNPU_REC_MEM;
 		r.addr = mem->addr;

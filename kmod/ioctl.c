@@ -196,6 +196,10 @@ static const struct snpu_ioc_desc snpu_ioc_table[] = {
 		 snpu_ioc_comm_query),
 	SNPU_IOC(EVENT_EXPORT, EVENT_EXPORT, snpu_event_export,
 		 SNPU_EXPORT_CLOEXEC, snpu_ioc_event_export),
+	SNPU_IOC_MOD(MEM_EXPORT, MEM_EXPORT, snpu_mem_export,
+		     SNPU_EXPORT_CLOEXEC, snpu_ioc_mem_export),
+	SNPU_IOC_MOD(MEM_IMPORT, MEM_IMPORT, snpu_mem_import, 0,
+		     snpu_ioc_mem_import),
 	/* No argument: the syscall floor for benchmarks. */
 	[_IOC_NR(SNPU_IOC_NOP)] = { SNPU_IOC_NOP, 0, 0, 0, false, snpu_ioc_nop },
 };

@@ -15,29 +15,39 @@
 /* Largest alignment an allocation may ask for. */
 #define SNPU_MEM_MAX_ALIGN	BIT_ULL(30)
 
+/* An import is charged to its context only: snpu did not allocate it. */
 static void snpu_mem_uncharge(struct snpu_mem *mem)
 {
 	struct snpu_context *ctx = mem->ctx;
 
-	atomic64_sub(mem->charged, &ctx->sdev->mem_used);
+	if (!mem->dmabuf)
+		atomic64_sub(mem->charged, &ctx->sdev->mem_used);
 	atomic64_sub(mem->charged, &ctx->mem_used);
+}
+
+/* The backing: our pages, or an import's kernel mapping and attachment. */
+static void snpu_mem_free(struct snpu_mem *mem)
+{
+	if (mem->dmabuf)
+		snpu_dmabuf_import_release(mem);
+	else
+		vfree(mem->vaddr);
+	kfree(mem);
 }
 
 static void snpu_mem_release(struct kref *ref)
 {
 	struct snpu_mem *mem = container_of(ref, struct snpu_mem, ref);
 
-	vfree(mem->vaddr);
 	snpu_mem_uncharge(mem);
-	kfree(mem);
+	snpu_mem_free(mem);
 }
 
 static void snpu_mem_free_work(struct work_struct *work)
 {
 	struct snpu_mem *mem = container_of(work, struct snpu_mem, free_work);
 
-	vfree(mem->vaddr);
-	kfree(mem);
+	snpu_mem_free(mem);
 }
 
 /* The charge goes at once, the memory when the worker gets to it. */
@@ -137,14 +147,50 @@ static int snpu_mem_charge(struct snpu_context *ctx, u64 bytes)
 	return 0;
 }
 
+/**
+ * snpu_mem_place() - give an allocation its address in the context
+ * @ctx: the context
+ * @mem: the allocation, backed and charged, not yet visible
+ * @span: bytes of address space it covers, a multiple of SNPU_MEM_ALIGN
+ * @align: alignment of its address, a power of two >= SNPU_MEM_ALIGN
+ *
+ * Sets @mem->addr; from then on the context's addresses resolve to it.
+ *
+ * Return: 0, or -ENOMEM when the address space has no such room (or no
+ * memory for the tree's nodes).
+ */
+int snpu_mem_place(struct snpu_context *ctx, struct snpu_mem *mem, u64 span,
+		   u64 align)
+{
+	u64 start = 0;
+	int ret;
+
+	MA_STATE(mas, &ctx->va, 0, 0);
+
+	mutex_lock(&ctx->lock);
+	mtree_lock(&ctx->va);
+	ret = mas_empty_area(&mas, ctx->va_base, ctx->va_end,
+			     span + align - SNPU_MEM_ALIGN);
+	if (!ret) {
+		start = round_up(mas.index, align);
+		mas_set_range(&mas, start, start + span - 1);
+		ret = mas_store_gfp(&mas, mem, GFP_KERNEL_ACCOUNT);
+	} else {
+		ret = -ENOMEM;
+	}
+	if (!ret)
+		mem->addr = start;
+	mtree_unlock(&ctx->va);
+	mutex_unlock(&ctx->lock);
+	return ret;
+}
+
 int snpu_ioc_mem_alloc(struct snpu_context *ctx, union snpu_ioc_arg *arg)
 {
 	struct snpu_mem_alloc *a = &arg->mem_alloc;
 	struct snpu_mem *mem;
-	u64 align, charged, start;
+	u64 align, charged;
 	int ret;
-
-	MA_STATE(mas, &ctx->va, 0, 0);
 
 	if (!snpu_zero(a->reserved, sizeof(a->reserved)) || !a->bytes ||
 	    a->bytes > (u64)ctx->sdev->mem_total)
@@ -177,24 +223,11 @@ int snpu_ioc_mem_alloc(struct snpu_context *ctx, union snpu_ioc_arg *arg)
 		goto err_uncharge;
 	}
 
-	mutex_lock(&ctx->lock);
-	mtree_lock(&ctx->va);
-	ret = mas_empty_area(&mas, ctx->va_base, ctx->va_end,
-			     charged + align - SNPU_MEM_ALIGN);
-	if (!ret) {
-		start = round_up(mas.index, align);
-		mas_set_range(&mas, start, start + charged - 1);
-		ret = mas_store_gfp(&mas, mem, GFP_KERNEL_ACCOUNT);
-	} else {
-		ret = -ENOMEM;
-	}
-	mtree_unlock(&ctx->va);
-	mutex_unlock(&ctx->lock);
+	ret = snpu_mem_place(ctx, mem, charged, align);
 	if (ret)
 		goto err_vfree;
 
-	mem->addr = start;
-	a->addr = start;
+	a->addr = mem->addr;
 	return 0;
 
 err_vfree:

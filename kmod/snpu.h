@@ -38,6 +38,7 @@
 #include <linux/atomic.h>
 #include <linux/bits.h>
 #include <linux/dma-fence.h>
+#include <linux/iosys-map.h>
 #include <linux/fs.h>
 #include <linux/idr.h>
 #include <linux/llist.h>
@@ -61,6 +62,8 @@
 #include "core/core.h"
 #include "core/kernels.h"
 
+struct dma_buf;
+struct dma_buf_attachment;
 struct mem_cgroup;
 struct snpu_coll_part;
 
@@ -280,13 +283,19 @@ struct snpu_object {
 
 /**
  * struct snpu_mem - a device allocation
- * @ref: the address space holds one until freed; each job naming it one
- * @ctx: owner, for accounting
+ * @ref: the address space holds one until freed; each job naming it one;
+ *       each dma-buf exported from it one (kmod/dmabuf.c)
+ * @ctx: owner, for accounting; a dma-buf exported from the allocation
+ *       keeps the context's memory (not its file) alive
  * @addr: device address
  * @bytes: size as requested
- * @charged: bytes charged to the device and the context
- * @vaddr: the backing memory
+ * @charged: bytes charged to the context, and to the device unless it is
+ *           an import
+ * @vaddr: the backing memory: vmalloc()ed, or an import's kernel mapping
  * @free_work: frees it when a job dropped the last reference
+ * @dmabuf: an import: the dma-buf it holds; NULL for snpu's own memory
+ * @attach: an import: its attachment to @dmabuf
+ * @map: an import: the kernel mapping of @dmabuf (dma_buf_vmap())
  */
 struct snpu_mem {
 	struct kref ref;
@@ -296,6 +305,9 @@ struct snpu_mem {
 	u64 charged;
 	void *vaddr;
 	struct work_struct free_work;
+	struct dma_buf *dmabuf;
+	struct dma_buf_attachment *attach;
+	struct iosys_map map;
 };
 
 /**
@@ -733,7 +745,11 @@ struct snpu_ctx_busy {
  * @va_window: index of the context's window of device addresses
  * @va_base: first device address of this context
  * @va_end: last device address of this context
- * @mem_used: device memory bytes charged to this context
+ * @mem_used: device memory bytes charged to this context (allocations,
+ *            also those freed but still held by an exported dma-buf;
+ *            imports)
+ * @exports: dma-bufs exported from the context's allocations that still
+ *           exist; each holds a reference to the context
  * @host_used: host memory bytes charged to this context
  * @streams: number of streams
  * @events: number of events
@@ -800,6 +816,7 @@ struct snpu_context {
 	u64 va_base;
 	u64 va_end;
 	atomic64_t mem_used;
+	atomic_t exports;
 	atomic64_t host_used;
 	u32 streams;
 	u32 events;
@@ -927,6 +944,13 @@ int snpu_mem_resolve_locked(struct snpu_context *ctx, u64 addr, u64 bytes,
 void snpu_mem_put(struct snpu_mem *mem);
 void snpu_mem_put_deferred(struct snpu_mem *mem);
 void snpu_mem_destroy_all(struct snpu_context *ctx);
+int snpu_mem_place(struct snpu_context *ctx, struct snpu_mem *mem, u64 span,
+		   u64 align);
+
+/* dmabuf.c */
+int snpu_ioc_mem_export(struct snpu_context *ctx, union snpu_ioc_arg *arg);
+int snpu_ioc_mem_import(struct snpu_context *ctx, union snpu_ioc_arg *arg);
+void snpu_dmabuf_import_release(struct snpu_mem *mem);
 
 /* host.c */
 int snpu_host_resolve(struct snpu_context *ctx, u64 uaddr, u64 bytes,

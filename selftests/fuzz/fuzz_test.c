@@ -25,7 +25,11 @@
  * array pointers fuzzed, and graph launches with bindings in, across and
  * out of allocations; garbage SQ tails, SQEs and CQ heads; communicator
  * ids, joins (of ids this thread made, or garbage), queries and destroys,
- * and collectives of ranks that are their communicator's only rank.
+ * and collectives of ranks that are their communicator's only rank;
+ * sync_file exports of events and stream waits on them (FENCE_WAIT);
+ * dma-buf exports of ranges in and out of allocations (mapped and read
+ * at once, sometimes), and imports of this thread's dma-bufs, sync_files,
+ * pipes, the snpu file and garbage fds, the imports used as allocations.
  *
  * The oracle: every return is success or an errno the uapi header
  * documents for the command (the table cmds[] below, built from the
@@ -109,6 +113,7 @@
 #define NCOOKIES		16
 #define NGRAPHS			8
 #define NCOMMS			4	/* ranks per file; ids per thread */
+#define NSHARED			4	/* dma-buf and sync_file fds per thread */
 #define NMAPS			24
 #define NTRACE			48
 #define TRACE_LEN		240
@@ -239,6 +244,7 @@ enum {
 	C_SNAP_STATE, C_BG_REGISTER, C_BG_UNREGISTER, C_BG_PARK,
 	C_GRAPH_CREATE, C_GRAPH_DESTROY,
 	C_COMM_ID, C_COMM_JOIN, C_COMM_DESTROY, C_COMM_QUERY,
+	C_EVENT_EXPORT, C_MEM_EXPORT, C_MEM_IMPORT,
 	C_COUNT
 };
 
@@ -625,6 +631,37 @@ static const struct cmd_desc cmds[C_COUNT] = {
 		.errs = { EINVAL, ENOENT },
 		.zero = { Z(snpu_comm_query, reserved) },
 	},
+	/* fences (ABI 0.12): EINVAL for an event never recorded; no fd left */
+	[C_EVENT_EXPORT] = {
+		.name = "EVENT_EXPORT", .nr = SNPU_IOC_EVENT_EXPORT,
+		.ver0 = SNPU_EVENT_EXPORT_SIZE_VER0, .ksize = sizeof(struct snpu_event_export),
+		.flags = SNPU_EXPORT_CLOEXEC,
+		.cap = SNPU_CAP_FENCES,
+		.errs = { EINVAL, ENOENT, EMFILE, ENOMEM },
+		.zero = { Z(snpu_event_export, reserved) },
+	},
+	/*
+	 * dma-buf (ABI 0.13): EXPORT's EFAULT for a range outside one
+	 * allocation; IMPORT's EBADF (no open file), EINVAL (not a
+	 * dma-buf), ENOSPC (quota), EOPNOTSUPP (no kernel mapping)
+	 */
+	[C_MEM_EXPORT] = {
+		.name = "MEM_EXPORT", .nr = SNPU_IOC_MEM_EXPORT,
+		.ver0 = SNPU_MEM_EXPORT_SIZE_VER0, .ksize = sizeof(struct snpu_mem_export),
+		.flags = SNPU_EXPORT_CLOEXEC,
+		.cap = SNPU_CAP_DMABUF,
+		.modifies = true,
+		.errs = { EINVAL, EFAULT, EMFILE, ENOMEM },
+		.zero = { Z(snpu_mem_export, pad), Z(snpu_mem_export, reserved) },
+	},
+	[C_MEM_IMPORT] = {
+		.name = "MEM_IMPORT", .nr = SNPU_IOC_MEM_IMPORT,
+		.ver0 = SNPU_MEM_IMPORT_SIZE_VER0, .ksize = sizeof(struct snpu_mem_import),
+		.cap = SNPU_CAP_DMABUF,
+		.modifies = true,
+		.errs = { EINVAL, EBADF, ENOSPC, ENOMEM, EOPNOTSUPP },
+		.zero = { Z(snpu_mem_import, pad), Z(snpu_mem_import, reserved) },
+	},
 };
 
 /* The argument of any command, with room for a grown struct. */
@@ -658,6 +695,9 @@ union fz_arg {
 	struct snpu_comm_id comm_id;
 	struct snpu_comm_join comm_join;
 	struct snpu_comm_query comm_query;
+	struct snpu_event_export event_export;
+	struct snpu_mem_export mem_export;
+	struct snpu_mem_import mem_import;
 	uint8_t raw[256];
 };
 
@@ -783,6 +823,9 @@ struct fzt {
 	char slow[3][TRACE_LEN];
 	uint8_t comm_ids[NCOMMS][SNPU_COMM_ID_BYTES];	/* COMM_ID's */
 	unsigned int ncomm_ids;
+	int dmabufs[NSHARED];	/* MEM_EXPORT's fds + 1; 0: none */
+	int fences[NSHARED];	/* EVENT_EXPORT's fds + 1; 0: none */
+	unsigned int ndmabufs, nfences;	/* exports so far */
 };
 
 struct fz {
@@ -1457,10 +1500,9 @@ static unsigned long pick_nr(struct rng *r, const struct cmd_desc *d,
 	if (p < 98) {	/* a number no command has: past the last one */
 		/*
 		 * The header's last command, not the table's: a command the
-		 * fuzzer does not call (the fence export) is a real number
-		 * all the same.
+		 * fuzzer does not call is a real number all the same.
 		 */
-		unsigned int first = _IOC_NR(SNPU_IOC_EVENT_EXPORT) + 1;
+		unsigned int first = _IOC_NR(SNPU_IOC_MEM_IMPORT) + 1;
 
 		return _IOC(dir, SNPU_IOC_MAGIC, first + rn(r, 256 - first),
 			    _IOC_SIZE(nr));
@@ -2177,6 +2219,9 @@ static bool gen_coll(struct fzt *t, struct rng *r, int c,
  * sometimes with one field mutated. @cheap: for big batches, tasks that
  * cost next to nothing.
  */
+static int pick_shared_fd(struct fzt *t, struct rng *r, int c,
+			  const int *table);
+
 static void gen_task(struct fzt *t, struct rng *r, int c,
 		     struct snpu_task *tk, bool cheap)
 {
@@ -2260,6 +2305,10 @@ static void gen_task(struct fzt *t, struct rng *r, int c,
 	} else if (p < 93 && t->fz->caps & SNPU_CAP_COLLECTIVES &&
 		   !cheap && gen_coll(t, r, c, tk, maxlen)) {
 		/* a collective of a rank alone, made by gen_coll() */
+	} else if (p < 94 && t->fz->caps & SNPU_CAP_FENCES && !cheap) {
+		/* SUBMIT only: the rings and graphs refuse it (EINVAL). */
+		tk->op = SNPU_OP_FENCE_WAIT;
+		tk->fence.fd = pick_shared_fd(t, r, c, t->fences);
 	} else if (p < 96) {
 		tk->op = SNPU_OP_HOST_FUNC;
 	} else {
@@ -4586,6 +4635,124 @@ static void op_comm(struct fzt *t, struct rng *r, int c)
 	}
 }
 
+/* ---- sync_file and dma-buf exports, imports (ABI 0.12, 0.13) ---------- */
+
+/*
+ * An fd for FENCE_WAIT or MEM_IMPORT: mostly one of @table (this thread's
+ * exports), else one of the other kind, a pipe end... whatever @c's file,
+ * stdio, -1 or a number past any open file.
+ */
+static int pick_shared_fd(struct fzt *t, struct rng *r, int c,
+			  const int *table)
+{
+	const int *other = table == t->fences ? t->dmabufs : t->fences;
+	unsigned int p = rn(r, 100), i = rn(r, NSHARED);
+
+	if (p < 70 && table[i])
+		return table[i] - 1;
+	if (p < 80 && other[i])
+		return other[i] - 1;
+	if (p < 88)
+		return C(t, c)->fd;
+	if (p < 92)
+		return rn(r, 3);
+	if (p < 96)
+		return -1;
+	return 100000 + rn(r, 1000);
+}
+
+/* Keep @fd in @table, closing the one it replaces. */
+static void keep_shared_fd(int *table, unsigned int *n, int fd)
+{
+	int *slot = &table[(*n)++ % NSHARED];
+
+	if (*slot)
+		close(*slot - 1);
+	*slot = fd + 1;
+}
+
+static void close_shared_fds(struct fzt *t)
+{
+	unsigned int i;
+
+	for (i = 0; i < NSHARED; i++) {
+		if (t->dmabufs[i])
+			close(t->dmabufs[i] - 1);
+		if (t->fences[i])
+			close(t->fences[i] - 1);
+		t->dmabufs[i] = t->fences[i] = 0;
+	}
+}
+
+/*
+ * EVENT_EXPORT of an event of @c, or MEM_EXPORT of a range: mostly whole
+ * pages of an allocation (mapped and read at once, sometimes), else
+ * anything pick_range() makes.
+ */
+static void op_export(struct fzt *t, struct rng *r, int c)
+{
+	union fz_arg a;
+	struct fz_alloc al;
+
+	memset(&a, 0, sizeof(a));
+	if (pct(r, 40)) {
+		a.event_export.size = sizeof(a.event_export);
+		a.event_export.handle = pick_handle(t, r, c, K_EVENT, NULL);
+		if (pct(r, 50))
+			a.event_export.flags = SNPU_EXPORT_CLOEXEC;
+		if (!fz_ioctl(t, r, c, C_EVENT_EXPORT, &a, 0))
+			keep_shared_fd(t->fences, &t->nfences,
+				       a.event_export.fd);
+		return;
+	}
+	a.mem_export.size = sizeof(a.mem_export);
+	if (pct(r, 50))
+		a.mem_export.flags = SNPU_EXPORT_CLOEXEC;
+	if (pct(r, 75) && pick_alloc(t, r, c, &al)) {
+		uint64_t pages = (al.bytes + PAGE - 1) / PAGE;
+		uint64_t first = rn(r, pages);
+
+		a.mem_export.addr = al.addr + first * PAGE;
+		a.mem_export.bytes = (1 + rn(r, pages - first)) * PAGE;
+	} else {
+		pick_range(t, r, c, false, 1 << 20, &a.mem_export.addr,
+			   &a.mem_export.bytes);
+	}
+	if (fz_ioctl(t, r, c, C_MEM_EXPORT, &a, 0))
+		return;
+	if (pct(r, 30)) {
+		volatile uint8_t *m = mmap(NULL, PAGE, PROT_READ, MAP_SHARED,
+					   a.mem_export.fd, 0);
+
+		if (m == MAP_FAILED)
+			fz_fail(t, "mmap of an exported dma-buf: %s",
+				strerror(errno));
+		else
+			(void)m[rn(r, PAGE)], munmap((void *)m, PAGE);
+	}
+	keep_shared_fd(t->dmabufs, &t->ndmabufs, a.mem_export.fd);
+}
+
+/* MEM_IMPORT of one of this thread's dma-bufs or of another fd. */
+static void op_import(struct fzt *t, struct rng *r, int c)
+{
+	union fz_arg a;
+
+	if (allocs_full(t, c))
+		return op_mem_free(t, r, c);
+	memset(&a, 0, sizeof(a));
+	a.mem_import.size = sizeof(a.mem_import);
+	a.mem_import.fd = pick_shared_fd(t, r, c, t->dmabufs);
+	if (fz_ioctl(t, r, c, C_MEM_IMPORT, &a, 0))
+		return;
+	if (!a.mem_import.bytes || a.mem_import.bytes % PAGE ||
+	    a.mem_import.addr & (PAGE - 1))
+		fz_fail(t, "MEM_IMPORT: %llu bytes at %#llx",
+			(unsigned long long)a.mem_import.bytes,
+			(unsigned long long)a.mem_import.addr);
+	post_alloc(t, r, c, a.mem_import.addr, a.mem_import.bytes);
+}
+
 /* ---- the operation mix ----------------------------------------------- */
 
 enum {
@@ -4599,7 +4766,7 @@ enum {
 	OP_OWNER_CREATE, OP_OWNER_DESTROY, OP_ATTACHED_GET, OP_MUNMAP,
 	OP_POOL_REMAP, OP_REOPEN, OP_POLL, OP_BIG, OP_BAD_NR, OP_SNAPSHOT,
 	OP_STATE_MAP, OP_MAP_VM, OP_GRAPH_CREATE, OP_GRAPH_DESTROY,
-	OP_COMM,
+	OP_COMM, OP_EXPORT, OP_IMPORT,
 	OP_COUNT
 };
 
@@ -4624,7 +4791,7 @@ static const uint16_t weights[MODE_COUNT][OP_COUNT] = {
 		[OP_REOPEN] = 3, [OP_POLL] = 4, [OP_BIG] = 1, [OP_BAD_NR] = 8,
 		[OP_SNAPSHOT] = 12, [OP_STATE_MAP] = 3, [OP_MAP_VM] = 6,
 		[OP_GRAPH_CREATE] = 30, [OP_GRAPH_DESTROY] = 10,
-		[OP_COMM] = 15,
+		[OP_COMM] = 15, [OP_EXPORT] = 15, [OP_IMPORT] = 10,
 	},
 	[MODE_THREADS] = {
 		[OP_GET_INFO] = 5, [OP_CTX_QUERY] = 10, [OP_MEM_ALLOC] = 50,
@@ -4645,7 +4812,7 @@ static const uint16_t weights[MODE_COUNT][OP_COUNT] = {
 		[OP_REOPEN] = 5, [OP_POLL] = 4, [OP_BIG] = 0, [OP_BAD_NR] = 4,
 		[OP_SNAPSHOT] = 12, [OP_STATE_MAP] = 3, [OP_MAP_VM] = 5,
 		[OP_GRAPH_CREATE] = 30, [OP_GRAPH_DESTROY] = 15,
-		[OP_COMM] = 15,
+		[OP_COMM] = 15, [OP_EXPORT] = 15, [OP_IMPORT] = 10,
 	},
 	[MODE_RINGS] = {
 		[OP_GET_INFO] = 2, [OP_CTX_QUERY] = 5, [OP_MEM_ALLOC] = 30,
@@ -4666,7 +4833,7 @@ static const uint16_t weights[MODE_COUNT][OP_COUNT] = {
 		[OP_REOPEN] = 12, [OP_POLL] = 3, [OP_BIG] = 0, [OP_BAD_NR] = 2,
 		[OP_SNAPSHOT] = 8, [OP_STATE_MAP] = 2, [OP_MAP_VM] = 12,
 		[OP_GRAPH_CREATE] = 15, [OP_GRAPH_DESTROY] = 5,
-		[OP_COMM] = 8,
+		[OP_COMM] = 8, [OP_EXPORT] = 8, [OP_IMPORT] = 5,
 	},
 };
 
@@ -4860,6 +5027,12 @@ static void run_op(struct fzt *t, struct rng *r)
 	case OP_COMM:
 		op_comm(t, r, c);
 		break;
+	case OP_EXPORT:
+		op_export(t, r, c);
+		break;
+	case OP_IMPORT:
+		op_import(t, r, c);
+		break;
 	default:
 		op_bad_nr(t, r, c);
 		break;
@@ -4955,6 +5128,8 @@ static void *thread_main(void *arg)
 			}
 		}
 	}
+	/* The exports hold allocations: the end-of-test checks need them gone. */
+	close_shared_fds(t);
 	snprintf(t->cur, sizeof(t->cur), "finished after %llu ops",
 		 (unsigned long long)t->ops);
 	return NULL;
