@@ -552,9 +552,12 @@ static void gem_close(int drm, uint32_t handle)
 }
 
 /*
- * What this kernel's virtio-gpu answers to PRIME_FD_TO_HANDLE of a
- * foreign dma-buf (snpu's): until it gained guest-blob import, its
- * import_sg_table hook refuses every foreign buffer with ENODEV.
+ * What virtio-gpu answers to PRIME_FD_TO_HANDLE of a foreign dma-buf
+ * (snpu's): ENODEV, from its import_sg_table hook, on every kernel tested
+ * (6.1, 6.12, 7.3). 7.x can import a foreign buffer as a guest blob only
+ * when the device offers blob resources, which QEMU's virtio-gpu-pci does
+ * not by default (blob=true needs a memfd memory backend); without them
+ * the refusal is the same as 6.1's.
  */
 static int virtio_gpu_foreign_import_errno(void)
 {
