@@ -190,7 +190,9 @@ static int snpu_dmabuf_mmap(struct dma_buf *dmabuf, struct vm_area_struct *vma)
 	struct snpu_dmabuf *buf = dmabuf->priv;
 	unsigned long n = vma_pages(vma);
 
-	if (vma->vm_pgoff > buf->bytes >> PAGE_SHIFT ||
+	/* Shared memory: a private copy-on-write view of it is refused. */
+	if (!(vma->vm_flags & VM_SHARED) ||
+	    vma->vm_pgoff > buf->bytes >> PAGE_SHIFT ||
 	    n > (buf->bytes >> PAGE_SHIFT) - vma->vm_pgoff)
 		return -EINVAL;
 	vm_flags_set(vma, VM_DONTEXPAND | VM_DONTDUMP);

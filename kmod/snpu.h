@@ -1285,6 +1285,8 @@ int snpu_ioc_comm_query(struct snpu_context *ctx, union snpu_ioc_arg *arg);
  * @comm_join: SNPU_IOC_COMM_JOIN
  * @comm_query: SNPU_IOC_COMM_QUERY
  * @event_export: SNPU_IOC_EVENT_EXPORT
+ * @mem_export: SNPU_IOC_MEM_EXPORT
+ * @mem_import: SNPU_IOC_MEM_IMPORT
  *
  * At most 120 bytes: the dispatcher keeps it on the stack (in a struct
  * snpu_ioc_call, with what snpu_ioc_copy_out() needs).

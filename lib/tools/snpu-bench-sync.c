@@ -4,7 +4,7 @@
  * work it orders, in one run. Everything goes through the SQ.
  *
  *   snpu-bench-sync [-d N] [-r ROUNDS] [-n COUNT]
- *                   [pingpong|callback|roundtrip|fence]
+ *                   [pingpong|callback|roundtrip|fence|dmabuf]
  *
  * pingpong: COUNT pairs of one-block 4 KiB FILLs, one on stream A and
  *           one on stream B, against the same pairs tied by EVENT_RECORD
@@ -28,8 +28,13 @@
  *           work the waiter sleeps through; one block leaves the
  *           waiter's syscalls a CPU of a 2-CPU guest, two blocks would
  *           time the waiter's competition with the cores).
+ * dmabuf:   a 64 MiB D2D copy task whose source is a dma-buf imported
+ *           from another file of the device (MEM_EXPORT, MEM_IMPORT)
+ *           against the same copy from native device memory of the
+ *           context: ms per copy and the ratio (1.0: the import costs
+ *           nothing once made).
  *
- * All four without an argument, else the one named (for a profile of
+ * All five without an argument, else the one named (for a profile of
  * one path). Medians of ROUNDS rounds (default 9); the two sides of each pair of
  * figures run in alternating order from round to round.
  */
@@ -50,6 +55,7 @@
 #define FILL_BYTES	4096
 #define CB_STREAMS	8
 #define BIG_FILL	(1U << 20)
+#define DMABUF_BYTES	(64ULL << 20)
 
 static void die(const char *what, int err)
 {
@@ -522,6 +528,80 @@ static void fences(struct bench *b)
 	close(ep);
 }
 
+/* One queued D2D copy of DMABUF_BYTES from @src, waited for: ns. */
+static uint64_t copy_run(struct bench *b, uint64_t dst, uint64_t src)
+{
+	uint64_t t0 = now_ns();
+	int ret;
+
+	ret = snpu_memcpy_async(b->dev, b->s[0], SNPU_COPY_D2D, dst, src,
+				DMABUF_BYTES);
+	if (!ret)
+		ret = snpu_stream_synchronize(b->dev, b->s[0], -1);
+	if (ret)
+		die("dmabuf copy", ret);
+	return now_ns() - t0;
+}
+
+/*
+ * The source exported by cbdev's file (another context of the device) and
+ * imported into dev's, against native memory of dev's context, copied to
+ * the same destination; the two sides alternate first from round to round.
+ */
+static void dmabuf(struct bench *b)
+{
+	uint64_t *imp = calloc(b->rounds, 8), *nat = calloc(b->rounds, 8);
+	uint64_t *x = calloc(b->rounds, 8);
+	uint64_t xsrc, isrc, nsrc, dst, bytes;
+	unsigned int r;
+	int fd, ret;
+
+	if (!imp || !nat || !x)
+		die("calloc", -ENOMEM);
+	ret = snpu_mem_alloc(b->cbdev, DMABUF_BYTES, 0, 0, &xsrc);
+	if (!ret)
+		ret = snpu_memset(b->cbdev, xsrc, 0x5a, DMABUF_BYTES);
+	if (!ret)
+		ret = snpu_mem_export(b->cbdev, xsrc, DMABUF_BYTES,
+				      SNPU_EXPORT_CLOEXEC, &fd);
+	if (!ret) {
+		ret = snpu_mem_import(b->dev, fd, 0, &isrc, &bytes);
+		close(fd);
+	}
+	if (!ret)
+		ret = snpu_mem_alloc(b->dev, DMABUF_BYTES, 0, 0, &nsrc);
+	if (!ret)
+		ret = snpu_memset(b->dev, nsrc, 0x5a, DMABUF_BYTES);
+	if (!ret)
+		ret = snpu_mem_alloc(b->dev, DMABUF_BYTES, 0, 0, &dst);
+	if (ret)
+		die("dmabuf setup", ret);
+	/* Both sources and the destination touched once before timing. */
+	copy_run(b, dst, isrc);
+	copy_run(b, dst, nsrc);
+	for (r = 0; r < b->rounds; r++) {
+		if (r & 1)
+			nat[r] = copy_run(b, dst, nsrc);
+		imp[r] = copy_run(b, dst, isrc);
+		if (!(r & 1))
+			nat[r] = copy_run(b, dst, nsrc);
+		x[r] = imp[r] * 1000 / nat[r];
+	}
+	printf("dmabuf: a %llu MiB D2D copy task from an imported dma-buf, against one from native memory\n",
+	       (unsigned long long)(DMABUF_BYTES >> 20));
+	printf("  %.3f ms against %.3f ms: %.3fx\n",
+	       (double)median(imp, b->rounds) / 1e6,
+	       (double)median(nat, b->rounds) / 1e6,
+	       (double)median(x, b->rounds) / 1000);
+	snpu_mem_free(b->dev, dst);
+	snpu_mem_free(b->dev, nsrc);
+	snpu_mem_free(b->dev, isrc);
+	snpu_mem_free(b->cbdev, xsrc);
+	free(imp);
+	free(nat);
+	free(x);
+}
+
 int main(int argc, char **argv)
 {
 	struct bench b = { .count = 2048, .rounds = 9 };
@@ -541,7 +621,7 @@ int main(int argc, char **argv)
 			b.count = strtoul(optarg, NULL, 10);
 			break;
 		default:
-			fprintf(stderr, "usage: %s [-d N] [-r ROUNDS] [-n COUNT] [pingpong|callback|roundtrip|fence]\n",
+			fprintf(stderr, "usage: %s [-d N] [-r ROUNDS] [-n COUNT] [pingpong|callback|roundtrip|fence|dmabuf]\n",
 				argv[0]);
 			return opt == 'h' ? 0 : 2;
 		}
@@ -549,7 +629,8 @@ int main(int argc, char **argv)
 	if (optind < argc) {
 		only = argv[optind];
 		if (strcmp(only, "pingpong") && strcmp(only, "callback") &&
-		    strcmp(only, "roundtrip") && strcmp(only, "fence")) {
+		    strcmp(only, "roundtrip") && strcmp(only, "fence") &&
+		    strcmp(only, "dmabuf")) {
 			fprintf(stderr, "snpu-bench-sync: unknown part %s\n",
 				only);
 			return 2;
@@ -598,6 +679,8 @@ int main(int argc, char **argv)
 		roundtrip(&b);
 	if (!only || !strcmp(only, "fence"))
 		fences(&b);
+	if (!only || !strcmp(only, "dmabuf"))
+		dmabuf(&b);
 	snpu_ring_exit(&b.cbring);
 	snpu_ring_exit(&b.ring);
 	snpu_close(b.cbdev);

@@ -22,6 +22,7 @@
 #include <linux/dma-buf.h>
 
 #include "snpu_test.h"
+#include "../graph/graph_util.h"
 
 #include "kselftest_harness.h"
 
@@ -218,6 +219,10 @@ TEST_F(dmabuf, export_mmap_sync_reads_and_writes)
 				   MAP_SHARED, d, 0));
 	EXPECT_EQ(MAP_FAILED, mmap(NULL, self->pg, PROT_READ, MAP_SHARED, d,
 				   2 * self->pg));
+	/* So is a private (copy-on-write) mapping of shared memory. */
+	EXPECT_EQ(MAP_FAILED, mmap(NULL, self->pg, PROT_READ, MAP_PRIVATE, d,
+				   0));
+	EXPECT_EQ(EINVAL, errno);
 	munmap(p, win);
 	close(d);
 	free(host);
@@ -295,6 +300,81 @@ TEST_F(dmabuf, import_other_context_and_device)
 	EXPECT_EQ(-EFAULT, snpu_d2h(dev1, back, ic, bytes));
 	close(dev1);
 	close(other);
+	free(host);
+	free(back);
+}
+
+/*
+ * An import in a graph (bound to a slot and named by a plain address) and
+ * in a collective (a communicator of one rank): both run on it.
+ */
+TEST_F(dmabuf, graph_and_collective_on_import)
+{
+	size_t pg = self->pg, bytes = 4 * pg, i;
+	uint32_t *host = malloc(bytes), *back = malloc(bytes), h;
+	struct snpu_comm_join j = { .size = sizeof(j) };
+	struct snpu_comm_id id = { .size = sizeof(id) };
+	int exporter = snpu_open_dev(), d;
+	uint64_t a, ia, nb, slots[2];
+	struct snpu_task t;
+	struct gdef g;
+	long bad;
+
+	ASSERT_NE(NULL, host);
+	ASSERT_NE(NULL, back);
+	ASSERT_LE(0, exporter);
+	pattern(host, bytes, 1000);
+	ASSERT_EQ(0, snpu_alloc(exporter, bytes, 0, &a));
+	ASSERT_EQ(0, snpu_h2d(exporter, a, host, bytes));
+	ASSERT_EQ(0, mem_export(exporter, a, bytes, 0, &d));
+	ASSERT_EQ(0, mem_import(self->fd, d, &ia, NULL));
+	close(d);
+	ASSERT_EQ(0, snpu_alloc(self->fd, bytes, 0, &nb));
+
+	/* nb[page 0] = 2 * import[page 0]; import[page 1] filled. */
+	slots[0] = slots[1] = bytes;
+	ASSERT_EQ(0, g_init(&g, 2, slots, 0));
+	ASSERT_LE(0, g_binop(&g, SNPU_KERNEL_ADD_I32, g_slot(1, 0),
+			     g_slot(0, 0), g_slot(0, 0), pg, 2));
+	ASSERT_LE(0, g_fill(&g, g_addr(ia + pg), pg, 0x0badcafe, 2));
+	ASSERT_EQ(0, g_create(self->fd, &g, &h));
+	g_free(&g);
+	slots[0] = ia;
+	slots[1] = nb;
+	ASSERT_EQ(0, g_launch(self->fd, self->s, h, slots, 2, 0, NULL));
+	ASSERT_EQ(0, snpu_stream_sync(self->fd, self->s, 10 * NS_PER_SEC,
+				      NULL));
+	ASSERT_EQ(0, snpu_d2h(self->fd, back, nb, pg));
+	for (bad = -1, i = 0; i < pg / 4; i++)
+		if (back[i] != 2 * host[i]) {
+			bad = i;
+			break;
+		}
+	EXPECT_EQ(-1, bad);
+	ASSERT_EQ(0, snpu_d2h(exporter, back, a + pg, pg));
+	EXPECT_EQ(-1, first_not(back, pg, 0x0badcafe));
+
+	/* An all-reduce of one rank from the import's page 2 into nb. */
+	ASSERT_EQ(0, snpu_ioc(self->fd, SNPU_IOC_COMM_ID, &id));
+	memcpy(j.id, id.id, sizeof(j.id));
+	j.nranks = 1;
+	ASSERT_EQ(0, snpu_ioc(self->fd, SNPU_IOC_COMM_JOIN, &j));
+	memset(&t, 0, sizeof(t));
+	t.op = SNPU_OP_COLL;
+	t.stream = self->s;
+	t.coll.comm = j.handle;
+	t.coll.coll = SNPU_COLL_ALLREDUCE;
+	t.coll.dtype = SNPU_DTYPE_I32;
+	t.coll.redop = SNPU_REDOP_SUM;
+	t.coll.count = pg / 4;
+	t.coll.send = ia + 2 * pg;
+	t.coll.recv = nb + pg;
+	ASSERT_EQ(0, snpu_submit1(self->fd, t));
+	ASSERT_EQ(0, snpu_stream_sync(self->fd, self->s, 10 * NS_PER_SEC,
+				      NULL));
+	ASSERT_EQ(0, snpu_d2h(self->fd, back, nb + pg, pg));
+	EXPECT_EQ(0, memcmp(back, (char *)host + 2 * pg, pg));
+	close(exporter);
 	free(host);
 	free(back);
 }
