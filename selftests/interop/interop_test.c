@@ -631,6 +631,7 @@ TEST_F(prime, gpu_buffer_into_snpu_copy)
 /* snpu's writes into the import are seen through the GPU's mapping. */
 TEST_F(prime, snpu_writes_seen_by_gpu_mapping)
 {
+	struct snpu_task fill;
 	uint64_t addr, bytes, src;
 	uint32_t *in;
 	unsigned int i, n = self->d.size / 4, bad = 0;
@@ -646,8 +647,8 @@ TEST_F(prime, snpu_writes_seen_by_gpu_mapping)
 	/* The first half by a copy task, the second by a FILL kernel. */
 	ASSERT_EQ(0, snpu_submit1(self->fd, snpu_t_copy(self->s, SNPU_COPY_D2D,
 							addr, src, bytes / 2)));
-	ASSERT_EQ(0, snpu_submit1(self->fd, snpu_t_fill(self->s,
-			addr + bytes / 2, bytes / 2, 0xa5a5a5a5, 2)));
+	fill = snpu_t_fill(self->s, addr + bytes / 2, bytes / 2, 0xa5a5a5a5, 2);
+	ASSERT_EQ(0, snpu_submit1(self->fd, fill));
 	ASSERT_EQ(0, snpu_stream_sync(self->fd, self->s, 10 * NS_PER_SEC,
 				      NULL));
 	for (i = 0; i < n / 2; i++)
@@ -694,6 +695,7 @@ TEST_F(prime, import_drm_fd_is_not_a_dmabuf)
 TEST_F(prime, copy_past_small_dmabuf)
 {
 	struct dumb small;
+	struct snpu_task t;
 	uint64_t addr, bytes, mine;
 	int buf;
 
@@ -704,12 +706,13 @@ TEST_F(prime, copy_past_small_dmabuf)
 	ASSERT_EQ(0, mem_import(self->fd, buf, &addr, &bytes));
 	EXPECT_EQ(4096ULL, bytes);
 	ASSERT_EQ(0, snpu_alloc(self->fd, 8192, 0, &mine));
-	EXPECT_EQ(-EFAULT, snpu_submit1(self->fd,
-		snpu_t_copy(self->s, SNPU_COPY_D2D, mine, addr, 8192)));
-	EXPECT_EQ(-EFAULT, snpu_submit1(self->fd,
-		snpu_t_copy(self->s, SNPU_COPY_D2D, addr, mine, 8192)));
-	EXPECT_EQ(0, snpu_submit1(self->fd,
-		snpu_t_copy(self->s, SNPU_COPY_D2D, mine, addr, 4096)));
+	/* Out of the import, into it, then the page it has. */
+	t = snpu_t_copy(self->s, SNPU_COPY_D2D, mine, addr, 8192);
+	EXPECT_EQ(-EFAULT, snpu_submit1(self->fd, t));
+	t = snpu_t_copy(self->s, SNPU_COPY_D2D, addr, mine, 8192);
+	EXPECT_EQ(-EFAULT, snpu_submit1(self->fd, t));
+	t = snpu_t_copy(self->s, SNPU_COPY_D2D, mine, addr, 4096);
+	EXPECT_EQ(0, snpu_submit1(self->fd, t));
 	EXPECT_EQ(0, snpu_stream_sync(self->fd, self->s, 10 * NS_PER_SEC,
 				      NULL));
 	close(buf);
