@@ -114,7 +114,8 @@ help:
 	@echo '  run            train an MLP on Fashion-MNIST in the VM (snpu-train, about'
 	@echo '                 3 min): test accuracy, time split, build/run/*.svg;'
 	@echo '                 EPOCHS=N for N full epochs, RUN_ARGS= snpu-train options'
-	@echo '  vm-image       build/vm/initramfs.cpio.gz for scripts/vm'
+	@echo '  vm-image       build/vm/initramfs.cpio.gz for scripts/vm (with the'
+	@echo '                 virtio-gpu modules of the interop suite)'
 	@echo '  vm-shell       interactive shell in the VM with the module loaded'
 	@echo '  bench          bench-native, then snpu-bench in the VM: task throughput'
 	@echo '                 and latency (NOPs, fills and a CRC32C through the cores),'
@@ -125,8 +126,10 @@ help:
 	@echo '                 per-node cost fitted, stitched against unstitched'
 	@echo '                 launches, hazard-list visits; snpu-bench-sync: event'
 	@echo '                 ping-pongs, callbacks (ioctl and ring) against FILLs,'
-	@echo '                 one task round trip against a pipe, a 64 MiB copy from'
-	@echo '                 an imported dma-buf against native memory; snpu-bench-rt2:'
+	@echo '                 one task round trip against a pipe, epoll on a'
+	@echo '                 sync_file against EVENT_SYNC (a NOP, a 1 MiB FILL), a'
+	@echo '                 64 MiB copy from an imported dma-buf against native'
+	@echo '                 memory; snpu-bench-rt2:'
 	@echo '                 the rt2 executor per node through the ring;'
 	@echo '                 snpu-bench-kernels: device GEMM GFLOP/s at block_dim 1,'
 	@echo '                 the cores and snpu_launch_dims beside OpenBLAS (1 and N'
@@ -363,8 +366,10 @@ vm-check:
 
 # ---- VM --------------------------------------------------------------------
 
-# $(call vm-root,KO,DIR): stage the guest's files in DIR/root, with KO as
-# /opt/snpu/snpu.ko, and pack them with /init into DIR/initramfs.cpio.gz.
+# $(call vm-root,KO,DIR[,MODDIR]): stage the guest's files in DIR/root, with
+# KO as /opt/snpu/snpu.ko and the virtio-gpu driver's modules of the module
+# tree MODDIR (none when empty: a kernel with the driver built in), and
+# pack them with /init into DIR/initramfs.cpio.gz.
 define vm-root
 	$(Q)rm -rf $(2)/root && mkdir -p $(2)/root/opt/snpu/lib $(2)/root/opt/snpu/bin
 	$(Q)cp $(1) $(2)/root/opt/snpu/snpu.ko
@@ -372,6 +377,8 @@ define vm-root
 	$(Q)cp $(TOOLS) $(2)/root/opt/snpu/bin/
 	$(Q)cp -a $(B)/selftests $(2)/root/opt/snpu/selftests
 	$(Q)cp selftests/run_vm.sh $(2)/root/opt/snpu/bin/snpu-selftests
+	$(Q)cp selftests/interop/vm-gpu.sh $(2)/root/opt/snpu/bin/snpu-vm-gpu
+	$(Q)$(if $(3),scripts/vm-gpu-modules $(3) $(2)/root)
 	$(Q)mkdir -p $(2)/root/opt/snpu/data
 	$(Q)cp -a $(MINI_DATA) $(2)/root/opt/snpu/data/
 	$(Q)if pkg-config --exists ompi-c; then scripts/vm-mpi $(2)/root; fi
@@ -394,9 +401,13 @@ $(MINI_DATA)/.stamp: scripts/idx-head
 	done
 	$(Q)touch $@
 
+# The module tree of the kernel the module is built for (KDIR's release):
+# the virtio-gpu driver's modules come from it.
+KREL = $(shell sed -n 's/^\#define UTS_RELEASE "\(.*\)"$$/\1/p' $(KDIR)/include/generated/utsrelease.h)
+
 vm-image: all $(MINI_DATA)/.stamp
 	$(Q)scripts/deps vm
-	$(call vm-root,snpu.ko,$(B)/vm)
+	$(call vm-root,snpu.ko,$(B)/vm,/lib/modules/$(KREL))
 
 # make run: train the MLP in the VM (scripts/train-run); RUN_ARGS are
 # snpu-train's options, EPOCHS=N trains N epochs of all 60000 images. The
@@ -517,10 +528,11 @@ check-release:
 	$(Q)scripts/check-release $(RELEASE)
 
 # build/kernels/NAME/initramfs.cpio.gz (KERNEL_DIR): the VM image with the
-# module built for that kernel (KERNEL_KO).
+# module built for that kernel (KERNEL_KO) and the virtio-gpu modules of
+# its module tree (KERNEL_MODDIR, kept by scripts/kernels).
 kernel-image: lib tools selftests $(MINI_DATA)/.stamp
 	$(Q)scripts/deps vm
-	$(call vm-root,$(KERNEL_KO),$(KERNEL_DIR))
+	$(call vm-root,$(KERNEL_KO),$(KERNEL_DIR),$(KERNEL_MODDIR))
 
 # ---- install / clean -------------------------------------------------------
 

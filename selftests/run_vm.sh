@@ -36,6 +36,13 @@ MPI_TIMEOUT=600
 # loopback interface): left out, with a comment line, on a kernel that has
 # none (the debug kernel, built from tinyconfig).
 NEEDS_INET="mpi mpitrain"
+# Suites that need a foreign DRM driver: QEMU's virtio-gpu (scripts/vm
+# gives every guest the device). snpu-vm-gpu loads its driver (staged in
+# the image, or built in) before the first of them, and only then, so that
+# the other suites run without it; a kernel where it cannot be brought up
+# fails the suite (not ok), it is never left out.
+NEEDS_GPU="interop"
+gpu_up=0
 rc=0
 
 # Reload the module with test_hooks=1 and the parameters $1.
@@ -111,6 +118,15 @@ for s in $(ls "$dir"); do
 			echo "# suite $s left out: this kernel has no IPv4 (CONFIG_INET)"
 			continue
 		fi ;;
+	esac
+	case " $NEEDS_GPU " in
+	*" $s "*)
+		if [ $gpu_up = 0 ] && ! snpu-vm-gpu; then
+			echo "not ok 1 vm.gpu_driver_for_$s"
+			rc=1
+			continue
+		fi
+		gpu_up=1 ;;
 	esac
 	params=$(eval echo "\${PARAMS_$s:-}")
 	if [ -n "$params" ]; then

@@ -4,7 +4,7 @@
  * work it orders, in one run. Everything goes through the SQ.
  *
  *   snpu-bench-sync [-d N] [-r ROUNDS] [-n COUNT]
- *                   [pingpong|callback|roundtrip|dmabuf]
+ *                   [pingpong|callback|roundtrip|fence|dmabuf]
  *
  * pingpong: COUNT pairs of one-block 4 KiB FILLs, one on stream A and
  *           one on stream B, against the same pairs tied by EVENT_RECORD
@@ -19,13 +19,22 @@
  * roundtrip: one FILL submitted and its CQE waited for, against a byte
  *           sent back and forth between two threads over two pipes: the
  *           wake-up floor of the machine.
+ * fence:    one launch and an EVENT_RECORD submitted (SNPU_IOC_SUBMIT),
+ *           then its completion waited for two ways: the event's
+ *           sync_file exported (SNPU_IOC_EVENT_EXPORT) and waited for
+ *           with epoll, against SNPU_IOC_EVENT_SYNC; ns from submit to
+ *           the waiter's return, and the ratio. Two rows: a NOP kernel
+ *           (the wait's own cost) and a 1 MiB FILL on one block (real
+ *           work the waiter sleeps through; one block leaves the
+ *           waiter's syscalls a CPU of a 2-CPU guest, two blocks would
+ *           time the waiter's competition with the cores).
  * dmabuf:   a 64 MiB D2D copy task whose source is a dma-buf imported
  *           from another file of the device (MEM_EXPORT, MEM_IMPORT)
  *           against the same copy from native device memory of the
  *           context: ms per copy and the ratio (1.0: the import costs
  *           nothing once made).
  *
- * All four without an argument, else the one named (for a profile of
+ * All five without an argument, else the one named (for a profile of
  * one path). Medians of ROUNDS rounds (default 9); the two sides of each pair of
  * figures run in alternating order from round to round.
  */
@@ -35,6 +44,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <unistd.h>
 
 #include "snpu.h"
@@ -44,6 +54,7 @@
 #define BATCH		32
 #define FILL_BYTES	4096
 #define CB_STREAMS	8
+#define BIG_FILL	(1U << 20)
 #define DMABUF_BYTES	(64ULL << 20)
 
 static void die(const char *what, int err)
@@ -62,6 +73,7 @@ struct bench {
 	uint32_t ea, eb;
 	uint64_t buf[CB_STREAMS];
 	uint64_t cbbuf[CB_STREAMS];
+	uint64_t big;			/* BIG_FILL bytes, the fence part's */
 	unsigned int count, rounds;
 };
 
@@ -409,6 +421,113 @@ static void roundtrip(struct bench *b)
 	free(x);
 }
 
+/* ---- fence: epoll on a sync_file against EVENT_SYNC --------------------- */
+
+/* Submit @kernel (NOP, or a FILL of the big buffer) and a record of ea. */
+static void submit_work(struct bench *b, uint32_t kernel)
+{
+	struct snpu_kernel_arg a[2] = {
+		snpu_arg_buf(b->big, BIG_FILL), snpu_arg_u64(0x5a),
+	};
+	struct snpu_task t[2];
+	int ret;
+
+	if (kernel == SNPU_KERNEL_NOP)
+		snpu_prep_launch(&t[0], b->s[0], kernel, 1, NULL, 0);
+	else
+		snpu_prep_launch(&t[0], b->s[0], kernel, 1, a, 2);
+	snpu_prep_event_record(&t[1], b->s[0], b->ea);
+	ret = snpu_submit(b->dev, t, 2, NULL);
+	if (ret)
+		die("submit", ret);
+}
+
+/* ns per submit + EVENT_SYNC of the record. */
+static uint64_t event_sync_run(struct bench *b, uint32_t kernel,
+			       unsigned int n)
+{
+	uint64_t t0 = now_ns();
+	unsigned int i;
+	int ret;
+
+	for (i = 0; i < n; i++) {
+		submit_work(b, kernel);
+		ret = snpu_event_synchronize(b->dev, b->ea, -1);
+		if (ret)
+			die("event sync", ret);
+	}
+	return (now_ns() - t0) / n;
+}
+
+/* ns per submit + export of the record's fence + epoll_wait on it. */
+static uint64_t epoll_fence_run(struct bench *b, int ep, uint32_t kernel,
+				unsigned int n)
+{
+	struct epoll_event ev = { .events = EPOLLIN }, out;
+	uint64_t t0 = now_ns();
+	unsigned int i;
+	int ret, f;
+
+	for (i = 0; i < n; i++) {
+		submit_work(b, kernel);
+		ret = snpu_event_export_fence(b->dev, b->ea, SNPU_EXPORT_CLOEXEC,
+					      &f);
+		if (ret)
+			die("export fence", ret);
+		if (epoll_ctl(ep, EPOLL_CTL_ADD, f, &ev))
+			die("epoll_ctl", -errno);
+		do {
+			ret = epoll_wait(ep, &out, 1, -1);
+		} while (ret < 0 && errno == EINTR);
+		if (ret != 1)
+			die("epoll_wait", ret < 0 ? -errno : -EIO);
+		/* Closing the only fd takes it out of the epoll set. */
+		close(f);
+	}
+	return (now_ns() - t0) / n;
+}
+
+static void fence_row(struct bench *b, int ep, uint32_t kernel,
+		      const char *what, unsigned int n)
+{
+	uint64_t *es = calloc(b->rounds, 8), *fe = calloc(b->rounds, 8);
+	uint64_t *x = calloc(b->rounds, 8);
+	unsigned int r;
+
+	if (!es || !fe || !x)
+		die("calloc", -ENOMEM);
+	event_sync_run(b, kernel, 8);
+	epoll_fence_run(b, ep, kernel, 8);
+	for (r = 0; r < b->rounds; r++) {
+		if (r & 1)
+			fe[r] = epoll_fence_run(b, ep, kernel, n);
+		es[r] = event_sync_run(b, kernel, n);
+		if (!(r & 1))
+			fe[r] = epoll_fence_run(b, ep, kernel, n);
+		x[r] = fe[r] * 1000 / es[r];
+	}
+	printf("  %-22s epoll on the sync_file %llu ns, EVENT_SYNC %llu ns: %.3fx\n",
+	       what, (unsigned long long)median(fe, b->rounds),
+	       (unsigned long long)median(es, b->rounds),
+	       (double)median(x, b->rounds) / 1000);
+	free(es);
+	free(fe);
+	free(x);
+}
+
+static void fences(struct bench *b)
+{
+	unsigned int n = b->count / 8 ? b->count / 8 : 1;
+	int ep = epoll_create1(EPOLL_CLOEXEC);
+
+	if (ep < 0)
+		die("epoll_create1", -errno);
+	printf("fence: a launch and its record submitted, completion waited for, ns from submit\n");
+	fence_row(b, ep, SNPU_KERNEL_NOP, "NOP (the wait alone):", n);
+	fence_row(b, ep, SNPU_KERNEL_FILL, "1 MiB FILL, 1 block:", n);
+	close(ep);
+}
+
 /* One queued D2D copy of DMABUF_BYTES from @src, waited for: ns. */
 static uint64_t copy_run(struct bench *b, uint64_t dst, uint64_t src)
 {
@@ -502,7 +621,7 @@ int main(int argc, char **argv)
 			b.count = strtoul(optarg, NULL, 10);
 			break;
 		default:
-			fprintf(stderr, "usage: %s [-d N] [-r ROUNDS] [-n COUNT] [pingpong|callback|roundtrip|dmabuf]\n",
+			fprintf(stderr, "usage: %s [-d N] [-r ROUNDS] [-n COUNT] [pingpong|callback|roundtrip|fence|dmabuf]\n",
 				argv[0]);
 			return opt == 'h' ? 0 : 2;
 		}
@@ -510,7 +629,8 @@ int main(int argc, char **argv)
 	if (optind < argc) {
 		only = argv[optind];
 		if (strcmp(only, "pingpong") && strcmp(only, "callback") &&
-		    strcmp(only, "roundtrip") && strcmp(only, "dmabuf")) {
+		    strcmp(only, "roundtrip") && strcmp(only, "fence") &&
+		    strcmp(only, "dmabuf")) {
 			fprintf(stderr, "snpu-bench-sync: unknown part %s\n",
 				only);
 			return 2;
@@ -543,6 +663,8 @@ int main(int argc, char **argv)
 	if (!ret)
 		ret = snpu_event_create(b.dev, &b.eb);
 	if (!ret)
+		ret = snpu_mem_alloc(b.dev, BIG_FILL, 0, 0, &b.big);
+	if (!ret)
 		ret = snpu_ring_init(b.dev, RING_ENTRIES, 0, &b.ring);
 	if (!ret)
 		ret = snpu_ring_init(b.cbdev, RING_ENTRIES,
@@ -555,6 +677,8 @@ int main(int argc, char **argv)
 		callbacks(&b);
 	if (!only || !strcmp(only, "roundtrip"))
 		roundtrip(&b);
+	if (!only || !strcmp(only, "fence"))
+		fences(&b);
 	if (!only || !strcmp(only, "dmabuf"))
 		dmabuf(&b);
 	snpu_ring_exit(&b.cbring);
