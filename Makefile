@@ -28,12 +28,12 @@ KSFT_INC := $(KSRC)/tools/testing/selftests
 SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 
 LIB_SRCS := $(wildcard lib/*.c lib/rt2/*.c)
-LIB_HDRS := lib/include/snpu.h lib/include/snpu_rt2.h uapi/linux/snpu.h
+LIB_HDRS := lib/include/snpu.h lib/include/snpu_rt2.h uapi/linux/snpu.h uapi/linux/snpu_ckpt.h
 LIB_CFLAGS := $(CFLAGS) $(WARN) -fPIC -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 \
 	      -Iuapi -Ilib/include
 TOOLS := $(patsubst lib/tools/%.c,$(B)/tools/%,$(wildcard lib/tools/*.c))
 CORE_SRCS := $(wildcard kmod/core/*.c)
-CORE_HDRS := $(wildcard kmod/core/*.h) uapi/linux/snpu.h
+CORE_HDRS := $(wildcard kmod/core/*.h) uapi/linux/snpu.h uapi/linux/snpu_ckpt.h
 # Include path of kmod/core built natively (unit tests, fuzz targets).
 CORE_INC := -Iuapi -Ikmod
 # Native unit tests: every kmod/core/tests/*.c and lib/tests/*.c program.
@@ -306,10 +306,10 @@ $(FUZZ_BINS): $(B)/fuzz/%: kmod/core/fuzz/%.c kmod/core/fuzz/fuzz.h $(FUZZ_COMMO
 		-I$(B)/fuzz/gen $< $(FUZZ_COMMON) $(CORE_SRCS) -o $@
 
 # Seed corpora are generated, never committed: build/fuzz/seeds/<name>/.
-$(B)/fuzz/gen/seeds: kmod/core/fuzz/seeds.c $(CORE_HDRS)
+$(B)/fuzz/gen/seeds: kmod/core/fuzz/seeds.c kmod/core/tests/ckpt_img.h $(CORE_SRCS) $(CORE_HDRS)
 	@mkdir -p $(@D)
 	@$(if $(Q),echo '  CC      $@')
-	$(Q)$(CC) -O1 -g $(WARN) $(CORE_INC) $< -o $@
+	$(Q)$(CC) -O1 -g $(WARN) -ffp-contract=off $(CORE_INC) $< $(CORE_SRCS) -lm -o $@
 
 $(B)/fuzz/seeds/.stamp: $(B)/fuzz/gen/seeds
 	$(Q)rm -rf $(B)/fuzz/seeds

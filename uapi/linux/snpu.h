@@ -166,6 +166,13 @@
  *        stream wait for any sync_file fd (SUBMIT only); per-file usage
  *        in fdinfo (drm-usage-stats keys) and the sysfs attribute
  *        busy_ns (not ABI-numbered, listed here for reference).
+ *   0.14 Checkpoint to a file and restore into a new process
+ *        (SNPU_CAP_CHECKPOINT, linux/snpu_ckpt.h): SNPU_IOC_CKPT_PROC
+ *        (state, lock, checkpoint into an fd and unlock of the caller's
+ *        process or of one it may ptrace) and SNPU_IOC_CKPT_RESTORE (a
+ *        context of an image into a fresh file, same handles, device
+ *        addresses and mmap offsets); errors ENOEXEC, EBADMSG, EPROTO,
+ *        EADDRINUSE, ENOTEMPTY, ESPIPE as Documentation/checkpoint.rst.
  */
 #ifndef _UAPI_LINUX_SNPU_H
 #define _UAPI_LINUX_SNPU_H
@@ -175,7 +182,7 @@
 #include <linux/types.h>
 
 #define SNPU_ABI_MAJOR		0
-#define SNPU_ABI_MINOR		12
+#define SNPU_ABI_MINOR		14
 
 /*
  * In @flags of STREAM_SYNC, EVENT_SYNC, CALLBACK_WAIT and ENTER: @timeout_ns
@@ -204,6 +211,7 @@
 #define SNPU_CAP_RING_CALLBACKS	_BITULL(8)	/* callbacks as CQEs (0.10) */
 #define SNPU_CAP_COLLECTIVES	_BITULL(9)	/* communicators (0.11) */
 #define SNPU_CAP_FENCES		_BITULL(10)	/* sync_file fences (0.12) */
+#define SNPU_CAP_CHECKPOINT	_BITULL(11)	/* images in files (0.14) */
 /*
  * Not a feature but how the module was loaded: the test hooks (kernels
  * SNPU_KERNEL_SPIN and SNPU_KERNEL_FAIL, SNPU_IOC_NOP) are enabled, by the
@@ -215,7 +223,8 @@
 				 SNPU_CAP_ATTACHED | SNPU_CAP_SNAPSHOT | \
 				 SNPU_CAP_TEST_HOOKS | SNPU_CAP_GRAPHS | \
 				 SNPU_CAP_RING_CALLBACKS | \
-				 SNPU_CAP_COLLECTIVES | SNPU_CAP_FENCES)
+				 SNPU_CAP_COLLECTIVES | SNPU_CAP_FENCES | \
+				 SNPU_CAP_CHECKPOINT)
 
 /**
  * struct snpu_info - device description, returned by SNPU_IOC_GET_INFO
@@ -1673,5 +1682,14 @@ struct snpu_state_page {
 #define SNPU_IOC_COMM_DESTROY	_IOW(SNPU_IOC_MAGIC, 0x2a, struct snpu_handle_op)
 #define SNPU_IOC_COMM_QUERY	_IOWR(SNPU_IOC_MAGIC, 0x2b, struct snpu_comm_query)
 #define SNPU_IOC_EVENT_EXPORT	_IOWR(SNPU_IOC_MAGIC, 0x2c, struct snpu_event_export)
+
+/* Checkpoint to a file (ABI 0.14): the structs are in linux/snpu_ckpt.h. */
+#include <linux/snpu_ckpt.h>
+
+#define SNPU_CKPT_PROC_SIZE_VER0	64
+#define SNPU_CKPT_RESTORE_SIZE_VER0	56
+
+#define SNPU_IOC_CKPT_PROC	_IOWR(SNPU_IOC_MAGIC, 0x30, struct snpu_ckpt_proc)
+#define SNPU_IOC_CKPT_RESTORE	_IOWR(SNPU_IOC_MAGIC, 0x31, struct snpu_ckpt_restore)
 
 #endif /* _UAPI_LINUX_SNPU_H */
