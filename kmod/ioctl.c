@@ -196,6 +196,10 @@ static const struct snpu_ioc_desc snpu_ioc_table[] = {
 		 snpu_ioc_comm_query),
 	SNPU_IOC(EVENT_EXPORT, EVENT_EXPORT, snpu_event_export,
 		 SNPU_EXPORT_CLOEXEC, snpu_ioc_event_export),
+	/* Like the snapshot calls: never blocked by the state. */
+	SNPU_IOC(CKPT_PROC, CKPT_PROC, snpu_ckpt_proc, 0, snpu_ioc_ckpt_proc),
+	SNPU_IOC_MOD(CKPT_RESTORE, CKPT_RESTORE, snpu_ckpt_restore, 0,
+		     snpu_ioc_ckpt_restore),
 	/* No argument: the syscall floor for benchmarks. */
 	[_IOC_NR(SNPU_IOC_NOP)] = { SNPU_IOC_NOP, 0, 0, 0, false, snpu_ioc_nop },
 };
