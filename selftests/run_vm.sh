@@ -21,6 +21,7 @@ DEBUG_ONLY="failnth"
 # unload that fails (a file left open, a reference leaked) fails the run.
 PARAMS_comm="devices=4"
 PARAMS_fence="devices=2"
+PARAMS_ckpt="devices=4"
 PARAMS_mpi="devices=4"
 # Suites whose programs are MPI programs: each runs under mpirun once for
 # every process count listed (Open MPI's configuration in the VM is
