@@ -595,6 +595,97 @@ TEST(other_users_pid_is_eperm)
 	close(fd);
 }
 
+/* ---- the snpu-checkpoint CLI -------------------------------------------- */
+
+/* Run @cmd; its first output line in @out; its exit status. */
+static int run(const char *cmd, char *out, size_t len)
+{
+	FILE *p = popen(cmd, "r");
+	int st;
+
+	if (!p)
+		return -1;
+	out[0] = 0;
+	if (!fgets(out, (int)len, p))
+		out[0] = 0;
+	out[strcspn(out, "\n")] = 0;
+	while (fgetc(p) != EOF)
+		;
+	st = pclose(p);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+TEST(cli_drives_another_process)
+{
+	int go[2], ready[2], status;
+	char cmd[512], out[256];
+	const char *img = "/tmp/ckpt-cli.img";
+	struct world w;
+	pid_t target;
+
+	ASSERT_EQ(0, pipe(go));
+	ASSERT_EQ(0, pipe(ready));
+	target = fork();
+	ASSERT_LE(0, target);
+	if (!target) {
+		int fd = open_dev(DEV0);
+		char c = 0;
+
+		if (fd < 0 || make_world(fd, &w))
+			c = 1;
+		if (write(ready[1], &c, 1) != 1 || write(ready[1], &w, sizeof(w)) !=
+		    sizeof(w))
+			_exit(3);
+		/* Blocked here (not at the gate) while locked. */
+		if (read(go[0], &c, 1) < 0)
+			_exit(2);
+		_exit(0);
+	}
+	{
+		char c = 1;
+
+		ASSERT_EQ(1, read(ready[0], &c, 1));
+		ASSERT_EQ(0, c);
+		ASSERT_EQ((ssize_t)sizeof(w), read(ready[0], &w, sizeof(w)));
+	}
+	snprintf(cmd, sizeof(cmd), "snpu-checkpoint --get-state -p %d", target);
+	EXPECT_EQ(0, run(cmd, out, sizeof(out)));
+	EXPECT_STREQ("running", out);
+	snprintf(cmd, sizeof(cmd),
+		 "snpu-checkpoint --toggle -p %d --timeout 5000 --image %s",
+		 target, img);
+	EXPECT_EQ(0, run(cmd, out, sizeof(out)));
+	EXPECT_EQ(0, strncmp(out, "checkpointed ", 13)) TH_LOG("%s", out);
+	snprintf(cmd, sizeof(cmd), "snpu-checkpoint --get-state -p %d", target);
+	EXPECT_EQ(0, run(cmd, out, sizeof(out)));
+	EXPECT_STREQ("locked", out);
+	snprintf(cmd, sizeof(cmd), "snpu-checkpoint --toggle -p %d", target);
+	EXPECT_EQ(0, run(cmd, out, sizeof(out)));
+	snprintf(cmd, sizeof(cmd), "snpu-checkpoint --get-state -p %d", target);
+	EXPECT_EQ(0, run(cmd, out, sizeof(out)));
+	EXPECT_STREQ("running", out);
+	/* Its window on snpu0 is the target's: restored onto snpu1. */
+	snprintf(cmd, sizeof(cmd),
+		 "snpu-checkpoint --action restore --image %s 2>&1", img);
+	EXPECT_EQ(1, run(cmd, out, sizeof(out)));
+	EXPECT_NE(NULL, strstr(out, "Address already in use")) TH_LOG("%s", out);
+	snprintf(cmd, sizeof(cmd),
+		 "snpu-checkpoint --action restore --image %s --device-map 0=1",
+		 img);
+	EXPECT_EQ(0, run(cmd, out, sizeof(out)));
+	EXPECT_STREQ("restored context 0 of snpu0 onto snpu1", out);
+	/* With a command: it runs with the restored file open. */
+	snprintf(cmd, sizeof(cmd),
+		 "snpu-checkpoint --action restore --image %s --device-map 0=2 "
+		 "-- sh -c 'ls -l /proc/self/fd/$SNPU_CKPT_FDS' | tail -1", img);
+	EXPECT_EQ(0, run(cmd, out, sizeof(out)));
+	EXPECT_NE(NULL, strstr(out, "/dev/snpu2")) TH_LOG("%s", out);
+	EXPECT_EQ(1, write(go[1], "x", 1));
+	ASSERT_EQ(target, waitpid(target, &status, 0));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+	unlink(img);
+}
+
 /* ---- corrupt images ---------------------------------------------------- */
 
 static uint32_t crc32c_sw(uint32_t crc, const void *buf, size_t len)
