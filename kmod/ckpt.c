@@ -667,25 +667,23 @@ static void snpu_ckpt_unmake_locked(struct snpu_context *ctx)
 
 	lockdep_assert_held(&ctx->lock);
 	/* Owners take their attached streams with them. */
-	xa_for_each(&ctx->handles, index, obj)
-		if (obj->type == SNPU_OBJ_OWNER)
-			snpu_owner_destroy_locked(ctx,
-				container_of(obj, struct snpu_owner, obj));
 	xa_for_each(&ctx->handles, index, obj) {
-		switch (obj->type) {
-		case SNPU_OBJ_STREAM:
-			snpu_stream_destroy_locked(ctx,
-				container_of(obj, struct snpu_stream, obj));
-			break;
-		case SNPU_OBJ_EVENT:
-			snpu_event_destroy_locked(ctx,
-				container_of(obj, struct snpu_event, obj));
-			break;
-		case SNPU_OBJ_HOST:
-			snpu_host_destroy_locked(ctx,
-				container_of(obj, struct snpu_host, obj));
-			break;
-		}
+		struct snpu_owner *o = container_of(obj, struct snpu_owner, obj);
+
+		if (obj->type == SNPU_OBJ_OWNER)
+			snpu_owner_destroy_locked(ctx, o);
+	}
+	xa_for_each(&ctx->handles, index, obj) {
+		struct snpu_stream *s = container_of(obj, struct snpu_stream, obj);
+		struct snpu_event *e = container_of(obj, struct snpu_event, obj);
+		struct snpu_host *h = container_of(obj, struct snpu_host, obj);
+
+		if (obj->type == SNPU_OBJ_STREAM)
+			snpu_stream_destroy_locked(ctx, s);
+		else if (obj->type == SNPU_OBJ_EVENT)
+			snpu_event_destroy_locked(ctx, e);
+		else if (obj->type == SNPU_OBJ_HOST)
+			snpu_host_destroy_locked(ctx, h);
 	}
 	snpu_mem_unmake_all_locked(ctx);
 }

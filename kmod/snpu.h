@@ -1293,6 +1293,8 @@ int snpu_ioc_comm_query(struct snpu_context *ctx, union snpu_ioc_arg *arg);
  * @comm_join: SNPU_IOC_COMM_JOIN
  * @comm_query: SNPU_IOC_COMM_QUERY
  * @event_export: SNPU_IOC_EVENT_EXPORT
+ * @ckpt_proc: SNPU_IOC_CKPT_PROC
+ * @ckpt_restore: SNPU_IOC_CKPT_RESTORE
  *
  * At most 120 bytes: the dispatcher keeps it on the stack (in a struct
  * snpu_ioc_call, with what snpu_ioc_copy_out() needs).

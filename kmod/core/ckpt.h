@@ -11,13 +11,13 @@
 #include "core.h"
 
 /* Device address windows: one per context (kmod/context.c). */
-#define SNPU_VA_BASE		(1ULL << 44)
+#define SNPU_VA_BASE		0x100000000000ULL	/* 2^44 */
 #define SNPU_VA_WINDOW_SHIFT	36
 #define SNPU_VA_WINDOWS		65536
 
 /* Bounds of an image, beyond the module parameters' limits. */
 #define SNPU_CKPT_MAX_CONTEXTS	SNPU_VA_WINDOWS
-#define SNPU_CKPT_MAX_OBJECTS	(1U << 20)
+#define SNPU_CKPT_MAX_OBJECTS	0x100000U	/* 2^20 */
 #define SNPU_CKPT_HANDLE_MAX	0x7fffffffU
 
 /**

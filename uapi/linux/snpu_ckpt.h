@@ -25,7 +25,7 @@
 /* The layout of the image; a reader refuses another (ENOEXEC). */
 #define SNPU_CKPT_VERSION	1
 /* The most payload bytes of one chunk. */
-#define SNPU_CKPT_CHUNK_MAX	(1U << 20)
+#define SNPU_CKPT_CHUNK_MAX	0x100000U	/* 1 MiB */
 
 /**
  * struct snpu_ckpt_header - the first 64 bytes of an image
