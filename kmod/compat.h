@@ -13,9 +13,25 @@
 #ifndef SNPU_COMPAT_H
 #define SNPU_COMPAT_H
 
+#include <linux/crc32.h>
 #include <linux/mm.h>
 #include <linux/shmem_fs.h>
 #include <net/genetlink.h>
+
+/*
+ * 6.15: crc32c() is in the kernel itself (lib/crc), and __crc32c_le() is
+ * gone; before, crc32c() was libcrc32c's, a module of its own (which the
+ * test VM's insmod does not load), and __crc32c_le() the kernel's. Both
+ * update a raw CRC-32C register, as snpu_crc32c() does.
+ */
+static inline u32 snpu_kcrc32c(u32 crc, const void *p, size_t len)
+{
+#ifdef SNPU_HAVE_CRC32C_LIB
+	return crc32c(crc, p, len);
+#else
+	return __crc32c_le(crc, p, len);
+#endif
+}
 
 /*
  * 6.3: VMA flags are written through vm_flags_set() and vm_flags_clear()

@@ -12,6 +12,8 @@
  */
 #ifdef __KERNEL__
 #include <linux/string.h>
+
+#include "compat.h"
 #else
 #include <string.h>
 #endif
@@ -29,7 +31,12 @@
  */
 __u32 snpu_ckpt_crc(__u32 crc, const void *buf, __u64 len)
 {
+#ifdef __KERNEL__
+	/* The kernel's: several bytes a step, where the table takes one. */
+	return snpu_kcrc32c(crc, buf, len);
+#else
 	return snpu_crc32c(crc, buf, len);
+#endif
 }
 
 /**
