@@ -13,8 +13,8 @@
 #include <linux/mm.h>
 #include <linux/mutex.h>
 #include <linux/pid.h>
-#include <linux/sched/coredump.h>
 #include <linux/sched/task.h>
+#include <linux/user_namespace.h>
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
 #include <linux/xarray.h>
@@ -799,27 +799,24 @@ static struct snpu_proc *snpu_proc_find(pid_t nr)
 static bool snpu_may_ptrace(struct task_struct *task)
 {
 	const struct cred *cred = current_cred(), *tcred;
-	struct mm_struct *mm;
+	struct user_namespace *tns;
 	bool ok;
 
 	if (same_thread_group(task, current))
 		return true;
 	rcu_read_lock();
 	tcred = __task_cred(task);
+	tns = get_user_ns(tcred->user_ns);
 	ok = uid_eq(cred->uid, tcred->euid) && uid_eq(cred->uid, tcred->suid) &&
 	     uid_eq(cred->uid, tcred->uid) && gid_eq(cred->gid, tcred->egid) &&
 	     gid_eq(cred->gid, tcred->sgid) && gid_eq(cred->gid, tcred->gid);
 	if (!ok)
-		ok = ns_capable(tcred->user_ns, CAP_SYS_PTRACE);
+		ok = ns_capable(tns, CAP_SYS_PTRACE);
 	rcu_read_unlock();
-	if (!ok)
-		return false;
-	task_lock(task);
-	mm = task->mm;
-	if (mm && get_dumpable(mm) != SUID_DUMP_USER &&
-	    !ns_capable(mm->user_ns, CAP_SYS_PTRACE))
-		ok = false;
-	task_unlock(task);
+	/* Not dumpable (setuid, PR_SET_DUMPABLE 0): CAP_SYS_PTRACE only. */
+	if (ok)
+		ok = snpu_task_dumpable_ok(task, tns);
+	put_user_ns(tns);
 	return ok;
 }
 
