@@ -2,7 +2,7 @@
 # snpu top-level build: the kernel module (kbuild, see Kbuild), libsnpu,
 # its tools, the kselftests, the VM image and the checks. `make help`.
 
-VERSION := 0.13.0
+VERSION := 0.14.0
 SONAME := libsnpu.so.0
 # The file behind the soname: new symbol versions, same soname.
 LIBFILE := libsnpu.so.$(VERSION)
@@ -28,7 +28,7 @@ KSFT_INC := $(KSRC)/tools/testing/selftests
 SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 
 LIB_SRCS := $(wildcard lib/*.c lib/rt2/*.c)
-LIB_HDRS := lib/include/snpu.h lib/include/snpu_rt2.h uapi/linux/snpu.h
+LIB_HDRS := lib/include/snpu.h lib/include/snpu_rt2.h uapi/linux/snpu.h uapi/linux/snpu_ckpt.h
 LIB_CFLAGS := $(CFLAGS) $(WARN) -fPIC -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 \
 	      -Iuapi -Ilib/include
 TOOLS := $(patsubst lib/tools/%.c,$(B)/tools/%,$(wildcard lib/tools/*.c))
@@ -38,7 +38,7 @@ ifneq ($(shell pkg-config --exists ompi-c && echo y),y)
 TOOLS := $(filter-out $(MPI_TOOLS),$(TOOLS))
 endif
 CORE_SRCS := $(wildcard kmod/core/*.c)
-CORE_HDRS := $(wildcard kmod/core/*.h) uapi/linux/snpu.h
+CORE_HDRS := $(wildcard kmod/core/*.h) uapi/linux/snpu.h uapi/linux/snpu_ckpt.h
 # Include path of kmod/core built natively (unit tests, fuzz targets).
 CORE_INC := -Iuapi -Ikmod
 # Native unit tests: every kmod/core/tests/*.c and lib/tests/*.c program.
@@ -87,8 +87,9 @@ help:
 	@echo '                 when pkg-config finds Open MPI (ompi-c; scripts/deps mpi)'
 	@echo '  tools          build/tools: snpu-smi, snpu-bench, snpu-bench-snapshot,'
 	@echo '                 snpu-bench-graph, snpu-bench-sync, snpu-bench-rt2,'
-	@echo '                 snpu-bench-kernels, snpu-bench-coll, snpu-train; with'
-	@echo '                 Open MPI snpu-bench-mpi, and snpu-train takes --mpi'
+	@echo '                 snpu-bench-kernels, snpu-bench-coll, snpu-train,'
+	@echo '                 snpu-checkpoint (checkpoint to a file, restore elsewhere);'
+	@echo '                 with Open MPI snpu-bench-mpi, and snpu-train takes --mpi'
 	@echo '  selftests      build/selftests: kselftest suites (run in the VM)'
 	@echo '  unit           native unit tests of kmod/core and lib under ASan/UBSan;'
 	@echo '                 rt2'"'"'s hand-over stress test also under TSan'
@@ -334,10 +335,10 @@ $(FUZZ_BINS): $(B)/fuzz/%: kmod/core/fuzz/%.c kmod/core/fuzz/fuzz.h $(FUZZ_COMMO
 		-I$(B)/fuzz/gen $< $(FUZZ_COMMON) $(CORE_SRCS) -o $@
 
 # Seed corpora are generated, never committed: build/fuzz/seeds/<name>/.
-$(B)/fuzz/gen/seeds: kmod/core/fuzz/seeds.c $(CORE_HDRS)
+$(B)/fuzz/gen/seeds: kmod/core/fuzz/seeds.c kmod/core/tests/ckpt_img.h $(CORE_SRCS) $(CORE_HDRS)
 	@mkdir -p $(@D)
 	@$(if $(Q),echo '  CC      $@')
-	$(Q)$(CC) -O1 -g $(WARN) $(CORE_INC) $< -o $@
+	$(Q)$(CC) -O1 -g $(WARN) -ffp-contract=off $(CORE_INC) $< $(CORE_SRCS) -lm -o $@
 
 $(B)/fuzz/seeds/.stamp: $(B)/fuzz/gen/seeds
 	$(Q)rm -rf $(B)/fuzz/seeds

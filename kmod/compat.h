@@ -13,11 +13,57 @@
 #ifndef SNPU_COMPAT_H
 #define SNPU_COMPAT_H
 
+#include <linux/capability.h>
+#include <linux/crc32.h>
 #include <linux/dma-buf.h>
 #include <linux/mm.h>
 #include <linux/module.h>
+#include <linux/sched/coredump.h>
+#include <linux/sched/task.h>
 #include <linux/shmem_fs.h>
 #include <net/genetlink.h>
+
+/*
+ * 7.x: a task's dumpability is its exec state's
+ * (task_exec_state_get_dumpable(), not exported to modules) and the mm
+ * has no user namespace; before, get_dumpable() of its mm. May the caller
+ * treat @task as ptrace does a dumpable one? Without the state a module
+ * cannot tell a setuid process from another, so it needs CAP_SYS_PTRACE
+ * over the target's namespace @tns, as for a process that is not dumpable.
+ */
+static inline bool snpu_task_dumpable_ok(struct task_struct *task,
+					 struct user_namespace *tns)
+{
+#ifdef SNPU_HAVE_TASK_EXEC_STATE
+	return ns_capable(tns, CAP_SYS_PTRACE);
+#else
+	struct mm_struct *mm;
+	bool ok = true;
+
+	task_lock(task);
+	mm = task->mm;
+	if (mm && get_dumpable(mm) != SUID_DUMP_USER &&
+	    !ns_capable(mm->user_ns, CAP_SYS_PTRACE))
+		ok = false;
+	task_unlock(task);
+	return ok;
+#endif
+}
+
+/*
+ * 6.15: crc32c() is in the kernel itself (lib/crc), and __crc32c_le() is
+ * gone; before, crc32c() was libcrc32c's, a module of its own (which the
+ * test VM's insmod does not load), and __crc32c_le() the kernel's. Both
+ * update a raw CRC-32C register, as snpu_crc32c() does.
+ */
+static inline u32 snpu_kcrc32c(u32 crc, const void *p, size_t len)
+{
+#ifdef SNPU_HAVE_CRC32C_LIB
+	return crc32c(crc, p, len);
+#else
+	return __crc32c_le(crc, p, len);
+#endif
+}
 
 /*
  * 6.3: VMA flags are written through vm_flags_set() and vm_flags_clear()

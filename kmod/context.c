@@ -10,11 +10,8 @@
 
 #include "comm.h"
 #include "graph.h"
-
-/* Each context gets its own window of device addresses. */
-#define SNPU_VA_BASE		BIT_ULL(44)
-#define SNPU_VA_WINDOW_SHIFT	36
-#define SNPU_VA_WINDOWS		65536
+/* Each context gets its own window of device addresses: SNPU_VA_*. */
+#include "core/ckpt.h"
 
 /* Pool slots for jobs held by synchronize calls after they complete. */
 #define SNPU_POOL_SLACK		64
@@ -94,7 +91,9 @@ struct snpu_event *snpu_event_get_locked(struct snpu_context *ctx, u32 handle)
  * @type: enum snpu_obj_type
  *
  * The handle is the first free value after the last one handed out in
- * this context, wrapping to 1 after INT_MAX (see SNPU_HANDLE_LIMIT).
+ * this context, wrapping to 1 after INT_MAX (see SNPU_HANDLE_LIMIT). A
+ * restore (kmod/ckpt.c) presets @obj->handle to the image's: then that
+ * value, or -EBUSY when it is taken.
  *
  * Return: 0, -ENOMEM, or -EBUSY when every value is taken.
  */
@@ -105,6 +104,8 @@ int snpu_object_add_locked(struct snpu_context *ctx, struct snpu_object *obj,
 
 	lockdep_assert_held(&ctx->lock);
 	obj->type = type;
+	if (obj->handle)
+		return xa_insert(&ctx->handles, obj->handle, obj, GFP_KERNEL);
 	ret = xa_alloc_cyclic(&ctx->handles, &obj->handle, obj,
 			      SNPU_HANDLE_LIMIT, &ctx->next_handle, GFP_KERNEL);
 	/* 1 only says that the cursor wrapped. */

@@ -155,28 +155,31 @@ static int snpu_host_charge(struct snpu_context *ctx, u64 bytes)
 	return 0;
 }
 
-int snpu_ioc_host_alloc(struct snpu_context *ctx, union snpu_ioc_arg *arg)
+/**
+ * snpu_host_new_alloc() - driver-allocated host memory, not yet published
+ * @ctx: the context
+ * @bytes: whole pages, at most the host quota
+ *
+ * Charged to the context's quota, RLIMIT_MEMLOCK and the memory cgroup.
+ * snpu_host_publish_locked() gives it a handle; snpu_host_put() undoes it.
+ *
+ * Return: the memory, zeroed, or an ERR_PTR: -ENOSPC, -ENOMEM.
+ */
+struct snpu_host *snpu_host_new_alloc(struct snpu_context *ctx, u64 bytes)
 {
-	struct snpu_host_alloc *a = &arg->host_alloc;
 	struct snpu_host *host;
-	u64 bytes;
 	int ret;
-
-	if (!snpu_zero(a->reserved, sizeof(a->reserved)) || a->pad ||
-	    !a->bytes || a->bytes > snpu_quota.host)
-		return -EINVAL;
-	bytes = PAGE_ALIGN(a->bytes);
 
 	host = kzalloc(sizeof(*host), GFP_KERNEL_ACCOUNT);
 	if (!host)
-		return -ENOMEM;
+		return ERR_PTR(-ENOMEM);
 	kref_init(&host->ref);
 	host->ctx = ctx;
 	host->bytes = bytes;
 	ret = snpu_host_charge(ctx, bytes);
 	if (ret) {
 		kfree(host);
-		return ret;
+		return ERR_PTR(ret);
 	}
 	/* CAP_IPC_LOCK goes past RLIMIT_MEMLOCK, as for registered memory. */
 	ret = snpu_host_pin_charge(current->mm, bytes >> PAGE_SHIFT);
@@ -190,48 +193,101 @@ int snpu_ioc_host_alloc(struct snpu_context *ctx, union snpu_ioc_arg *arg)
 		ret = -ENOMEM;
 		goto err;
 	}
+	return host;
+err:
+	/* Never published: release frees and uncharges. */
+	snpu_host_put(host);
+	return ERR_PTR(ret);
+}
+
+/**
+ * snpu_host_publish_locked() - give new host memory its handle
+ * @ctx: the context
+ * @host: from snpu_host_new_alloc() or snpu_host_new_register(); its
+ *        @obj.handle preset by a restore, else 0
+ *
+ * Return: 0, or an errno of snpu_object_add_locked() or of the range tree
+ * (-EEXIST: registered memory overlaps other registered memory); on error
+ * the caller still owns @host.
+ */
+int snpu_host_publish_locked(struct snpu_context *ctx, struct snpu_host *host)
+{
+	int ret;
+
+	lockdep_assert_held(&ctx->lock);
+	if (!host->pages)
+		return snpu_object_add_locked(ctx, &host->obj, SNPU_OBJ_HOST);
+	ret = mtree_insert_range(&ctx->host_va, host->uaddr,
+				 host->uaddr + host->bytes - 1, host,
+				 GFP_KERNEL);
+	if (!ret) {
+		ret = snpu_object_add_locked(ctx, &host->obj, SNPU_OBJ_HOST);
+		if (ret)
+			mtree_erase(&ctx->host_va, host->uaddr);
+	}
+	return ret;
+}
+
+int snpu_ioc_host_alloc(struct snpu_context *ctx, union snpu_ioc_arg *arg)
+{
+	struct snpu_host_alloc *a = &arg->host_alloc;
+	struct snpu_host *host;
+	int ret;
+
+	if (!snpu_zero(a->reserved, sizeof(a->reserved)) || a->pad ||
+	    !a->bytes || a->bytes > snpu_quota.host)
+		return -EINVAL;
+	host = snpu_host_new_alloc(ctx, PAGE_ALIGN(a->bytes));
+	if (IS_ERR(host))
+		return PTR_ERR(host);
 
 	mutex_lock(&ctx->lock);
-	ret = snpu_object_add_locked(ctx, &host->obj, SNPU_OBJ_HOST);
+	ret = snpu_host_publish_locked(ctx, host);
 	mutex_unlock(&ctx->lock);
-	if (ret)
-		goto err;
-
+	if (ret) {
+		snpu_host_put(host);
+		return ret;
+	}
 	a->handle = host->obj.handle;
 	a->mmap_offset = SNPU_HOST_MMAP_OFFSET +
 			 ((u64)host->obj.handle << PAGE_SHIFT);
 	return 0;
-err:
-	/* Never published: release frees and uncharges. */
-	snpu_host_put(host);
-	return ret;
 }
 
-int snpu_ioc_host_register(struct snpu_context *ctx, union snpu_ioc_arg *arg)
+/**
+ * snpu_host_new_register() - pin the caller's memory, not yet published
+ * @ctx: the context
+ * @addr: page-aligned user address of the caller's process
+ * @bytes: whole pages
+ *
+ * Return: the memory, or an ERR_PTR: -EINVAL for a range out of the
+ * address space or the quota, -ENOSPC, -ENOMEM, -EFAULT, errors of
+ * RLIMIT_MEMLOCK and of pin_user_pages_fast().
+ */
+struct snpu_host *snpu_host_new_register(struct snpu_context *ctx, u64 addr,
+					 u64 bytes)
 {
-	struct snpu_host_register *r = &arg->host_register;
 	unsigned long npages;
 	struct snpu_host *host;
 	int pinned, ret;
 
-	if (!snpu_zero(r->reserved, sizeof(r->reserved)) || r->pad ||
-	    !r->bytes || !PAGE_ALIGNED(r->addr) || !PAGE_ALIGNED(r->bytes) ||
-	    r->bytes > snpu_quota.host || r->addr + r->bytes < r->addr ||
-	    r->addr + r->bytes > TASK_SIZE)
-		return -EINVAL;
-	npages = r->bytes >> PAGE_SHIFT;
+	if (!bytes || !PAGE_ALIGNED(addr) || !PAGE_ALIGNED(bytes) ||
+	    bytes > snpu_quota.host || addr + bytes < addr ||
+	    addr + bytes > TASK_SIZE)
+		return ERR_PTR(-EINVAL);
+	npages = bytes >> PAGE_SHIFT;
 
 	host = kzalloc(sizeof(*host), GFP_KERNEL_ACCOUNT);
 	if (!host)
-		return -ENOMEM;
+		return ERR_PTR(-ENOMEM);
 	kref_init(&host->ref);
 	host->ctx = ctx;
-	host->bytes = r->bytes;
-	host->uaddr = r->addr;
-	ret = snpu_host_charge(ctx, r->bytes);
+	host->bytes = bytes;
+	host->uaddr = addr;
+	ret = snpu_host_charge(ctx, bytes);
 	if (ret) {
 		kfree(host);
-		return ret;
+		return ERR_PTR(ret);
 	}
 
 	host->pages = kvcalloc(npages, sizeof(*host->pages),
@@ -244,7 +300,7 @@ int snpu_ioc_host_register(struct snpu_context *ctx, union snpu_ioc_arg *arg)
 	ret = account_locked_vm(current->mm, npages, true);
 	if (ret)
 		goto err_pages;
-	pinned = pin_user_pages_fast(r->addr, npages,
+	pinned = pin_user_pages_fast(addr, npages,
 				     FOLL_WRITE | FOLL_LONGTERM, host->pages);
 	if (pinned != npages) {
 		if (pinned > 0)
@@ -260,23 +316,7 @@ int snpu_ioc_host_register(struct snpu_context *ctx, union snpu_ioc_arg *arg)
 	host->npages = npages;
 	mmgrab(current->mm);
 	host->mm = current->mm;
-
-	mutex_lock(&ctx->lock);
-	ret = mtree_insert_range(&ctx->host_va, r->addr, r->addr + r->bytes - 1,
-				 host, GFP_KERNEL);
-	if (!ret) {
-		ret = snpu_object_add_locked(ctx, &host->obj, SNPU_OBJ_HOST);
-		if (ret)
-			mtree_erase(&ctx->host_va, r->addr);
-	}
-	mutex_unlock(&ctx->lock);
-	if (ret) {
-		/* Never published: release unpins, uncharges and frees. */
-		snpu_host_put(host);
-		return ret;
-	}
-	r->handle = host->obj.handle;
-	return 0;
+	return host;
 
 err_unpin:
 	unpin_user_pages(host->pages, npages);
@@ -285,9 +325,33 @@ err_account:
 err_pages:
 	kvfree(host->pages);
 err_uncharge:
-	atomic64_sub(r->bytes, &ctx->host_used);
+	atomic64_sub(bytes, &ctx->host_used);
 	kfree(host);
-	return ret;
+	return ERR_PTR(ret);
+}
+
+int snpu_ioc_host_register(struct snpu_context *ctx, union snpu_ioc_arg *arg)
+{
+	struct snpu_host_register *r = &arg->host_register;
+	struct snpu_host *host;
+	int ret;
+
+	if (!snpu_zero(r->reserved, sizeof(r->reserved)) || r->pad)
+		return -EINVAL;
+	host = snpu_host_new_register(ctx, r->addr, r->bytes);
+	if (IS_ERR(host))
+		return PTR_ERR(host);
+
+	mutex_lock(&ctx->lock);
+	ret = snpu_host_publish_locked(ctx, host);
+	mutex_unlock(&ctx->lock);
+	if (ret) {
+		/* Never published: release unpins, uncharges and frees. */
+		snpu_host_put(host);
+		return ret;
+	}
+	r->handle = host->obj.handle;
+	return 0;
 }
 
 /**

@@ -159,19 +159,13 @@ static int snpu_image_save_ctx_locked(struct snpu_context *ctx,
 }
 
 /**
- * struct snpu_image_ctxs - the process's contexts, held by reference
- * @ctx: the contexts
- * @n: how many
+ * snpu_image_ctxs_get() - hold the process's contexts by reference
+ * @p: the process
+ * @c: out: its contexts, for snpu_image_ctxs_put()
  *
- * Taken under the process's list lock, used without it: opens and closes
- * of the process never wait for a backup's drain or a restore's copies.
+ * Return: 0 or -ENOMEM.
  */
-struct snpu_image_ctxs {
-	struct snpu_context **ctx;
-	u32 n;
-};
-
-static int snpu_image_ctxs_get(struct snpu_proc *p, struct snpu_image_ctxs *c)
+int snpu_image_ctxs_get(struct snpu_proc *p, struct snpu_image_ctxs *c)
 {
 	struct snpu_context *ctx;
 	u32 n = 0;
@@ -193,7 +187,11 @@ static int snpu_image_ctxs_get(struct snpu_proc *p, struct snpu_image_ctxs *c)
 	return 0;
 }
 
-static void snpu_image_ctxs_put(struct snpu_image_ctxs *c)
+/**
+ * snpu_image_ctxs_put() - drop what snpu_image_ctxs_get() took
+ * @c: the contexts
+ */
+void snpu_image_ctxs_put(struct snpu_image_ctxs *c)
 {
 	u32 i;
 
@@ -202,8 +200,13 @@ static void snpu_image_ctxs_put(struct snpu_image_ctxs *c)
 	kfree(c->ctx);
 }
 
-/* Wait until no task of the context is queued or running. */
-static int snpu_image_drain(struct snpu_context *ctx)
+/**
+ * snpu_image_drain() - wait until no task of the context is queued or running
+ * @ctx: a context of a locked process
+ *
+ * Return: 0 or -EINTR.
+ */
+int snpu_image_drain(struct snpu_context *ctx)
 {
 	int ret;
 

@@ -200,6 +200,10 @@ static const struct snpu_ioc_desc snpu_ioc_table[] = {
 		     SNPU_EXPORT_CLOEXEC, snpu_ioc_mem_export),
 	SNPU_IOC_MOD(MEM_IMPORT, MEM_IMPORT, snpu_mem_import, 0,
 		     snpu_ioc_mem_import),
+	/* Like the snapshot calls: never blocked by the state. */
+	SNPU_IOC(CKPT_PROC, CKPT_PROC, snpu_ckpt_proc, 0, snpu_ioc_ckpt_proc),
+	SNPU_IOC_MOD(CKPT_RESTORE, CKPT_RESTORE, snpu_ckpt_restore, 0,
+		     snpu_ioc_ckpt_restore),
 	/* No argument: the syscall floor for benchmarks. */
 	[_IOC_NR(SNPU_IOC_NOP)] = { SNPU_IOC_NOP, 0, 0, 0, false, snpu_ioc_nop },
 };

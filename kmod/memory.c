@@ -185,6 +185,75 @@ int snpu_mem_place(struct snpu_context *ctx, struct snpu_mem *mem, u64 span,
 	return ret;
 }
 
+/**
+ * snpu_mem_restore_locked() - recreate an allocation at its address
+ * @ctx: the context being restored (kmod/ckpt.c)
+ * @addr: the image's device address, checked to be in @ctx's window
+ * @bytes: its size, > 0
+ *
+ * Charged and backed as MEM_ALLOC is; the bytes are zero until the
+ * restore writes them.
+ *
+ * Return: the allocation, or ERR_PTR(-ENOSPC) past the context quota,
+ * -ENOMEM past the device's memory or the memory cgroup's limit, -EPROTO
+ * when the range is not free.
+ */
+struct snpu_mem *snpu_mem_restore_locked(struct snpu_context *ctx, u64 addr,
+					 u64 bytes)
+{
+	u64 charged = round_up(bytes, SNPU_MEM_ALIGN);
+	struct snpu_mem *mem;
+	int ret;
+
+	lockdep_assert_held(&ctx->lock);
+	if (addr < ctx->va_base || charged - 1 > ctx->va_end - addr)
+		return ERR_PTR(-EPROTO);
+	mem = kzalloc(sizeof(*mem), GFP_KERNEL_ACCOUNT);
+	if (!mem)
+		return ERR_PTR(-ENOMEM);
+	kref_init(&mem->ref);
+	mem->ctx = ctx;
+	mem->addr = addr;
+	mem->bytes = bytes;
+	ret = snpu_mem_charge(ctx, charged);
+	if (ret) {
+		kfree(mem);
+		return ERR_PTR(ret);
+	}
+	mem->charged = charged;
+	mem->vaddr = __vmalloc(charged, GFP_KERNEL_ACCOUNT | __GFP_ZERO |
+			       __GFP_RETRY_MAYFAIL | __GFP_NOWARN);
+	if (!mem->vaddr) {
+		snpu_mem_put(mem);
+		return ERR_PTR(-ENOMEM);
+	}
+	ret = mtree_insert_range(&ctx->va, addr, addr + charged - 1, mem,
+				 GFP_KERNEL_ACCOUNT);
+	if (ret) {
+		snpu_mem_put(mem);
+		return ERR_PTR(ret == -EEXIST ? -EPROTO : ret);
+	}
+	return mem;
+}
+
+/**
+ * snpu_mem_unmake_all_locked() - free every allocation of a context that
+ * has never run a task (a restore that failed)
+ * @ctx: the context
+ */
+void snpu_mem_unmake_all_locked(struct snpu_context *ctx)
+{
+	struct snpu_mem *mem;
+	unsigned long index = 0;
+
+	lockdep_assert_held(&ctx->lock);
+	ctx->mem_hint = NULL;
+	mt_for_each(&ctx->va, mem, index, ULONG_MAX) {
+		mtree_erase(&ctx->va, mem->addr);
+		snpu_mem_put(mem);
+	}
+}
+
 int snpu_ioc_mem_alloc(struct snpu_context *ctx, union snpu_ioc_arg *arg)
 {
 	struct snpu_mem_alloc *a = &arg->mem_alloc;

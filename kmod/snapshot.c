@@ -13,6 +13,8 @@
 #include <linux/mm.h>
 #include <linux/mutex.h>
 #include <linux/pid.h>
+#include <linux/sched/task.h>
+#include <linux/user_namespace.h>
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
 #include <linux/xarray.h>
@@ -758,4 +760,154 @@ int snpu_proc_info_next(unsigned long *cursor, struct pid_namespace *ns,
 	}
 	mutex_unlock(&snpu_procs_lock);
 	return p ? 0 : -ENOENT;
+}
+
+/*
+ * The process a pid names in the caller's pid namespace, with a
+ * reference; NULL when it has no snpu file open.
+ */
+static struct snpu_proc *snpu_proc_find(pid_t nr)
+{
+	struct snpu_proc *p = NULL, *it;
+	unsigned long id;
+	struct pid *pid;
+
+	pid = find_get_pid(nr);
+	if (!pid)
+		return NULL;
+	mutex_lock(&snpu_procs_lock);
+	xa_for_each(&snpu_procs, id, it) {
+		if (it->tgid == pid) {
+			kref_get(&it->ref);
+			p = it;
+			break;
+		}
+	}
+	mutex_unlock(&snpu_procs_lock);
+	put_pid(pid);
+	return p;
+}
+
+/*
+ * May the caller act on @task as a debugger could? ptrace_may_access()
+ * is not exported to modules, so this is its rule for
+ * PTRACE_MODE_ATTACH_REALCREDS without the LSM hook: the same thread
+ * group; or the caller's real uid and gid are every uid and gid of the
+ * target, and the target is dumpable; or CAP_SYS_PTRACE over the target's
+ * user namespace (and its mm's, for a non-dumpable target).
+ */
+static bool snpu_may_ptrace(struct task_struct *task)
+{
+	const struct cred *cred = current_cred(), *tcred;
+	struct user_namespace *tns;
+	bool ok;
+
+	if (same_thread_group(task, current))
+		return true;
+	rcu_read_lock();
+	tcred = __task_cred(task);
+	tns = get_user_ns(tcred->user_ns);
+	ok = uid_eq(cred->uid, tcred->euid) && uid_eq(cred->uid, tcred->suid) &&
+	     uid_eq(cred->uid, tcred->uid) && gid_eq(cred->gid, tcred->egid) &&
+	     gid_eq(cred->gid, tcred->sgid) && gid_eq(cred->gid, tcred->gid);
+	if (!ok)
+		ok = ns_capable(tns, CAP_SYS_PTRACE);
+	rcu_read_unlock();
+	/* Not dumpable (setuid, PR_SET_DUMPABLE 0): CAP_SYS_PTRACE only. */
+	if (ok)
+		ok = snpu_task_dumpable_ok(task, tns);
+	put_user_ns(tns);
+	return ok;
+}
+
+static bool snpu_ckpt_proc_args_ok(const struct snpu_ckpt_proc *a)
+{
+	if (!snpu_zero(a->reserved, sizeof(a->reserved)) || a->pad ||
+	    a->op > SNPU_CKPT_OP_UNLOCK)
+		return false;
+	if (a->op == SNPU_CKPT_OP_LOCK ? a->timeout_ns < -1 : a->timeout_ns)
+		return false;
+	return a->op == SNPU_CKPT_OP_CHECKPOINT || !a->fd;
+}
+
+static int snpu_ckpt_proc_op(struct snpu_proc *p, struct snpu_ckpt_proc *a)
+{
+	struct file *f;
+	int ret;
+
+	lockdep_assert_held(&p->op_lock);
+	switch (a->op) {
+	case SNPU_CKPT_OP_LOCK:
+		return snpu_snapshot_lock(p, a->timeout_ns);
+	case SNPU_CKPT_OP_CHECKPOINT:
+		if (READ_ONCE(p->state) == SNPU_STATE_RUNNING)
+			return -EBADFD;
+		f = fget(a->fd);
+		if (!f)
+			return -EBADF;
+		ret = snpu_ckpt_write(p, f, &a->bytes, &a->contexts);
+		fput(f);
+		return ret;
+	case SNPU_CKPT_OP_UNLOCK:
+		if (READ_ONCE(p->state) == SNPU_STATE_RUNNING)
+			return -EBADFD;
+		snpu_proc_unlock_op_locked(p);
+		return 0;
+	}
+	return 0;
+}
+
+/**
+ * snpu_ioc_ckpt_proc() - SNPU_IOC_CKPT_PROC: state, lock, checkpoint and
+ * unlock of the caller's process or of a process it may ptrace
+ * @ctx: the caller's file (any device)
+ * @arg: struct snpu_ckpt_proc
+ *
+ * Return: 0; -EINVAL for bad arguments; -ESRCH for a pid with no snpu
+ * file; -EPERM for a process the caller may not ptrace; -EBADFD for a
+ * step the state does not allow; errors of LOCK and of the checkpoint.
+ */
+int snpu_ioc_ckpt_proc(struct snpu_context *ctx, union snpu_ioc_arg *arg)
+{
+	struct snpu_ckpt_proc *a = &arg->ckpt_proc;
+	struct task_struct *task;
+	struct snpu_proc *p;
+	u32 old;
+	int ret;
+
+	if (!snpu_ckpt_proc_args_ok(a))
+		return -EINVAL;
+	p = snpu_proc_find(a->pid ?: task_tgid_vnr(current));
+	if (!p)
+		return -ESRCH;
+	task = get_pid_task(p->tgid, PIDTYPE_PID);
+	ret = task ? 0 : -ESRCH;
+	if (task && !snpu_may_ptrace(task))
+		ret = -EPERM;
+	if (task)
+		put_task_struct(task);
+	if (ret)
+		goto out;
+	if (mutex_lock_interruptible(&p->op_lock)) {
+		ret = -EINTR;
+		goto out;
+	}
+	old = p->state;
+	a->bytes = 0;
+	ret = snpu_ckpt_proc_op(p, a);
+	spin_lock(&p->lock);
+	a->state = p->state;
+	if (a->op != SNPU_CKPT_OP_CHECKPOINT || ret)
+		a->contexts = p->ncontexts;
+	spin_unlock(&p->lock);
+	if (a->op == SNPU_CKPT_OP_LOCK || a->op == SNPU_CKPT_OP_UNLOCK) {
+		trace_snpu_snapshot_transition(ctx->sdev->index, p->nr, p->seq,
+					       old, a->state, ret);
+		snpu_nl_transition(ctx->sdev->index, p->nr, p->seq, old,
+				   a->state, ret);
+	}
+	mutex_unlock(&p->op_lock);
+out:
+	snpu_proc_put(p);
+	return ret;
 }

@@ -946,6 +946,9 @@ void snpu_mem_put_deferred(struct snpu_mem *mem);
 void snpu_mem_destroy_all(struct snpu_context *ctx);
 int snpu_mem_place(struct snpu_context *ctx, struct snpu_mem *mem, u64 span,
 		   u64 align);
+struct snpu_mem *snpu_mem_restore_locked(struct snpu_context *ctx, u64 addr,
+					 u64 bytes);
+void snpu_mem_unmake_all_locked(struct snpu_context *ctx);
 
 /* dmabuf.c */
 int snpu_ioc_mem_export(struct snpu_context *ctx, union snpu_ioc_arg *arg);
@@ -960,11 +963,17 @@ void snpu_host_put_deferred(struct snpu_host *host);
 void *snpu_vmalloc_user(size_t bytes);
 void snpu_host_destroy_locked(struct snpu_context *ctx, struct snpu_host *host);
 int snpu_host_mmap(struct snpu_context *ctx, struct vm_area_struct *vma);
+struct snpu_host *snpu_host_new_alloc(struct snpu_context *ctx, u64 bytes);
+struct snpu_host *snpu_host_new_register(struct snpu_context *ctx, u64 addr,
+					 u64 bytes);
+int snpu_host_publish_locked(struct snpu_context *ctx, struct snpu_host *host);
 
 /* stream.c, event.c */
 int snpu_priority_check(s32 priority);
 struct snpu_stream *snpu_stream_new_locked(struct snpu_context *ctx,
 					   int priority);
+struct snpu_stream *snpu_stream_new_at_locked(struct snpu_context *ctx,
+					      int priority, u32 handle);
 void snpu_stream_destroy_locked(struct snpu_context *ctx,
 				struct snpu_stream *s);
 struct snpu_job *snpu_stream_tail_get(struct snpu_context *ctx,
@@ -1116,6 +1125,29 @@ int snpu_proc_info_next(unsigned long *cursor, struct pid_namespace *ns,
 int snpu_image_backup(struct snpu_proc *p, struct file *reuse,
 		      struct file **image, u64 *bytes);
 int snpu_image_restore(struct snpu_proc *p, struct file *image);
+
+/**
+ * struct snpu_image_ctxs - the process's contexts, held by reference
+ * @ctx: the contexts
+ * @n: how many
+ *
+ * Taken under the process's list lock, used without it: opens and closes
+ * of the process never wait for a backup's drain or a restore's copies.
+ */
+struct snpu_image_ctxs {
+	struct snpu_context **ctx;
+	u32 n;
+};
+
+int snpu_image_ctxs_get(struct snpu_proc *p, struct snpu_image_ctxs *c);
+void snpu_image_ctxs_put(struct snpu_image_ctxs *c);
+int snpu_image_drain(struct snpu_context *ctx);
+
+/* ckpt.c: checkpoint to a file, restore into a fresh context */
+int snpu_ckpt_write(struct snpu_proc *p, struct file *f, u64 *bytes,
+		    u32 *contexts);
+int snpu_ioc_ckpt_proc(struct snpu_context *ctx, union snpu_ioc_arg *arg);
+int snpu_ioc_ckpt_restore(struct snpu_context *ctx, union snpu_ioc_arg *arg);
 
 /* device.c */
 struct snpu_device *snpu_device_get(unsigned int index);
@@ -1287,6 +1319,8 @@ int snpu_ioc_comm_query(struct snpu_context *ctx, union snpu_ioc_arg *arg);
  * @event_export: SNPU_IOC_EVENT_EXPORT
  * @mem_export: SNPU_IOC_MEM_EXPORT
  * @mem_import: SNPU_IOC_MEM_IMPORT
+ * @ckpt_proc: SNPU_IOC_CKPT_PROC
+ * @ckpt_restore: SNPU_IOC_CKPT_RESTORE
  *
  * At most 120 bytes: the dispatcher keeps it on the stack (in a struct
  * snpu_ioc_call, with what snpu_ioc_copy_out() needs).
@@ -1324,6 +1358,8 @@ union snpu_ioc_arg {
 	struct snpu_event_export event_export;
 	struct snpu_mem_export mem_export;
 	struct snpu_mem_import mem_import;
+	struct snpu_ckpt_proc ckpt_proc;
+	struct snpu_ckpt_restore ckpt_restore;
 };
 
 /**

@@ -76,6 +76,21 @@ struct snpu_job *snpu_stream_tail_get(struct snpu_context *ctx,
 struct snpu_stream *snpu_stream_new_locked(struct snpu_context *ctx,
 					   int priority)
 {
+	return snpu_stream_new_at_locked(ctx, priority, 0);
+}
+
+/**
+ * snpu_stream_new_at_locked() - create a stream under a given handle
+ * @ctx: the context
+ * @priority: SNPU_PRIO_*, already checked
+ * @handle: the handle a restore gives it, 0 for the next free one
+ *
+ * Return: the stream, or ERR_PTR(-ENOSPC) at the quota, -ENOMEM, -EBUSY
+ * when @handle is taken.
+ */
+struct snpu_stream *snpu_stream_new_at_locked(struct snpu_context *ctx,
+					      int priority, u32 handle)
+{
 	struct snpu_stream *s;
 	int ret;
 
@@ -90,6 +105,7 @@ struct snpu_stream *snpu_stream_new_locked(struct snpu_context *ctx,
 	s->prio = SNPU_PRIO_HIGH - priority;
 	INIT_LIST_HEAD(&s->waits);
 	INIT_LIST_HEAD(&s->owner_node);
+	s->obj.handle = handle;
 	ret = snpu_object_add_locked(ctx, &s->obj, SNPU_OBJ_STREAM);
 	if (ret) {
 		kfree(s);

@@ -22,6 +22,7 @@ DEBUG_ONLY="failnth"
 PARAMS_comm="devices=4"
 PARAMS_fence="devices=2"
 PARAMS_dmabuf="devices=2 ctx_mem_mb=8"
+PARAMS_ckpt="devices=4"
 PARAMS_mpi="devices=4"
 PARAMS_mpitrain="devices=4"
 # Suites whose programs are MPI programs: each runs under mpirun once for

@@ -24,6 +24,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/types.h>
 
 #include <linux/snpu.h>
 
@@ -512,6 +513,27 @@ int snpu_snapshot_callback_unregister(struct snpu_device *dev,
 int snpu_bg_register(struct snpu_device *dev);
 int snpu_bg_unregister(struct snpu_device *dev);
 int snpu_bg_checkpoint(struct snpu_device *dev);
+
+/* ---- checkpoint to a file (LIBSNPU_0.14) ------------------------------ */
+
+/*
+ * The process @pid (0: the caller's), through any device the caller has
+ * open: get its state, lock it, write the image of its device state into
+ * @fd (locked: LOCK first), unlock it. Another process needs the caller
+ * to be allowed to ptrace it (-EPERM). A restore recreates context @index
+ * of the image in @fd in the fresh device file @dev: same handles, device
+ * addresses and mmap offsets. snpu_ckpt_image_devices() lists the device
+ * of each context of an image (the device map's "old"). See
+ * Documentation/checkpoint.rst.
+ */
+int snpu_ckpt_get_state(struct snpu_device *dev, pid_t pid, uint32_t *state);
+int snpu_ckpt_lock(struct snpu_device *dev, pid_t pid, int64_t timeout_ns);
+int snpu_ckpt_checkpoint(struct snpu_device *dev, pid_t pid, int fd,
+			 uint64_t *bytes);
+int snpu_ckpt_unlock(struct snpu_device *dev, pid_t pid);
+int snpu_ckpt_restore(struct snpu_device *dev, int fd, uint32_t index,
+		      uint32_t *dev_index);
+int snpu_ckpt_image_devices(int fd, uint32_t *devs, unsigned int max);
 
 /* ---- graphs (LIBSNPU_0.7) --------------------------------------------- */
 

@@ -22,11 +22,18 @@
  * checkpoint: snpu_bg_checkpoint() of a running process (two loads and a
  *       compare: no system call), beside an empty call through a function
  *       pointer and SNPU_IOC_NOP (the cheapest ioctl).
+ * file: for each size, ROUNDS checkpoints of a locked process into a file
+ *       in DIR (-t, default /tmp, tmpfs in the VM) with
+ *       snpu_ckpt_checkpoint(), and restores of that file into a fresh
+ *       file of the device with snpu_ckpt_restore() (after the original
+ *       closed); beside them, cp(1) of the image to another file of DIR,
+ *       in the same run: GB/s of the device bytes, medians, and the ratios.
  *
  * Device memory must hold the largest size: load the module with
  * mem_mb=1024 and give the VM 2 GiB (make bench does).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -227,6 +234,103 @@ static void copy_size(unsigned int index, uint64_t bytes, unsigned int rounds,
 	free(tr);
 }
 
+/* ---- checkpoint to a file and restore ------------------------------------ */
+
+struct file_result {
+	uint64_t image;
+	uint64_t ckpt_ns, restore_ns, cp_ns;
+};
+
+/* Allocate @bytes of device memory in @dev, filled with a pattern. */
+static void fill_device(struct snpu_device *dev, uint64_t bytes)
+{
+	uint64_t addr, done, n;
+	unsigned int i = 0;
+	int ret;
+
+	for (done = 0; done < bytes; done += n, i++) {
+		n = bytes - done < CHUNK ? bytes - done : CHUNK;
+		ret = snpu_mem_alloc(dev, n, 0, 0, &addr);
+		if (ret)
+			die("snpu_mem_alloc (load the module with mem_mb=1024)",
+			    ret);
+		ret = snpu_memset(dev, addr, 0x3c + (i & 0x3f), n);
+		if (ret)
+			die("snpu_memset", ret);
+	}
+}
+
+static void file_size(unsigned int index, uint64_t bytes, unsigned int rounds,
+		      const char *dir, struct file_result *res)
+{
+	uint64_t *tc = calloc(rounds, sizeof(*tc));
+	uint64_t *tr = calloc(rounds, sizeof(*tr));
+	uint64_t *tp = calloc(rounds, sizeof(*tp));
+	char path[256], copy[256], cmd[600];
+	struct snpu_device *dev;
+	unsigned int r;
+	uint64_t t0;
+	int fd, ret;
+
+	if (!tc || !tr || !tp)
+		die("calloc", -ENOMEM);
+	snprintf(path, sizeof(path), "%s/snpu-bench.img", dir);
+	snprintf(copy, sizeof(copy), "%s/snpu-bench-cp.img", dir);
+	snprintf(cmd, sizeof(cmd), "cp %s %s", path, copy);
+	memset(res, 0, sizeof(*res));
+	for (r = 0; r < rounds; r++) {
+		ret = snpu_open(index, 0, &dev);
+		if (ret)
+			die("snpu_open", ret);
+		fill_device(dev, bytes);
+		unlink(path);
+		fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+		if (fd < 0)
+			die(path, -errno);
+		ret = snpu_ckpt_lock(dev, 0, -1);
+		if (ret)
+			die("snpu_ckpt_lock", ret);
+		t0 = now_ns();
+		ret = snpu_ckpt_checkpoint(dev, 0, fd, &res->image);
+		tc[r] = now_ns() - t0;
+		if (ret)
+			die("snpu_ckpt_checkpoint", ret);
+		close(fd);
+		/* The process's files go: the restore takes their addresses. */
+		snpu_close(dev);
+
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			die(path, -errno);
+		ret = snpu_open(index, 0, &dev);
+		if (ret)
+			die("snpu_open", ret);
+		t0 = now_ns();
+		ret = snpu_ckpt_restore(dev, fd, 0, NULL);
+		tr[r] = now_ns() - t0;
+		if (ret)
+			die("snpu_ckpt_restore", ret);
+		snpu_close(dev);
+		close(fd);
+
+		/* cp(1) of the same image, in the same directory. */
+		unlink(copy);
+		t0 = now_ns();
+		ret = system(cmd);
+		tp[r] = now_ns() - t0;
+		if (ret)
+			die("cp", -EIO);
+	}
+	unlink(copy);
+	unlink(path);
+	res->ckpt_ns = median(tc, rounds);
+	res->restore_ns = median(tr, rounds);
+	res->cp_ns = median(tp, rounds);
+	free(tc);
+	free(tr);
+	free(tp);
+}
+
 /* ---- lock latency -------------------------------------------------------- */
 
 struct busy {
@@ -394,12 +498,13 @@ int main(int argc, char **argv)
 {
 	uint64_t mib[MAX_SIZES] = { 16, 64, 256 };
 	unsigned int nsizes = 3, rounds = 5, locks = 51, index = 0, i;
+	const char *dir = "/tmp";
 	struct lat idle_l, idle_u, busy_l, busy_u;
 	struct snpu_device *dev;
 	struct busy b;
 	int opt, ret;
 
-	while ((opt = getopt(argc, argv, "d:r:l:s:h")) != -1) {
+	while ((opt = getopt(argc, argv, "d:r:l:s:t:h")) != -1) {
 		switch (opt) {
 		case 'd':
 			index = strtoul(optarg, NULL, 0);
@@ -413,9 +518,12 @@ int main(int argc, char **argv)
 		case 's':
 			nsizes = parse_sizes(optarg, mib);
 			break;
+		case 't':
+			dir = optarg;
+			break;
 		default:
 			fprintf(stderr,
-				"usage: %s [-d N] [-r ROUNDS] [-l LOCKS] [-s MIB,...]\n",
+				"usage: %s [-d N] [-r ROUNDS] [-l LOCKS] [-s MIB,...] [-t DIR]\n",
 				argv[0]);
 			return opt == 'h' ? 0 : 2;
 		}
@@ -442,6 +550,26 @@ int main(int argc, char **argv)
 		       gbps(r.bytes, r.memfd_ns),
 		       gbps(r.bytes, r.backup_ns) / mc,
 		       gbps(r.bytes, r.restore_ns) / mc);
+		fflush(stdout);
+	}
+
+	printf("checkpoint to a file in %s and restore, GB/s of device memory, "
+	       "median of %u rounds:\n", dir, rounds);
+	printf("  %6s %10s %7s %7s %7s %6s %6s\n", "MiB", "image", "ckpt",
+	       "restore", "cp", "ck/cp", "rs/cp");
+	for (i = 0; i < nsizes; i++) {
+		struct file_result f;
+		uint64_t bytes = mib[i] * MIB;
+		double cp;
+
+		file_size(index, bytes, rounds, dir, &f);
+		/* cp copies the whole image: its rate in the image's bytes. */
+		cp = gbps(f.image, f.cp_ns);
+		printf("  %6llu %10llu %7.2f %7.2f %7.2f %6.2f %6.2f\n",
+		       (unsigned long long)mib[i], (unsigned long long)f.image,
+		       gbps(bytes, f.ckpt_ns), gbps(bytes, f.restore_ns), cp,
+		       gbps(bytes, f.ckpt_ns) / cp,
+		       gbps(bytes, f.restore_ns) / cp);
 		fflush(stdout);
 	}
 

@@ -119,13 +119,14 @@ FIXTURE_TEARDOWN(fence)
 	close(self->fd);
 }
 
-/* GET_INFO says 0.12 or later and SNPU_CAP_FENCES. */
+/* GET_INFO says 0.12 or later, the header's, and SNPU_CAP_FENCES. */
 TEST_F(fence, abi_and_capability)
 {
 	struct snpu_info info;
 
 	ASSERT_EQ(0, snpu_get_info(self->fd, &info));
 	EXPECT_LE(12U, info.abi_minor);
+	EXPECT_EQ((uint32_t)SNPU_ABI_MINOR, info.abi_minor);
 	EXPECT_NE(0ULL, info.caps & SNPU_CAP_FENCES);
 }
 

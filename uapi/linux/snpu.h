@@ -173,6 +173,13 @@
  *        other drivers, other contexts); SNPU_IOC_MEM_IMPORT makes any
  *        dma-buf device memory of the context; EBADF and EOPNOTSUPP
  *        from MEM_IMPORT.
+ *   0.14 Checkpoint to a file and restore into a new process
+ *        (SNPU_CAP_CHECKPOINT, linux/snpu_ckpt.h): SNPU_IOC_CKPT_PROC
+ *        (state, lock, checkpoint into an fd and unlock of the caller's
+ *        process or of one it may ptrace) and SNPU_IOC_CKPT_RESTORE (a
+ *        context of an image into a fresh file, same handles, device
+ *        addresses and mmap offsets); errors ENOEXEC, EBADMSG, EPROTO,
+ *        EADDRINUSE, ENOTEMPTY, ESPIPE as Documentation/checkpoint.rst.
  */
 #ifndef _UAPI_LINUX_SNPU_H
 #define _UAPI_LINUX_SNPU_H
@@ -182,7 +189,7 @@
 #include <linux/types.h>
 
 #define SNPU_ABI_MAJOR		0
-#define SNPU_ABI_MINOR		13
+#define SNPU_ABI_MINOR		14
 
 /*
  * In @flags of STREAM_SYNC, EVENT_SYNC, CALLBACK_WAIT and ENTER: @timeout_ns
@@ -212,6 +219,7 @@
 #define SNPU_CAP_COLLECTIVES	_BITULL(9)	/* communicators (0.11) */
 #define SNPU_CAP_FENCES		_BITULL(10)	/* sync_file fences (0.12) */
 #define SNPU_CAP_DMABUF		_BITULL(11)	/* dma-buf export/import (0.13) */
+#define SNPU_CAP_CHECKPOINT	_BITULL(12)	/* images in files (0.14) */
 /*
  * Not a feature but how the module was loaded: the test hooks (kernels
  * SNPU_KERNEL_SPIN and SNPU_KERNEL_FAIL, SNPU_IOC_NOP) are enabled, by the
@@ -224,7 +232,7 @@
 				 SNPU_CAP_TEST_HOOKS | SNPU_CAP_GRAPHS | \
 				 SNPU_CAP_RING_CALLBACKS | \
 				 SNPU_CAP_COLLECTIVES | SNPU_CAP_FENCES | \
-				 SNPU_CAP_DMABUF)
+				 SNPU_CAP_DMABUF | SNPU_CAP_CHECKPOINT)
 
 /**
  * struct snpu_info - device description, returned by SNPU_IOC_GET_INFO
@@ -1761,5 +1769,14 @@ struct snpu_state_page {
 #define SNPU_IOC_EVENT_EXPORT	_IOWR(SNPU_IOC_MAGIC, 0x2c, struct snpu_event_export)
 #define SNPU_IOC_MEM_EXPORT	_IOWR(SNPU_IOC_MAGIC, 0x2d, struct snpu_mem_export)
 #define SNPU_IOC_MEM_IMPORT	_IOWR(SNPU_IOC_MAGIC, 0x2e, struct snpu_mem_import)
+
+/* Checkpoint to a file (ABI 0.14): the structs are in linux/snpu_ckpt.h. */
+#include <linux/snpu_ckpt.h>
+
+#define SNPU_CKPT_PROC_SIZE_VER0	64
+#define SNPU_CKPT_RESTORE_SIZE_VER0	56
+
+#define SNPU_IOC_CKPT_PROC	_IOWR(SNPU_IOC_MAGIC, 0x30, struct snpu_ckpt_proc)
+#define SNPU_IOC_CKPT_RESTORE	_IOWR(SNPU_IOC_MAGIC, 0x31, struct snpu_ckpt_restore)
 
 #endif /* _UAPI_LINUX_SNPU_H */

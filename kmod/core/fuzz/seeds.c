@@ -17,6 +17,7 @@
 
 #include "core/core.h"
 #include "core/kernels.h"
+#include "core/tests/ckpt_img.h"
 
 static const char *top;
 static unsigned int count;
@@ -362,6 +363,20 @@ static void ioc_seeds(void)
 	}
 }
 
+/* The checkpoint reference image, as is and with CRCs to fix. */
+static void ckpt_seeds(void)
+{
+	struct img im = { 0 };
+	unsigned char mode = 0;
+
+	img_put(&im, &mode, 1);
+	img_reference(&im);
+	emit("ckpt", "reference", im.p, im.n);
+	im.p[0] = 1;
+	emit("ckpt", "reference-fix-crc", im.p, im.n);
+	free(im.p);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 2) {
@@ -376,6 +391,7 @@ int main(int argc, char **argv)
 	kernel_seeds();
 	task_seeds();
 	params_seeds();
+	ckpt_seeds();
 	ioc_seeds();
 	printf("  SEEDS   %u files in %s\n", count, top);
 	return 0;

@@ -1,0 +1,130 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * A writer of checkpoint images in memory, for the unit test and the fuzz
+ * seeds: the layout of Documentation/checkpoint.rst, written from the
+ * document, not from the module's writer.
+ */
+#ifndef _SNPU_CKPT_IMG_H
+#define _SNPU_CKPT_IMG_H
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/ckpt.h"
+
+struct img {
+	unsigned char *p;
+	size_t n;
+	size_t cap;
+	__u32 seq;
+};
+
+static inline void img_put(struct img *im, const void *b, size_t n)
+{
+	if (!n)
+		return;
+	if (im->n + n > im->cap) {
+		im->cap = (im->n + n) * 2;
+		im->p = realloc(im->p, im->cap);
+		if (!im->p)
+			abort();
+	}
+	memcpy(im->p + im->n, b, n);
+	im->n += n;
+}
+
+static inline void img_header(struct img *im, __u32 contexts)
+{
+	struct snpu_ckpt_header h = {
+		.magic = SNPU_CKPT_MAGIC,
+		.version = SNPU_CKPT_VERSION,
+		.abi_major = SNPU_ABI_MAJOR,
+		.abi_minor = SNPU_ABI_MINOR,
+		.header_size = sizeof(h),
+		.contexts = contexts,
+		.page_size = 4096,
+		.mem_align = SNPU_MEM_ALIGN,
+	};
+
+	h.crc = snpu_ckpt_header_crc(&h);
+	img_put(im, &h, sizeof(h));
+}
+
+/* A chunk of @type: @rec (@rlen bytes), then @extra (@elen bytes). */
+static inline void img_chunk(struct img *im, __u32 type, const void *rec,
+			     __u32 rlen, const void *extra, __u32 elen)
+{
+	struct snpu_ckpt_chunk c = {
+		.type = type, .len = rlen + elen, .seq = im->seq++,
+	};
+	__u32 crc = snpu_ckpt_chunk_crc_begin(&c);
+
+	crc = snpu_ckpt_crc(crc, rec, rlen);
+	if (elen)
+		crc = snpu_ckpt_crc(crc, extra, elen);
+	c.crc = crc ^ ~0U;
+	img_put(im, &c, sizeof(c));
+	img_put(im, rec, rlen);
+	img_put(im, extra, elen);
+}
+
+static inline void img_end(struct img *im)
+{
+	struct snpu_ckpt_end e = { .chunks = im->seq };
+
+	img_chunk(im, SNPU_CKPT_END, &e, sizeof(e), NULL, 0);
+}
+
+#define IMG_WINDOW	3
+#define IMG_BASE	(SNPU_VA_BASE + ((__u64)IMG_WINDOW << SNPU_VA_WINDOW_SHIFT))
+
+/*
+ * The reference image: one context on device 1 with two allocations
+ * (5000 bytes in two DATA chunks, 4096 in one), driver-allocated host
+ * memory of one page, an owner, an attached stream, a stream, an event.
+ */
+static inline void img_reference(struct img *im)
+{
+	static unsigned char bytes[8192];
+	struct snpu_ckpt_ctx ctx = {
+		.dev_index = 1, .cores = 2, .mem_total = 64 << 20,
+		.va_window = IMG_WINDOW, .next_handle = 6, .nmem = 2,
+		.nobj = 5, .mem_bytes = 5000 + 4096, .host_bytes = 4096,
+	};
+	struct snpu_ckpt_mem m1 = { .addr = IMG_BASE, .bytes = 5000 };
+	struct snpu_ckpt_mem m2 = { .addr = IMG_BASE + 8192, .bytes = 4096 };
+	struct snpu_ckpt_data d = { 0 };
+	struct snpu_ckpt_owner o = { .handle = 1, .priority = 0 };
+	struct snpu_ckpt_host h = { .handle = 2, .kind = SNPU_CKPT_HOST_ALLOC,
+				    .bytes = 4096 };
+	struct snpu_ckpt_stream as = { .handle = 3, .owner = 1, .key = "k" };
+	struct snpu_ckpt_stream s = { .handle = 4, .completed = 7 };
+	struct snpu_ckpt_event e = { .handle = 5 };
+	unsigned int i;
+
+	for (i = 0; i < sizeof(bytes); i++)
+		bytes[i] = (unsigned char)(i * 7 + 1);
+	img_header(im, 1);
+	img_chunk(im, SNPU_CKPT_CTX, &ctx, sizeof(ctx), NULL, 0);
+	img_chunk(im, SNPU_CKPT_MEM, &m1, sizeof(m1), NULL, 0);
+	img_chunk(im, SNPU_CKPT_DATA, &d, sizeof(d), bytes, 3000);
+	d.offset = 3000;
+	img_chunk(im, SNPU_CKPT_DATA, &d, sizeof(d), bytes + 3000, 2000);
+	img_chunk(im, SNPU_CKPT_MEM, &m2, sizeof(m2), NULL, 0);
+	d.offset = 0;
+	img_chunk(im, SNPU_CKPT_DATA, &d, sizeof(d), bytes, 4096);
+	img_chunk(im, SNPU_CKPT_OWNER, &o, sizeof(o), NULL, 0);
+	img_chunk(im, SNPU_CKPT_HOST, &h, sizeof(h), NULL, 0);
+	img_chunk(im, SNPU_CKPT_DATA, &d, sizeof(d), bytes, 4096);
+	img_chunk(im, SNPU_CKPT_STREAM, &as, sizeof(as), NULL, 0);
+	img_chunk(im, SNPU_CKPT_STREAM, &s, sizeof(s), NULL, 0);
+	img_chunk(im, SNPU_CKPT_EVENT, &e, sizeof(e), NULL, 0);
+	img_end(im);
+}
+
+static const struct snpu_ckpt_limits img_limits = {
+	.abi_major = SNPU_ABI_MAJOR, .page_size = 4096,
+	.mem_align = SNPU_MEM_ALIGN,
+};
+
+#endif /* _SNPU_CKPT_IMG_H */

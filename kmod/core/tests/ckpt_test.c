@@ -1,0 +1,366 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Native unit tests of the checkpoint image validator (kmod/core/ckpt.c):
+ * a whole image passes; every truncation, every flipped byte, each field
+ * out of range and each chunk out of place fails with its documented
+ * errno (Documentation/checkpoint.rst).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ckpt_img.h"
+
+#include "kselftest_harness.h"
+
+static int parse(const struct img *im)
+{
+	struct snpu_ckpt_parser ps;
+
+	return snpu_ckpt_parse_buf(im->p, im->n, &img_limits, &ps);
+}
+
+/* Offset of chunk @n's header in the reference image. */
+static size_t chunk_at(const struct img *im, unsigned int n)
+{
+	size_t pos = sizeof(struct snpu_ckpt_header);
+	struct snpu_ckpt_chunk c;
+
+	while (n--) {
+		memcpy(&c, im->p + pos, sizeof(c));
+		pos += sizeof(c) + c.len;
+	}
+	return pos;
+}
+
+/* Rewrite chunk @n's CRC after its bytes were changed. */
+static void refresh_crc(struct img *im, unsigned int n)
+{
+	size_t pos = chunk_at(im, n);
+	struct snpu_ckpt_chunk c;
+	__u32 crc;
+
+	memcpy(&c, im->p + pos, sizeof(c));
+	crc = snpu_ckpt_chunk_crc_begin(&c);
+	crc = snpu_ckpt_crc(crc, im->p + pos + sizeof(c), c.len) ^ ~0U;
+	c.crc = crc;
+	memcpy(im->p + pos, &c, sizeof(c));
+}
+
+/* The record of chunk @n. */
+static void *rec_of(struct img *im, unsigned int n)
+{
+	return im->p + chunk_at(im, n) + sizeof(struct snpu_ckpt_chunk);
+}
+
+FIXTURE(ckpt) {
+	struct img im;
+};
+
+FIXTURE_SETUP(ckpt)
+{
+	memset(&self->im, 0, sizeof(self->im));
+	img_reference(&self->im);
+}
+
+FIXTURE_TEARDOWN(ckpt)
+{
+	free(self->im.p);
+}
+
+/* Chunk numbers of the reference image. */
+enum { C_CTX, C_MEM1, C_DATA1, C_DATA2, C_MEM2, C_DATA3, C_OWNER, C_HOST,
+       C_HDATA, C_ASTREAM, C_STREAM, C_EVENT, C_END };
+
+TEST_F(ckpt, whole_image_passes)
+{
+	struct snpu_ckpt_parser ps;
+
+	ASSERT_EQ(0, snpu_ckpt_parse_buf(self->im.p, self->im.n, &img_limits,
+					 &ps));
+	EXPECT_EQ(1u, ps.ctx_seen);
+	EXPECT_EQ((__u32)C_END + 1, ps.seq);
+	EXPECT_EQ(5000ull + 4096, ps.mem_bytes);
+	EXPECT_EQ(5u, ps.nobj);
+}
+
+TEST_F(ckpt, trailing_bytes_ignored)
+{
+	img_put(&self->im, "xyz", 3);
+	ASSERT_EQ(0, parse(&self->im));
+}
+
+TEST_F(ckpt, every_truncation_is_enodata)
+{
+	size_t n, whole = self->im.n;
+
+	for (n = 0; n < whole; n++) {
+		self->im.n = n;
+		ASSERT_EQ(-ENODATA, parse(&self->im)) TH_LOG("length %zu", n);
+	}
+}
+
+TEST_F(ckpt, every_flipped_byte_fails)
+{
+	size_t i;
+	int ret;
+
+	for (i = 0; i < self->im.n; i++) {
+		self->im.p[i] ^= 0x40;
+		ret = parse(&self->im);
+		self->im.p[i] ^= 0x40;
+		ASSERT_NE(0, ret) TH_LOG("byte %zu", i);
+	}
+}
+
+TEST_F(ckpt, wrong_magic_is_enoexec)
+{
+	struct snpu_ckpt_header *h = (void *)self->im.p;
+
+	h->magic ^= 1;
+	h->crc = snpu_ckpt_header_crc(h);
+	ASSERT_EQ(-ENOEXEC, parse(&self->im));
+}
+
+TEST_F(ckpt, wrong_version_is_enoexec)
+{
+	struct snpu_ckpt_header *h = (void *)self->im.p;
+
+	h->version = SNPU_CKPT_VERSION + 1;
+	h->crc = snpu_ckpt_header_crc(h);
+	ASSERT_EQ(-ENOEXEC, parse(&self->im));
+}
+
+TEST_F(ckpt, wrong_abi_major_is_enoexec)
+{
+	struct snpu_ckpt_header *h = (void *)self->im.p;
+
+	h->abi_major++;
+	h->crc = snpu_ckpt_header_crc(h);
+	ASSERT_EQ(-ENOEXEC, parse(&self->im));
+}
+
+TEST_F(ckpt, header_crc_mismatch_is_ebadmsg)
+{
+	struct snpu_ckpt_header *h = (void *)self->im.p;
+
+	h->crc ^= 1;
+	ASSERT_EQ(-EBADMSG, parse(&self->im));
+}
+
+TEST_F(ckpt, header_flags_is_eproto)
+{
+	struct snpu_ckpt_header *h = (void *)self->im.p;
+
+	h->flags = 1;
+	h->crc = snpu_ckpt_header_crc(h);
+	ASSERT_EQ(-EPROTO, parse(&self->im));
+}
+
+TEST_F(ckpt, header_contexts_out_of_range_is_eproto)
+{
+	struct snpu_ckpt_header *h = (void *)self->im.p;
+
+	h->contexts = 0;
+	h->crc = snpu_ckpt_header_crc(h);
+	ASSERT_EQ(-EPROTO, parse(&self->im));
+	h->contexts = SNPU_CKPT_MAX_CONTEXTS + 1;
+	h->crc = snpu_ckpt_header_crc(h);
+	ASSERT_EQ(-EPROTO, parse(&self->im));
+	/* More contexts than the image has: END comes too early. */
+	h->contexts = 2;
+	h->crc = snpu_ckpt_header_crc(h);
+	ASSERT_EQ(-EPROTO, parse(&self->im));
+}
+
+TEST_F(ckpt, data_crc_mismatch_is_ebadmsg)
+{
+	unsigned char *b = (unsigned char *)rec_of(&self->im, C_DATA2) + 100;
+
+	*b ^= 1;
+	ASSERT_EQ(-EBADMSG, parse(&self->im));
+}
+
+TEST_F(ckpt, chunk_seq_is_eproto)
+{
+	struct snpu_ckpt_chunk *c = (void *)(self->im.p +
+					     chunk_at(&self->im, C_MEM2));
+
+	c->seq++;
+	refresh_crc(&self->im, C_MEM2);
+	ASSERT_EQ(-EPROTO, parse(&self->im));
+}
+
+TEST_F(ckpt, chunk_length_is_eproto)
+{
+	struct snpu_ckpt_chunk *c = (void *)(self->im.p +
+					     chunk_at(&self->im, C_EVENT));
+
+	c->len = 16;
+	ASSERT_EQ(-EPROTO, parse(&self->im));
+	c->len = 0xffffffff;
+	ASSERT_EQ(-EPROTO, parse(&self->im));
+}
+
+TEST_F(ckpt, unknown_type_is_eproto)
+{
+	struct snpu_ckpt_chunk *c = (void *)(self->im.p +
+					     chunk_at(&self->im, C_EVENT));
+
+	c->type = 99;
+	refresh_crc(&self->im, C_EVENT);
+	ASSERT_EQ(-EPROTO, parse(&self->im));
+}
+
+TEST_F(ckpt, ctx_counts_out_of_range_are_eproto)
+{
+	struct snpu_ckpt_ctx *ctx = rec_of(&self->im, C_CTX);
+	struct snpu_ckpt_ctx keep = *ctx;
+
+	ctx->nmem = 1;		/* a second MEM is one too many */
+	refresh_crc(&self->im, C_CTX);
+	EXPECT_EQ(-EPROTO, parse(&self->im));
+	*ctx = keep;
+	ctx->nobj = 4;		/* the event is one too many */
+	refresh_crc(&self->im, C_CTX);
+	EXPECT_EQ(-EPROTO, parse(&self->im));
+	*ctx = keep;
+	ctx->nobj = 6;		/* END comes before the sixth */
+	refresh_crc(&self->im, C_CTX);
+	EXPECT_EQ(-EPROTO, parse(&self->im));
+	*ctx = keep;
+	ctx->mem_bytes = ctx->mem_total + 1;
+	refresh_crc(&self->im, C_CTX);
+	EXPECT_EQ(-EPROTO, parse(&self->im));
+	*ctx = keep;
+	ctx->va_window = SNPU_VA_WINDOWS;
+	refresh_crc(&self->im, C_CTX);
+	EXPECT_EQ(-EPROTO, parse(&self->im));
+	*ctx = keep;
+	ctx->dev_index = SNPU_MAX_DEVICES;
+	refresh_crc(&self->im, C_CTX);
+	EXPECT_EQ(-EPROTO, parse(&self->im));
+	*ctx = keep;
+	ctx->reserved[1] = 1;
+	refresh_crc(&self->im, C_CTX);
+	EXPECT_EQ(-EPROTO, parse(&self->im));
+}
+
+TEST_F(ckpt, mem_address_out_of_range_is_eproto)
+{
+	struct snpu_ckpt_mem *m = rec_of(&self->im, C_MEM2);
+
+	m->addr = IMG_BASE + 4096;	/* overlaps the first allocation */
+	refresh_crc(&self->im, C_MEM2);
+	EXPECT_EQ(-EPROTO, parse(&self->im));
+	m->addr = IMG_BASE + 8192 + 1;	/* not aligned */
+	refresh_crc(&self->im, C_MEM2);
+	EXPECT_EQ(-EPROTO, parse(&self->im));
+	m->addr = IMG_BASE + (1ULL << SNPU_VA_WINDOW_SHIFT);	/* next window */
+	refresh_crc(&self->im, C_MEM2);
+	EXPECT_EQ(-EPROTO, parse(&self->im));
+}
+
+TEST_F(ckpt, data_offset_and_length_are_checked)
+{
+	struct snpu_ckpt_data *d = rec_of(&self->im, C_DATA2);
+	struct snpu_ckpt_chunk *c = (void *)(self->im.p +
+					     chunk_at(&self->im, C_DATA2));
+
+	d->offset = 2999;
+	refresh_crc(&self->im, C_DATA2);
+	EXPECT_EQ(-EPROTO, parse(&self->im));
+	d->offset = 3000;
+	c->len += 1;		/* one byte more than the allocation */
+	EXPECT_EQ(-EPROTO, parse(&self->im));
+}
+
+TEST_F(ckpt, handles_must_increase)
+{
+	struct snpu_ckpt_stream *s = rec_of(&self->im, C_STREAM);
+
+	s->handle = 3;		/* the attached stream's */
+	refresh_crc(&self->im, C_STREAM);
+	EXPECT_EQ(-EPROTO, parse(&self->im));
+	s->handle = 0;
+	refresh_crc(&self->im, C_STREAM);
+	EXPECT_EQ(-EPROTO, parse(&self->im));
+	s->handle = 0x80000000u;
+	refresh_crc(&self->im, C_STREAM);
+	EXPECT_EQ(-EPROTO, parse(&self->im));
+}
+
+TEST_F(ckpt, stream_key_and_priority_are_checked)
+{
+	struct snpu_ckpt_stream *s = rec_of(&self->im, C_ASTREAM);
+	struct snpu_ckpt_stream keep = *s;
+
+	memset(s->key, 0, sizeof(s->key));	/* attached, empty key */
+	refresh_crc(&self->im, C_ASTREAM);
+	EXPECT_EQ(-EPROTO, parse(&self->im));
+	*s = keep;
+	memset(s->key, 'a', sizeof(s->key));	/* not terminated */
+	refresh_crc(&self->im, C_ASTREAM);
+	EXPECT_EQ(-EPROTO, parse(&self->im));
+	*s = keep;
+	s->priority = SNPU_PRIO_HIGH + 1;
+	refresh_crc(&self->im, C_ASTREAM);
+	EXPECT_EQ(-EPROTO, parse(&self->im));
+}
+
+TEST_F(ckpt, host_records_are_checked)
+{
+	struct snpu_ckpt_host *h = rec_of(&self->im, C_HOST);
+	struct snpu_ckpt_host keep = *h;
+
+	h->bytes = 100;			/* not whole pages */
+	refresh_crc(&self->im, C_HOST);
+	EXPECT_EQ(-EPROTO, parse(&self->im));
+	*h = keep;
+	h->kind = 7;
+	refresh_crc(&self->im, C_HOST);
+	EXPECT_EQ(-EPROTO, parse(&self->im));
+	*h = keep;
+	h->kind = SNPU_CKPT_HOST_REGISTERED;	/* with no address */
+	refresh_crc(&self->im, C_HOST);
+	EXPECT_EQ(-EPROTO, parse(&self->im));
+}
+
+TEST_F(ckpt, owner_after_objects_is_eproto)
+{
+	struct img im = { 0 };
+	struct snpu_ckpt_ctx ctx = {
+		.dev_index = 0, .cores = 1, .mem_total = 1 << 20, .nobj = 2,
+	};
+	struct snpu_ckpt_event e = { .handle = 1 };
+	struct snpu_ckpt_owner o = { .handle = 2 };
+
+	img_header(&im, 1);
+	img_chunk(&im, SNPU_CKPT_CTX, &ctx, sizeof(ctx), NULL, 0);
+	img_chunk(&im, SNPU_CKPT_EVENT, &e, sizeof(e), NULL, 0);
+	img_chunk(&im, SNPU_CKPT_OWNER, &o, sizeof(o), NULL, 0);
+	img_end(&im);
+	EXPECT_EQ(-EPROTO, parse(&im));
+	free(im.p);
+}
+
+TEST_F(ckpt, end_chunk_count_is_checked)
+{
+	struct snpu_ckpt_end *e = rec_of(&self->im, C_END);
+
+	e->chunks--;
+	refresh_crc(&self->im, C_END);
+	EXPECT_EQ(-EPROTO, parse(&self->im));
+}
+
+TEST_F(ckpt, other_page_size_is_enoexec)
+{
+	struct snpu_ckpt_limits lim = img_limits;
+	struct snpu_ckpt_parser ps;
+
+	lim.page_size = 65536;
+	EXPECT_EQ(-ENOEXEC, snpu_ckpt_parse_buf(self->im.p, self->im.n, &lim,
+						&ps));
+}
+
+TEST_HARNESS_MAIN

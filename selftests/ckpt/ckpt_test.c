@@ -1,0 +1,958 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Checkpoint to a file, restore into a new process
+ * (Documentation/checkpoint.rst), through the raw ioctls.
+ *
+ * A process makes one of every kind of object the image holds (two
+ * allocations, driver-allocated host memory with its mapping, an owner
+ * and its attached stream, a stream with work done, an event), locks
+ * itself, writes its image into a memfd and unlocks. A new process (a
+ * forked child that opens the device itself) restores the image into a
+ * fresh file and finds the same handles, device addresses, bytes, mmap
+ * offsets and stream timeline; on another device too (the device map).
+ * Corrupt images (each chunk cut short, each chunk's CRC broken, a wrong
+ * magic, version or count) are refused with their errno and leave the
+ * file and the device as they were. Another user's process is refused.
+ * The module runs with devices=4 (run_vm.sh).
+ */
+#include <sys/wait.h>
+
+#include "snpu_test.h"
+
+#include "kselftest_harness.h"
+
+#define DEV0	"/dev/snpu0"
+#define DEV1	"/dev/snpu1"
+
+#define MEM_A_BYTES	5000
+#define MEM_B_BYTES	(3 << 20)	/* three DATA chunks */
+#define HOST_BYTES	8192
+#define KEY		"ckpt-key"
+#define WORK_SEQ	3		/* tasks run on the stream */
+
+/* What a process made, as the restored one must find it. */
+struct world {
+	uint64_t mem_a, mem_b;
+	uint32_t host, owner, attached, stream, event;
+	uint64_t host_off;
+	uint64_t completed;
+	struct snpu_ctx_query usage;
+};
+
+static int open_dev(const char *path)
+{
+	int fd = open(path, O_RDWR | O_CLOEXEC);
+
+	return fd < 0 ? -errno : fd;
+}
+
+static uint8_t pattern(uint64_t i, unsigned int salt)
+{
+	return (uint8_t)(i * 131 + salt * 7 + (i >> 9));
+}
+
+static int owner_create(int fd, uint32_t *handle)
+{
+	struct snpu_stream_create c = { .size = sizeof(c) };
+	int ret = snpu_ioc(fd, SNPU_IOC_OWNER_CREATE, &c);
+
+	if (!ret)
+		*handle = c.handle;
+	return ret;
+}
+
+static int attached_get(int fd, uint32_t owner, const char *key,
+			uint32_t *handle, uint32_t *created)
+{
+	struct snpu_attached_stream a = { .size = sizeof(a), .owner = owner };
+	int ret;
+
+	strncpy(a.key, key, sizeof(a.key) - 1);
+	ret = snpu_ioc(fd, SNPU_IOC_ATTACHED_STREAM_GET, &a);
+	if (!ret) {
+		*handle = a.handle;
+		*created = a.created;
+	}
+	return ret;
+}
+
+static int ckpt_proc(int fd, uint32_t op, pid_t pid, int imgfd,
+		     struct snpu_ckpt_proc *out)
+{
+	struct snpu_ckpt_proc a = {
+		.size = sizeof(a), .op = op, .pid = (uint32_t)pid,
+		.timeout_ns = op == SNPU_CKPT_OP_LOCK ? -1 : 0,
+		.fd = op == SNPU_CKPT_OP_CHECKPOINT ? imgfd : 0,
+	};
+	int ret = snpu_ioc(fd, SNPU_IOC_CKPT_PROC, &a);
+
+	if (out)
+		*out = a;
+	return ret;
+}
+
+static int ckpt_restore(int fd, int imgfd, uint32_t index,
+			struct snpu_ckpt_restore *out)
+{
+	struct snpu_ckpt_restore a = {
+		.size = sizeof(a), .fd = imgfd, .index = index,
+	};
+	int ret = snpu_ioc(fd, SNPU_IOC_CKPT_RESTORE, &a);
+
+	if (out)
+		*out = a;
+	return ret;
+}
+
+/* Make one of every kind of object; 0 or a negative step number. */
+static int make_world(int fd, struct world *w)
+{
+	static uint8_t buf[MEM_B_BYTES];
+	struct snpu_stream_query q;
+	uint32_t created;
+	uint8_t *host;
+	uint64_t i;
+	void *p;
+
+	memset(w, 0, sizeof(*w));
+	if (snpu_alloc(fd, MEM_A_BYTES, 0, &w->mem_a) ||
+	    snpu_alloc(fd, MEM_B_BYTES, 0, &w->mem_b))
+		return -1;
+	for (i = 0; i < MEM_B_BYTES; i++)
+		buf[i] = pattern(i, 1);
+	if (snpu_h2d(fd, w->mem_a, buf, MEM_A_BYTES) ||
+	    snpu_h2d(fd, w->mem_b, buf, MEM_B_BYTES))
+		return -2;
+	if (snpu_host_alloc(fd, HOST_BYTES, &w->host, &w->host_off))
+		return -3;
+	p = mmap(NULL, HOST_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+		 (off_t)w->host_off);
+	if (p == MAP_FAILED)
+		return -4;
+	host = p;
+	for (i = 0; i < HOST_BYTES; i++)
+		host[i] = pattern(i, 2);
+	munmap(p, HOST_BYTES);
+	if (owner_create(fd, &w->owner) ||
+	    attached_get(fd, w->owner, KEY, &w->attached, &created) ||
+	    !created)
+		return -5;
+	if (snpu_stream_create(fd, SNPU_PRIO_NORMAL, &w->stream) ||
+	    snpu_event_create(fd, &w->event))
+		return -6;
+	/* Work on the stream: its timeline stands at WORK_SEQ. */
+	if (snpu_submit1(fd, snpu_t_nop(w->stream)) ||
+	    snpu_submit1(fd, snpu_t_record(w->stream, w->event)) ||
+	    snpu_submit1(fd, snpu_t_nop(w->stream)) ||
+	    snpu_stream_sync(fd, w->stream, -1, NULL))
+		return -7;
+	if (snpu_stream_query(fd, w->stream, &q))
+		return -8;
+	w->completed = q.completed;
+	if (snpu_ctx_query(fd, &w->usage))
+		return -9;
+	return 0;
+}
+
+/* Check a restored file against @w; 0 or a step number. */
+static int check_world(int fd, const struct world *w)
+{
+	static uint8_t buf[MEM_B_BYTES];
+	struct snpu_stream_query q;
+	struct snpu_ctx_query u;
+	uint32_t handle, created;
+	const uint8_t *host;
+	uint64_t i;
+	void *p;
+
+	if (snpu_d2h(fd, buf, w->mem_a, MEM_A_BYTES))
+		return 1;
+	for (i = 0; i < MEM_A_BYTES; i++)
+		if (buf[i] != pattern(i, 1))
+			return 2;
+	if (snpu_d2h(fd, buf, w->mem_b, MEM_B_BYTES))
+		return 3;
+	for (i = 0; i < MEM_B_BYTES; i++)
+		if (buf[i] != pattern(i, 1))
+			return 4;
+	/* The host memory at the image's mmap offset, with its bytes. */
+	p = mmap(NULL, HOST_BYTES, PROT_READ, MAP_SHARED, fd,
+		 (off_t)w->host_off);
+	if (p == MAP_FAILED)
+		return 5;
+	host = p;
+	for (i = 0; i < HOST_BYTES; i++)
+		if (host[i] != pattern(i, 2))
+			break;
+	munmap(p, HOST_BYTES);
+	if (i != HOST_BYTES)
+		return 6;
+	/* The same attached stream for the same owner and key. */
+	if (attached_get(fd, w->owner, KEY, &handle, &created) ||
+	    handle != w->attached || created)
+		return 7;
+	if (snpu_stream_query(fd, w->stream, &q) || q.completed != w->completed)
+		return 8;
+	/* The event comes back unrecorded (its capture is not in images). */
+	if (snpu_event_sync(fd, w->event, 0, NULL) != -EINVAL)
+		return 9;
+	/* Work goes on on the restored stream, after its timeline. */
+	if (snpu_submit1(fd, snpu_t_fill(w->stream, w->mem_a, 16, 0x5a, 1)) ||
+	    snpu_submit1(fd, snpu_t_record(w->stream, w->event)) ||
+	    snpu_event_sync(fd, w->event, -1, NULL) ||
+	    snpu_stream_query(fd, w->stream, &q) ||
+	    q.completed != w->completed + 2)
+		return 10;
+	if (snpu_ctx_query(fd, &u) || u.mem_used != w->usage.mem_used ||
+	    u.host_used != w->usage.host_used ||
+	    u.streams != w->usage.streams || u.events != w->usage.events)
+		return 11;
+	/* A new object gets a handle past the restored ones. */
+	if (snpu_event_create(fd, &handle) || handle <= w->event)
+		return 12;
+	return 0;
+}
+
+/* Lock, checkpoint into a new memfd, unlock; the memfd or -errno. */
+static int checkpoint_self(int fd, uint64_t *bytes)
+{
+	struct snpu_ckpt_proc out;
+	int img, ret;
+
+	img = memfd_create("snpu-ckpt", MFD_CLOEXEC);
+	if (img < 0)
+		return -errno;
+	ret = ckpt_proc(fd, SNPU_CKPT_OP_LOCK, 0, -1, NULL);
+	if (!ret)
+		ret = ckpt_proc(fd, SNPU_CKPT_OP_CHECKPOINT, 0, img, &out);
+	if (!ret && bytes)
+		*bytes = out.bytes;
+	if (!ret)
+		ret = ckpt_proc(fd, SNPU_CKPT_OP_UNLOCK, 0, -1, NULL);
+	if (ret) {
+		close(img);
+		return ret;
+	}
+	return img;
+}
+
+/*
+ * In a new process: open @path, restore context 0 of @img, check it.
+ * Return: the child's exit status: 0, 100 + restore errno, or a step.
+ */
+static int restore_in_child(const char *path, int img, const struct world *w,
+			    bool nobody)
+{
+	int status;
+	pid_t pid;
+
+	pid = fork();
+	if (pid < 0)
+		return -1;
+	if (!pid) {
+		int fd, ret;
+
+		if (nobody && snpu_drop_to_nobody())
+			_exit(99);
+		fd = open_dev(path);
+		if (fd < 0)
+			_exit(98);
+		ret = ckpt_restore(fd, img, 0, NULL);
+		if (ret)
+			_exit(100 + (-ret & 0x7f));
+		_exit(check_world(fd, w));
+	}
+	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
+		return -1;
+	return WEXITSTATUS(status);
+}
+
+static bool empty_ctx(int fd)
+{
+	struct snpu_ctx_query u;
+
+	return !snpu_ctx_query(fd, &u) && !u.mem_used && !u.host_used &&
+	       !u.streams && !u.events;
+}
+
+static uint64_t dev_mem_used(int fd)
+{
+	struct snpu_info info;
+
+	return snpu_get_info(fd, &info) ? ~0ULL : info.mem_used;
+}
+
+TEST(roundtrip_into_new_process)
+{
+	struct world w;
+	uint64_t bytes = 0;
+	int fd, img;
+
+	fd = open_dev(DEV0);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, make_world(fd, &w));
+	img = checkpoint_self(fd, &bytes);
+	ASSERT_LE(0, img);
+	EXPECT_LT((uint64_t)MEM_A_BYTES + MEM_B_BYTES + HOST_BYTES, bytes);
+	EXPECT_EQ((off_t)bytes, lseek(img, 0, SEEK_END));
+	/* The process's device state is gone: its window is free again. */
+	close(fd);
+	EXPECT_EQ(0, restore_in_child(DEV0, img, &w, false));
+	close(img);
+}
+
+TEST(roundtrip_as_nobody)
+{
+	int status;
+	pid_t pid;
+
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		struct world w;
+		int fd, img;
+
+		if (snpu_drop_to_nobody())
+			_exit(99);
+		fd = open_dev(DEV0);
+		if (fd < 0 || make_world(fd, &w))
+			_exit(98);
+		img = checkpoint_self(fd, NULL);
+		if (img < 0)
+			_exit(97);
+		close(fd);
+		/* Already nobody: the new process is nobody's too. */
+		_exit(restore_in_child(DEV0, img, &w, false));
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+}
+
+/* The device map: the image of a file of snpu0 restored onto snpu1. */
+TEST(restore_onto_other_device)
+{
+	struct snpu_ckpt_restore out;
+	struct world w;
+	int fd, fd1, img;
+
+	fd = open_dev(DEV0);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, make_world(fd, &w));
+	img = checkpoint_self(fd, NULL);
+	ASSERT_LE(0, img);
+	/* The original still lives on snpu0; snpu1 has the window free. */
+	EXPECT_EQ(0, restore_in_child(DEV1, img, &w, false));
+	fd1 = open_dev(DEV1);
+	ASSERT_LE(0, fd1);
+	ASSERT_EQ(0, ckpt_restore(fd1, img, 0, &out));
+	EXPECT_EQ(0u, out.dev_index);
+	EXPECT_EQ(1u, out.contexts);
+	EXPECT_EQ(0, check_world(fd1, &w));
+	close(fd1);
+	close(fd);
+	close(img);
+}
+
+TEST(window_in_use_is_eaddrinuse)
+{
+	struct world w;
+	uint64_t used;
+	int fd, fd2, img;
+
+	fd = open_dev(DEV0);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, make_world(fd, &w));
+	img = checkpoint_self(fd, NULL);
+	ASSERT_LE(0, img);
+	fd2 = open_dev(DEV0);
+	ASSERT_LE(0, fd2);
+	used = dev_mem_used(fd2);
+	EXPECT_EQ(-EADDRINUSE, ckpt_restore(fd2, img, 0, NULL));
+	EXPECT_TRUE(empty_ctx(fd2));
+	EXPECT_EQ(used, dev_mem_used(fd2));
+	close(fd2);
+	close(fd);
+	close(img);
+}
+
+TEST(restore_into_used_file_is_enotempty)
+{
+	struct world w;
+	uint64_t addr;
+	int fd, fd1, img;
+
+	fd = open_dev(DEV0);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, make_world(fd, &w));
+	img = checkpoint_self(fd, NULL);
+	ASSERT_LE(0, img);
+	fd1 = open_dev(DEV1);
+	ASSERT_LE(0, fd1);
+	ASSERT_EQ(0, snpu_alloc(fd1, 4096, 0, &addr));
+	EXPECT_EQ(-ENOTEMPTY, ckpt_restore(fd1, img, 0, NULL));
+	close(fd1);
+	close(fd);
+	close(img);
+}
+
+TEST(restore_from_pipe_is_espipe)
+{
+	int fds[2], fd;
+
+	ASSERT_EQ(0, pipe(fds));
+	fd = open_dev(DEV1);
+	ASSERT_LE(0, fd);
+	EXPECT_EQ(-ESPIPE, ckpt_restore(fd, fds[0], 0, NULL));
+	EXPECT_EQ(-EBADF, ckpt_restore(fd, fds[1], 0, NULL));
+	EXPECT_TRUE(empty_ctx(fd));
+	close(fd);
+	close(fds[0]);
+	close(fds[1]);
+}
+
+TEST(index_out_of_range_is_enoent)
+{
+	struct world w;
+	int fd, fd1, img;
+
+	fd = open_dev(DEV0);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, make_world(fd, &w));
+	img = checkpoint_self(fd, NULL);
+	ASSERT_LE(0, img);
+	fd1 = open_dev(DEV1);
+	ASSERT_LE(0, fd1);
+	EXPECT_EQ(-ENOENT, ckpt_restore(fd1, img, 1, NULL));
+	EXPECT_TRUE(empty_ctx(fd1));
+	close(fd1);
+	close(fd);
+	close(img);
+}
+
+TEST(checkpoint_running_is_ebadfd)
+{
+	int fd, img;
+
+	fd = open_dev(DEV0);
+	ASSERT_LE(0, fd);
+	img = memfd_create("img", MFD_CLOEXEC);
+	ASSERT_LE(0, img);
+	EXPECT_EQ(-EBADFD, ckpt_proc(fd, SNPU_CKPT_OP_CHECKPOINT, 0, img, NULL));
+	EXPECT_EQ(-EBADFD, ckpt_proc(fd, SNPU_CKPT_OP_UNLOCK, 0, -1, NULL));
+	EXPECT_EQ(0, lseek(img, 0, SEEK_END));
+	close(img);
+	close(fd);
+}
+
+TEST(state_lock_unlock_steps)
+{
+	struct snpu_ckpt_proc out;
+	int fd, img;
+
+	fd = open_dev(DEV0);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, ckpt_proc(fd, SNPU_CKPT_OP_STATE, 0, -1, &out));
+	EXPECT_EQ((uint32_t)SNPU_STATE_RUNNING, out.state);
+	EXPECT_EQ(1u, out.contexts);
+	ASSERT_EQ(0, ckpt_proc(fd, SNPU_CKPT_OP_LOCK, 0, -1, &out));
+	EXPECT_EQ((uint32_t)SNPU_STATE_LOCKED, out.state);
+	EXPECT_EQ(-EBADFD, ckpt_proc(fd, SNPU_CKPT_OP_LOCK, 0, -1, NULL));
+	/* The locking thread's own gated calls: EDEADLK, as for LOCK. */
+	EXPECT_EQ(-EDEADLK, snpu_event_create(fd, &(uint32_t){ 0 }));
+	img = memfd_create("img", MFD_CLOEXEC);
+	ASSERT_LE(0, img);
+	ASSERT_EQ(0, ckpt_proc(fd, SNPU_CKPT_OP_CHECKPOINT, getpid(), img,
+			       &out));
+	EXPECT_EQ(1u, out.contexts);
+	EXPECT_EQ((off_t)out.bytes, lseek(img, 0, SEEK_CUR));
+	ASSERT_EQ(0, ckpt_proc(fd, SNPU_CKPT_OP_UNLOCK, 0, -1, &out));
+	EXPECT_EQ((uint32_t)SNPU_STATE_RUNNING, out.state);
+	close(img);
+	close(fd);
+}
+
+TEST(bad_arguments_are_einval)
+{
+	struct snpu_ckpt_proc a = { .size = sizeof(a) };
+	struct snpu_ckpt_restore r = { .size = sizeof(r) };
+	int fd;
+
+	fd = open_dev(DEV0);
+	ASSERT_LE(0, fd);
+	a.op = SNPU_CKPT_OP_UNLOCK + 1;
+	EXPECT_EQ(-EINVAL, snpu_ioc(fd, SNPU_IOC_CKPT_PROC, &a));
+	a.op = SNPU_CKPT_OP_STATE;
+	a.timeout_ns = 5;
+	EXPECT_EQ(-EINVAL, snpu_ioc(fd, SNPU_IOC_CKPT_PROC, &a));
+	a.timeout_ns = 0;
+	a.fd = 3;
+	EXPECT_EQ(-EINVAL, snpu_ioc(fd, SNPU_IOC_CKPT_PROC, &a));
+	a.fd = 0;
+	a.reserved[1] = 1;
+	EXPECT_EQ(-EINVAL, snpu_ioc(fd, SNPU_IOC_CKPT_PROC, &a));
+	a.reserved[1] = 0;
+	a.flags = 1;
+	EXPECT_EQ(-EINVAL, snpu_ioc(fd, SNPU_IOC_CKPT_PROC, &a));
+	a.flags = 0;
+	a.op = SNPU_CKPT_OP_LOCK;
+	a.timeout_ns = -2;
+	EXPECT_EQ(-EINVAL, snpu_ioc(fd, SNPU_IOC_CKPT_PROC, &a));
+	r.reserved[0] = 1;
+	EXPECT_EQ(-EINVAL, snpu_ioc(fd, SNPU_IOC_CKPT_RESTORE, &r));
+	r.reserved[0] = 0;
+	r.fd = -1;
+	EXPECT_EQ(-EBADF, snpu_ioc(fd, SNPU_IOC_CKPT_RESTORE, &r));
+	EXPECT_TRUE(empty_ctx(fd));
+	close(fd);
+}
+
+TEST(pid_without_snpu_file_is_esrch)
+{
+	int fd;
+
+	fd = open_dev(DEV0);
+	ASSERT_LE(0, fd);
+	/* init has no snpu file open. */
+	EXPECT_EQ(-ESRCH, ckpt_proc(fd, SNPU_CKPT_OP_STATE, 1, -1, NULL));
+	close(fd);
+}
+
+TEST(ring_is_eopnotsupp)
+{
+	struct snpu_ring_setup rs = { .size = sizeof(rs), .sq_entries = 8,
+				      .cq_entries = 16 };
+	int fd, img;
+
+	fd = open_dev(DEV0);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, snpu_ioc(fd, SNPU_IOC_RING_SETUP, &rs));
+	img = memfd_create("img", MFD_CLOEXEC);
+	ASSERT_LE(0, img);
+	ASSERT_EQ(0, ckpt_proc(fd, SNPU_CKPT_OP_LOCK, 0, -1, NULL));
+	EXPECT_EQ(-EOPNOTSUPP,
+		  ckpt_proc(fd, SNPU_CKPT_OP_CHECKPOINT, 0, img, NULL));
+	EXPECT_EQ(0, ckpt_proc(fd, SNPU_CKPT_OP_UNLOCK, 0, -1, NULL));
+	close(img);
+	close(fd);
+}
+
+/*
+ * An imported dma-buf is another owner's memory: an image cannot hold it
+ * as shared memory, so the checkpoint is refused, and nothing changes.
+ */
+TEST(dmabuf_import_is_eopnotsupp)
+{
+	struct snpu_mem_export x = { .size = sizeof(x), .bytes = 4096 };
+	struct snpu_mem_import im = { .size = sizeof(im) };
+	uint64_t addr;
+	int fd, fd2, img;
+
+	fd = open_dev(DEV0);
+	ASSERT_LE(0, fd);
+	fd2 = open_dev(DEV0);
+	ASSERT_LE(0, fd2);
+	ASSERT_EQ(0, snpu_alloc(fd2, 4096, 0, &addr));
+	x.addr = addr;
+	ASSERT_EQ(0, snpu_ioc(fd2, SNPU_IOC_MEM_EXPORT, &x));
+	im.fd = x.fd;
+	ASSERT_EQ(0, snpu_ioc(fd, SNPU_IOC_MEM_IMPORT, &im));
+	EXPECT_EQ(4096ULL, im.bytes);
+	img = memfd_create("img", MFD_CLOEXEC);
+	ASSERT_LE(0, img);
+	ASSERT_EQ(0, ckpt_proc(fd, SNPU_CKPT_OP_LOCK, 0, -1, NULL));
+	EXPECT_EQ(-EOPNOTSUPP,
+		  ckpt_proc(fd, SNPU_CKPT_OP_CHECKPOINT, 0, img, NULL));
+	EXPECT_EQ(0, lseek(img, 0, SEEK_END));
+	EXPECT_EQ(0, ckpt_proc(fd, SNPU_CKPT_OP_UNLOCK, 0, -1, NULL));
+	close(img);
+	close(x.fd);
+	close(fd2);
+	close(fd);
+}
+
+/* A root process holds a file; nobody may not touch it, root may. */
+TEST(other_users_pid_is_eperm)
+{
+	int sync_pipe[2], fd, status;
+	pid_t holder, prober;
+	char c;
+
+	ASSERT_EQ(0, pipe(sync_pipe));
+	holder = fork();
+	ASSERT_LE(0, holder);
+	if (!holder) {
+		fd = open_dev(DEV0);
+		close(sync_pipe[1]);
+		if (fd < 0)
+			_exit(1);
+		/* Until the parent closes its end. */
+		if (read(sync_pipe[0], &c, 1) < 0)
+			_exit(2);
+		_exit(0);
+	}
+	close(sync_pipe[0]);
+	/* The holder has its file once the device lists its process. */
+	fd = open_dev(DEV0);
+	ASSERT_LE(0, fd);
+	for (int i = 0; i < 1000; i++) {
+		if (!ckpt_proc(fd, SNPU_CKPT_OP_STATE, holder, -1, NULL))
+			break;
+		usleep(1000);
+	}
+	ASSERT_EQ(0, ckpt_proc(fd, SNPU_CKPT_OP_STATE, holder, -1, NULL));
+	prober = fork();
+	ASSERT_LE(0, prober);
+	if (!prober) {
+		int pfd;
+
+		if (snpu_drop_to_nobody())
+			_exit(99);
+		pfd = open_dev(DEV0);
+		if (pfd < 0)
+			_exit(98);
+		if (ckpt_proc(pfd, SNPU_CKPT_OP_STATE, holder, -1, NULL) != -EPERM)
+			_exit(1);
+		if (ckpt_proc(pfd, SNPU_CKPT_OP_LOCK, holder, -1, NULL) != -EPERM)
+			_exit(2);
+		_exit(0);
+	}
+	ASSERT_EQ(prober, waitpid(prober, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+	/* Root (CAP_SYS_PTRACE) may lock and unlock it from outside. */
+	EXPECT_EQ(0, ckpt_proc(fd, SNPU_CKPT_OP_LOCK, holder, -1, NULL));
+	EXPECT_EQ(0, ckpt_proc(fd, SNPU_CKPT_OP_UNLOCK, holder, -1, NULL));
+	close(sync_pipe[1]);
+	ASSERT_EQ(holder, waitpid(holder, &status, 0));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+	close(fd);
+}
+
+/* ---- the snpu-checkpoint CLI -------------------------------------------- */
+
+/* Run @cmd; its first output line in @out; its exit status. */
+static int run(const char *cmd, char *out, size_t len)
+{
+	FILE *p = popen(cmd, "r");
+	int st;
+
+	if (!p)
+		return -1;
+	out[0] = 0;
+	if (!fgets(out, (int)len, p))
+		out[0] = 0;
+	out[strcspn(out, "\n")] = 0;
+	while (fgetc(p) != EOF)
+		;
+	st = pclose(p);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+TEST(cli_drives_another_process)
+{
+	int go[2], ready[2], status;
+	char cmd[512], out[256];
+	const char *img = "/tmp/ckpt-cli.img";
+	struct world w;
+	pid_t target;
+
+	ASSERT_EQ(0, pipe(go));
+	ASSERT_EQ(0, pipe(ready));
+	target = fork();
+	ASSERT_LE(0, target);
+	if (!target) {
+		int fd = open_dev(DEV0);
+		char c = 0;
+
+		if (fd < 0 || make_world(fd, &w))
+			c = 1;
+		if (write(ready[1], &c, 1) != 1 || write(ready[1], &w, sizeof(w)) !=
+		    sizeof(w))
+			_exit(3);
+		/* Blocked here (not at the gate) while locked. */
+		if (read(go[0], &c, 1) < 0)
+			_exit(2);
+		_exit(0);
+	}
+	{
+		char c = 1;
+
+		ASSERT_EQ(1, read(ready[0], &c, 1));
+		ASSERT_EQ(0, c);
+		ASSERT_EQ((ssize_t)sizeof(w), read(ready[0], &w, sizeof(w)));
+	}
+	snprintf(cmd, sizeof(cmd), "snpu-checkpoint --get-state -p %d", target);
+	EXPECT_EQ(0, run(cmd, out, sizeof(out)));
+	EXPECT_STREQ("running", out);
+	snprintf(cmd, sizeof(cmd),
+		 "snpu-checkpoint --toggle -p %d --timeout 5000 --image %s",
+		 target, img);
+	EXPECT_EQ(0, run(cmd, out, sizeof(out)));
+	EXPECT_EQ(0, strncmp(out, "checkpointed ", 13)) TH_LOG("%s", out);
+	snprintf(cmd, sizeof(cmd), "snpu-checkpoint --get-state -p %d", target);
+	EXPECT_EQ(0, run(cmd, out, sizeof(out)));
+	EXPECT_STREQ("locked", out);
+	snprintf(cmd, sizeof(cmd), "snpu-checkpoint --toggle -p %d", target);
+	EXPECT_EQ(0, run(cmd, out, sizeof(out)));
+	snprintf(cmd, sizeof(cmd), "snpu-checkpoint --get-state -p %d", target);
+	EXPECT_EQ(0, run(cmd, out, sizeof(out)));
+	EXPECT_STREQ("running", out);
+	/* Its window on snpu0 is the target's: restored onto snpu1. */
+	snprintf(cmd, sizeof(cmd),
+		 "snpu-checkpoint --action restore --image %s 2>&1", img);
+	EXPECT_EQ(1, run(cmd, out, sizeof(out)));
+	EXPECT_NE(NULL, strstr(out, "Address already in use")) TH_LOG("%s", out);
+	snprintf(cmd, sizeof(cmd),
+		 "snpu-checkpoint --action restore --image %s --device-map 0=1",
+		 img);
+	EXPECT_EQ(0, run(cmd, out, sizeof(out)));
+	EXPECT_STREQ("restored context 0 of snpu0 onto snpu1", out);
+	/* With a command: it runs with the restored file open. */
+	snprintf(cmd, sizeof(cmd),
+		 "snpu-checkpoint --action restore --image %s --device-map 0=2 "
+		 "-- sh -c 'ls -l /proc/self/fd/$SNPU_CKPT_FDS' | tail -1", img);
+	EXPECT_EQ(0, run(cmd, out, sizeof(out)));
+	EXPECT_NE(NULL, strstr(out, "/dev/snpu2")) TH_LOG("%s", out);
+	EXPECT_EQ(1, write(go[1], "x", 1));
+	ASSERT_EQ(target, waitpid(target, &status, 0));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+	unlink(img);
+}
+
+/* ---- corrupt images ---------------------------------------------------- */
+
+static uint32_t crc32c_sw(uint32_t crc, const void *buf, size_t len)
+{
+	const uint8_t *p = buf;
+	int k;
+
+	while (len--) {
+		crc ^= *p++;
+		for (k = 0; k < 8; k++)
+			crc = (crc >> 1) ^ (0x82f63b78 & -(crc & 1));
+	}
+	return crc;
+}
+
+/* The image in memory, and where each chunk starts. */
+struct image {
+	uint8_t *p;
+	size_t n;
+	size_t at[64];
+	unsigned int chunks;
+};
+
+static int read_image(int img, struct image *im)
+{
+	struct snpu_ckpt_chunk c;
+	size_t pos = sizeof(struct snpu_ckpt_header);
+
+	im->n = (size_t)lseek(img, 0, SEEK_END);
+	im->p = malloc(im->n);
+	if (!im->p || pread(img, im->p, im->n, 0) != (ssize_t)im->n)
+		return -1;
+	im->chunks = 0;
+	while (pos < im->n && im->chunks < 64) {
+		im->at[im->chunks++] = pos;
+		memcpy(&c, im->p + pos, sizeof(c));
+		pos += sizeof(c) + c.len;
+	}
+	return pos == im->n ? 0 : -1;
+}
+
+static void fix_chunk_crc(struct image *im, unsigned int i)
+{
+	struct snpu_ckpt_chunk c;
+	uint32_t crc;
+
+	memcpy(&c, im->p + im->at[i], sizeof(c));
+	c.crc = 0;
+	crc = crc32c_sw(~0U, &c, sizeof(c));
+	crc = crc32c_sw(crc, im->p + im->at[i] + sizeof(c), c.len) ^ ~0U;
+	c.crc = crc;
+	memcpy(im->p + im->at[i], &c, sizeof(c));
+}
+
+/* Restore @len bytes of @buf into a fresh file of snpu1: the errno. */
+static int try_image(const void *buf, size_t len, bool *clean)
+{
+	int fd, img, ret;
+	uint64_t used;
+
+	img = memfd_create("bad", MFD_CLOEXEC);
+	if (img < 0 || write(img, buf, len) != (ssize_t)len)
+		return 1;
+	fd = open_dev(DEV1);
+	if (fd < 0)
+		return 2;
+	used = dev_mem_used(fd);
+	ret = ckpt_restore(fd, img, 0, NULL);
+	*clean = empty_ctx(fd) && dev_mem_used(fd) == used;
+	close(fd);
+	close(img);
+	return ret;
+}
+
+FIXTURE(corrupt) {
+	struct image im;
+	int fd;
+};
+
+FIXTURE_SETUP(corrupt)
+{
+	struct world w;
+	int img;
+
+	self->fd = open_dev(DEV0);
+	ASSERT_LE(0, self->fd);
+	ASSERT_EQ(0, make_world(self->fd, &w));
+	img = checkpoint_self(self->fd, NULL);
+	ASSERT_LE(0, img);
+	ASSERT_EQ(0, read_image(img, &self->im));
+	close(img);
+	/*
+	 * 0 CTX, 1 MEM, 2 DATA, 3 MEM, 4-6 DATA, 7 OWNER, 8 HOST, 9 DATA,
+	 * 10 the attached STREAM, 11 the STREAM, 12 EVENT, 13 END.
+	 */
+	ASSERT_EQ(14u, self->im.chunks);
+}
+
+FIXTURE_TEARDOWN(corrupt)
+{
+	free(self->im.p);
+	close(self->fd);
+}
+
+TEST_F(corrupt, whole_image_restores)
+{
+	bool clean;
+
+	EXPECT_EQ(0, try_image(self->im.p, self->im.n, &clean));
+	/* Restored: the file held the context until it was closed. */
+	EXPECT_FALSE(clean);
+}
+
+TEST_F(corrupt, every_chunk_truncated_is_enodata)
+{
+	unsigned int i;
+	bool clean;
+	struct snpu_ckpt_chunk c;
+
+	for (i = 0; i < self->im.chunks; i++) {
+		memcpy(&c, self->im.p + self->im.at[i], sizeof(c));
+		/* Cut inside its header, and inside its payload. */
+		EXPECT_EQ(-ENODATA, try_image(self->im.p, self->im.at[i] + 7,
+					      &clean)) TH_LOG("chunk %u", i);
+		EXPECT_TRUE(clean);
+		EXPECT_EQ(-ENODATA,
+			  try_image(self->im.p, self->im.at[i] + sizeof(c) +
+				    c.len / 2, &clean)) TH_LOG("chunk %u", i);
+		EXPECT_TRUE(clean);
+	}
+	EXPECT_EQ(-ENODATA, try_image(self->im.p, 10, &clean));
+	EXPECT_TRUE(clean);
+}
+
+TEST_F(corrupt, every_chunk_crc_is_ebadmsg)
+{
+	unsigned int i;
+	bool clean;
+
+	for (i = 0; i < self->im.chunks; i++) {
+		/* The last byte of the chunk: its payload's. */
+		size_t end = i + 1 < self->im.chunks ? self->im.at[i + 1] :
+						       self->im.n;
+
+		self->im.p[end - 1] ^= 0x10;
+		EXPECT_EQ(-EBADMSG, try_image(self->im.p, self->im.n, &clean))
+			TH_LOG("chunk %u", i);
+		EXPECT_TRUE(clean);
+		self->im.p[end - 1] ^= 0x10;
+	}
+}
+
+TEST_F(corrupt, wrong_magic_and_version_are_enoexec)
+{
+	struct snpu_ckpt_header *h = (void *)self->im.p;
+	bool clean;
+
+	h->magic ^= 1;
+	EXPECT_EQ(-ENOEXEC, try_image(self->im.p, self->im.n, &clean));
+	EXPECT_TRUE(clean);
+	h->magic ^= 1;
+	h->version++;
+	EXPECT_EQ(-ENOEXEC, try_image(self->im.p, self->im.n, &clean));
+	EXPECT_TRUE(clean);
+	h->version--;
+	h->abi_major++;
+	h->crc = 0;
+	h->crc = crc32c_sw(~0U, h, sizeof(*h)) ^ ~0U;
+	EXPECT_EQ(-ENOEXEC, try_image(self->im.p, self->im.n, &clean));
+	EXPECT_TRUE(clean);
+}
+
+TEST_F(corrupt, header_crc_is_ebadmsg)
+{
+	struct snpu_ckpt_header *h = (void *)self->im.p;
+	bool clean;
+
+	h->contexts = 2;	/* without a new CRC */
+	EXPECT_EQ(-EBADMSG, try_image(self->im.p, self->im.n, &clean));
+	EXPECT_TRUE(clean);
+}
+
+TEST_F(corrupt, counts_and_lengths_out_of_range_are_eproto)
+{
+	struct snpu_ckpt_ctx *ctx = (void *)(self->im.p + self->im.at[0] +
+					     sizeof(struct snpu_ckpt_chunk));
+	struct snpu_ckpt_mem *mem = (void *)(self->im.p + self->im.at[3] +
+					     sizeof(struct snpu_ckpt_chunk));
+	struct snpu_ckpt_chunk *c = (void *)(self->im.p + self->im.at[12]);
+	bool clean;
+
+	/* One MEM fewer than the image has: the second one is refused. */
+	ctx->nmem--;
+	fix_chunk_crc(&self->im, 0);
+	EXPECT_EQ(-EPROTO, try_image(self->im.p, self->im.n, &clean));
+	EXPECT_TRUE(clean);
+	ctx->nmem++;
+	/* One object more than it has: END comes too early. */
+	ctx->nobj++;
+	fix_chunk_crc(&self->im, 0);
+	EXPECT_EQ(-EPROTO, try_image(self->im.p, self->im.n, &clean));
+	EXPECT_TRUE(clean);
+	ctx->nobj--;
+	fix_chunk_crc(&self->im, 0);
+	/* An allocation outside the context's window. */
+	mem->addr += 1ULL << 40;
+	fix_chunk_crc(&self->im, 3);
+	EXPECT_EQ(-EPROTO, try_image(self->im.p, self->im.n, &clean));
+	EXPECT_TRUE(clean);
+	mem->addr -= 1ULL << 40;
+	fix_chunk_crc(&self->im, 3);
+	/* An event's chunk longer than an event. */
+	c->len += 8;
+	EXPECT_EQ(-EPROTO, try_image(self->im.p, self->im.n, &clean));
+	EXPECT_TRUE(clean);
+	c->len -= 8;
+	EXPECT_EQ(0, try_image(self->im.p, self->im.n, &clean));
+}
+
+TEST_F(corrupt, duplicate_handle_is_eproto)
+{
+	struct snpu_ckpt_stream *s1 = (void *)(self->im.p + self->im.at[10] +
+					       sizeof(struct snpu_ckpt_chunk));
+	struct snpu_ckpt_owner *o = (void *)(self->im.p + self->im.at[7] +
+					     sizeof(struct snpu_ckpt_chunk));
+	bool clean;
+
+	/* The attached stream under its owner's handle. */
+	ASSERT_NE(0u, s1->owner);
+	s1->handle = o->handle;
+	fix_chunk_crc(&self->im, 10);
+	EXPECT_EQ(-EPROTO, try_image(self->im.p, self->im.n, &clean));
+	EXPECT_TRUE(clean);
+}
+
+TEST_HARNESS_MAIN

@@ -1,0 +1,260 @@
+/* SPDX-License-Identifier: GPL-2.0 WITH Linux-syscall-note */
+/*
+ * snpu checkpoint to a file and restore into a new process (ABI 0.14).
+ * Included by linux/snpu.h; see Documentation/checkpoint.rst.
+ *
+ * Two ioctls:
+ *
+ *   SNPU_IOC_CKPT_PROC     acts on a process (the caller's, or another one
+ *                          it may ptrace): @op SNPU_CKPT_OP_STATE, _LOCK,
+ *                          _CHECKPOINT (write an image into @fd), _UNLOCK.
+ *   SNPU_IOC_CKPT_RESTORE  recreates context @index of the image read from
+ *                          @fd in the caller's fresh file.
+ *
+ * The image is a stream: a struct snpu_ckpt_header, then chunks, each a
+ * struct snpu_ckpt_chunk and @len payload bytes, with a CRC32C of both.
+ * Everything is little-endian; every struct is a multiple of 8 bytes.
+ */
+#ifndef _UAPI_LINUX_SNPU_CKPT_H
+#define _UAPI_LINUX_SNPU_CKPT_H
+
+#include <linux/types.h>
+
+/* "SNPUCKPT" read as a little-endian u64. */
+#define SNPU_CKPT_MAGIC		0x54504b4355504e53ULL
+/* The layout of the image; a reader refuses another (ENOEXEC). */
+#define SNPU_CKPT_VERSION	1
+/* The most payload bytes of one chunk. */
+#define SNPU_CKPT_CHUNK_MAX	0x100000U	/* 1 MiB */
+
+/**
+ * struct snpu_ckpt_header - the first 64 bytes of an image
+ * @magic: SNPU_CKPT_MAGIC
+ * @version: SNPU_CKPT_VERSION
+ * @abi_major: SNPU_ABI_MAJOR of the driver that wrote it
+ * @abi_minor: SNPU_ABI_MINOR of the driver that wrote it
+ * @header_size: sizeof(struct snpu_ckpt_header)
+ * @contexts: number of SNPU_CKPT_CTX chunks that follow
+ * @page_size: the writer's page size (host memory sizes are its multiples)
+ * @mem_align: SNPU_MEM_ALIGN of the writer (device addresses)
+ * @flags: 0
+ * @reserved: 0
+ * @pad: 0
+ * @crc: CRC32C of the header with @crc zero
+ */
+struct snpu_ckpt_header {
+	__u64 magic;
+	__u32 version;
+	__u16 abi_major;
+	__u16 abi_minor;
+	__u32 header_size;
+	__u32 contexts;
+	__u32 page_size;
+	__u32 mem_align;
+	__u64 flags;
+	__u64 reserved[2];
+	__u32 pad;
+	__u32 crc;
+};
+
+/* Chunk types, in the order of Documentation/checkpoint.rst. */
+#define SNPU_CKPT_CTX		1	/* struct snpu_ckpt_ctx */
+#define SNPU_CKPT_MEM		2	/* struct snpu_ckpt_mem */
+#define SNPU_CKPT_DATA		3	/* struct snpu_ckpt_data, then bytes */
+#define SNPU_CKPT_HOST		4	/* struct snpu_ckpt_host */
+#define SNPU_CKPT_OWNER		5	/* struct snpu_ckpt_owner */
+#define SNPU_CKPT_STREAM	6	/* struct snpu_ckpt_stream */
+#define SNPU_CKPT_EVENT		7	/* struct snpu_ckpt_event */
+#define SNPU_CKPT_END		8	/* struct snpu_ckpt_end */
+
+/**
+ * struct snpu_ckpt_chunk - the header of one chunk
+ * @type: SNPU_CKPT_*
+ * @len: payload bytes that follow, at most SNPU_CKPT_CHUNK_MAX + 8
+ * @seq: the chunk's number, from 0
+ * @crc: CRC32C of this header with @crc zero, then of the payload
+ */
+struct snpu_ckpt_chunk {
+	__u32 type;
+	__u32 len;
+	__u32 seq;
+	__u32 crc;
+};
+
+/**
+ * struct snpu_ckpt_ctx - a context (one open file) and its device
+ * @dev_index: the device it was open on (the device map's "old")
+ * @cores: that device's cores
+ * @mem_total: that device's memory
+ * @va_window: the window of device addresses of the context
+ * @next_handle: where the handle cursor stood
+ * @nmem: SNPU_CKPT_MEM chunks of the context
+ * @nobj: SNPU_CKPT_HOST, _OWNER, _STREAM and _EVENT chunks of the context
+ * @mem_bytes: sum of the allocations' sizes
+ * @host_bytes: sum of the host memory's sizes
+ * @reserved: 0
+ */
+struct snpu_ckpt_ctx {
+	__u32 dev_index;
+	__u32 cores;
+	__u64 mem_total;
+	__u32 va_window;
+	__u32 next_handle;
+	__u32 nmem;
+	__u32 nobj;
+	__u64 mem_bytes;
+	__u64 host_bytes;
+	__u64 reserved[2];
+};
+
+/**
+ * struct snpu_ckpt_mem - a device allocation; DATA chunks with its bytes
+ * follow, in order
+ * @addr: its device address
+ * @bytes: its size as requested
+ * @reserved: 0
+ */
+struct snpu_ckpt_mem {
+	__u64 addr;
+	__u64 bytes;
+	__u64 reserved[2];
+};
+
+/**
+ * struct snpu_ckpt_data - bytes of the allocation or host memory before
+ * @offset: where they go in it; the chunk's bytes follow this struct
+ */
+struct snpu_ckpt_data {
+	__u64 offset;
+};
+
+#define SNPU_CKPT_HOST_ALLOC		0	/* HOST_ALLOC: DATA follows */
+#define SNPU_CKPT_HOST_REGISTERED	1	/* HOST_REGISTER: no DATA */
+
+/**
+ * struct snpu_ckpt_host - host memory
+ * @handle: its handle (and so its mmap offset)
+ * @kind: SNPU_CKPT_HOST_*
+ * @bytes: its size, whole pages
+ * @uaddr: REGISTERED: the user address registered (re-pinned at restore
+ *         in the restoring process); ALLOC: where it was mapped, or 0
+ * @reserved: 0
+ */
+struct snpu_ckpt_host {
+	__u32 handle;
+	__u32 kind;
+	__u64 bytes;
+	__u64 uaddr;
+	__u64 reserved;
+};
+
+/**
+ * struct snpu_ckpt_owner - an owner of attached streams
+ * @handle: its handle
+ * @priority: SNPU_PRIO_*
+ * @reserved: 0
+ */
+struct snpu_ckpt_owner {
+	__u32 handle;
+	__s32 priority;
+	__u64 reserved;
+};
+
+/**
+ * struct snpu_ckpt_stream - a stream, or an attached stream
+ * @handle: its handle
+ * @priority: SNPU_PRIO_*
+ * @owner: an attached stream's owner (an OWNER chunk before it), else 0
+ * @pad: 0
+ * @completed: the stream's timeline (submitted = completed: drained)
+ * @key: an attached stream's key, NUL-terminated and zero-padded; else 0
+ */
+struct snpu_ckpt_stream {
+	__u32 handle;
+	__s32 priority;
+	__u32 owner;
+	__u32 pad;
+	__u64 completed;
+	char key[64];
+};
+
+/**
+ * struct snpu_ckpt_event - an event (its capture is complete: drained)
+ * @handle: its handle
+ * @pad: 0
+ */
+struct snpu_ckpt_event {
+	__u32 handle;
+	__u32 pad;
+};
+
+/**
+ * struct snpu_ckpt_end - the last chunk
+ * @chunks: the number of chunks before it
+ * @pad: 0
+ */
+struct snpu_ckpt_end {
+	__u32 chunks;
+	__u32 pad;
+};
+
+/* snpu_ckpt_proc.op */
+#define SNPU_CKPT_OP_STATE	0	/* report @state */
+#define SNPU_CKPT_OP_LOCK	1	/* RUNNING -> LOCKED, waits @timeout_ns */
+#define SNPU_CKPT_OP_CHECKPOINT	2	/* LOCKED/BACKED_UP: image into @fd */
+#define SNPU_CKPT_OP_UNLOCK	3	/* LOCKED/BACKED_UP -> RUNNING */
+
+/**
+ * struct snpu_ckpt_proc - SNPU_IOC_CKPT_PROC
+ * @size: sizeof, for extension
+ * @flags: 0
+ * @op: SNPU_CKPT_OP_*
+ * @pid: the process, in the caller's pid namespace; 0 for the caller's.
+ *       Another process needs the caller to be allowed to ptrace it
+ *       (EPERM), and an snpu file open (ESRCH)
+ * @timeout_ns: LOCK: -1 forever, else >= 0; other ops: 0
+ * @fd: CHECKPOINT: a file open for writing; other ops: 0
+ * @state: out: SNPU_STATE_* after the call
+ * @bytes: out: CHECKPOINT: the image's size
+ * @contexts: out: CHECKPOINT: contexts in the image; others: the process's
+ * @pad: 0
+ * @reserved: 0
+ */
+struct snpu_ckpt_proc {
+	__u32 size;
+	__u32 flags;
+	__u32 op;
+	__u32 pid;
+	__s64 timeout_ns;
+	__s32 fd;
+	__u32 state;
+	__u64 bytes;
+	__u32 contexts;
+	__u32 pad;
+	__u64 reserved[2];
+};
+
+/**
+ * struct snpu_ckpt_restore - SNPU_IOC_CKPT_RESTORE
+ * @size: sizeof, for extension
+ * @flags: 0
+ * @fd: a file open for reading, positioned anywhere: the image is read
+ *      from its offset 0 (pread), so it must be seekable (ESPIPE)
+ * @index: the context of the image to restore, from 0
+ * @dev_index: out: the device the context was checkpointed on
+ * @contexts: out: contexts in the image
+ * @bytes: out: the image's size
+ * @reserved: 0
+ */
+struct snpu_ckpt_restore {
+	__u32 size;
+	__u32 flags;
+	__s32 fd;
+	__u32 index;
+	__u32 dev_index;
+	__u32 contexts;
+	__u64 bytes;
+	__u64 reserved[3];
+};
+
+#endif /* _UAPI_LINUX_SNPU_CKPT_H */
