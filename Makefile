@@ -34,7 +34,7 @@ LIB_CFLAGS := $(CFLAGS) $(WARN) -fPIC -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 \
 TOOLS := $(patsubst lib/tools/%.c,$(B)/tools/%,$(wildcard lib/tools/*.c))
 # Tools that are MPI programs (they link libsnpu_mpi): only with Open MPI.
 MPI_TOOLS := $(B)/tools/snpu-bench-mpi
-ifneq ($(shell pkg-config --exists ompi-c && echo y),y)
+ifneq ($(shell pkg-config --exists ompi-c 2>/dev/null && echo y),y)
 TOOLS := $(filter-out $(MPI_TOOLS),$(TOOLS))
 endif
 CORE_SRCS := $(wildcard kmod/core/*.c)
