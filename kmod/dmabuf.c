@@ -150,31 +150,33 @@ static void snpu_dmabuf_unmap(struct dma_buf_attachment *attach,
  * DMA_BUF_IOCTL_SYNC's start syncs their mappings for the CPU, its end
  * back for the devices.
  */
-static int snpu_dmabuf_begin_cpu(struct dma_buf *dmabuf,
-				 enum dma_data_direction dir)
+static void snpu_dmabuf_sync(struct snpu_dmabuf *buf, bool for_cpu)
 {
-	struct snpu_dmabuf *buf = dmabuf->priv;
 	struct snpu_dmabuf_attach *a;
 
 	mutex_lock(&buf->lock);
-	list_for_each_entry(a, &buf->attachments, node)
-		if (a->dir != DMA_NONE)
+	list_for_each_entry(a, &buf->attachments, node) {
+		if (a->dir == DMA_NONE)
+			continue;
+		if (for_cpu)
 			dma_sync_sgtable_for_cpu(a->dev, &a->sgt, a->dir);
+		else
+			dma_sync_sgtable_for_device(a->dev, &a->sgt, a->dir);
+	}
 	mutex_unlock(&buf->lock);
+}
+
+static int snpu_dmabuf_begin_cpu(struct dma_buf *dmabuf,
+				 enum dma_data_direction dir)
+{
+	snpu_dmabuf_sync(dmabuf->priv, true);
 	return 0;
 }
 
 static int snpu_dmabuf_end_cpu(struct dma_buf *dmabuf,
 			       enum dma_data_direction dir)
 {
-	struct snpu_dmabuf *buf = dmabuf->priv;
-	struct snpu_dmabuf_attach *a;
-
-	mutex_lock(&buf->lock);
-	list_for_each_entry(a, &buf->attachments, node)
-		if (a->dir != DMA_NONE)
-			dma_sync_sgtable_for_device(a->dev, &a->sgt, a->dir);
-	mutex_unlock(&buf->lock);
+	snpu_dmabuf_sync(dmabuf->priv, false);
 	return 0;
 }
 
