@@ -13,6 +13,8 @@
  * Corrupt images (each chunk cut short, each chunk's CRC broken, a wrong
  * magic, version or count) are refused with their errno and leave the
  * file and the device as they were. Another user's process is refused.
+ * Rings come back with their unreaped CQEs, submitted SQEs, completions
+ * parked for room and their poller; corrupt RING chunks are refused.
  * The module runs with devices=4 (run_vm.sh).
  */
 #include <sys/wait.h>
