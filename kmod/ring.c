@@ -698,6 +698,31 @@ err_unlock:
 	return ret;
 }
 
+int snpu_ioc_ring_query(struct snpu_context *ctx, union snpu_ioc_arg *arg)
+{
+	struct snpu_ring_query *q = &arg->ring_query;
+	/* Pairs with the release of complete rings (RING_SETUP, restore). */
+	struct snpu_ring *ring = smp_load_acquire(&ctx->ring);
+	struct snpu_ring_setup s;
+
+	if (!snpu_zero(q->reserved, sizeof(q->reserved)))
+		return -EINVAL;
+	if (!ring)
+		return -ENXIO;
+	/* Fixed from publication on: no lock. */
+	q->ring_flags = (ring->poller ? SNPU_RING_SQPOLL : 0) |
+			(ring->callback_cqe ? SNPU_RING_CALLBACK_CQE : 0);
+	q->sq_entries = ring->sq_entries;
+	q->cq_entries = ring->cq_entries;
+	q->idle_ms = ring->poller ? ring->idle_ms : 0;
+	snpu_ring_fill_offsets(ring, &s);
+	q->mmap_offset = s.mmap_offset;
+	q->mmap_bytes = s.mmap_bytes;
+	q->sq = s.sq;
+	q->cq = s.cq;
+	return 0;
+}
+
 /**
  * snpu_ring_free() - free the rings of a closed context
  * @ctx: the context, with no job left

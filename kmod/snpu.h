@@ -1313,6 +1313,7 @@ int snpu_ioc_submit(struct snpu_context *ctx, union snpu_ioc_arg *arg);
 int snpu_ioc_callback_wait(struct snpu_context *ctx, union snpu_ioc_arg *arg);
 int snpu_ioc_callback_done(struct snpu_context *ctx, union snpu_ioc_arg *arg);
 int snpu_ioc_ring_setup(struct snpu_context *ctx, union snpu_ioc_arg *arg);
+int snpu_ioc_ring_query(struct snpu_context *ctx, union snpu_ioc_arg *arg);
 int snpu_ioc_enter(struct snpu_context *ctx, union snpu_ioc_arg *arg);
 int snpu_ioc_owner_create(struct snpu_context *ctx, union snpu_ioc_arg *arg);
 int snpu_ioc_owner_destroy(struct snpu_context *ctx, union snpu_ioc_arg *arg);
@@ -1367,6 +1368,7 @@ int snpu_ioc_comm_query(struct snpu_context *ctx, union snpu_ioc_arg *arg);
  * @mem_import: SNPU_IOC_MEM_IMPORT
  * @ckpt_proc: SNPU_IOC_CKPT_PROC
  * @ckpt_restore: SNPU_IOC_CKPT_RESTORE
+ * @ring_query: SNPU_IOC_RING_QUERY
  *
  * At most 120 bytes: the dispatcher keeps it on the stack (in a struct
  * snpu_ioc_call, with what snpu_ioc_copy_out() needs).
@@ -1406,6 +1408,7 @@ union snpu_ioc_arg {
 	struct snpu_mem_import mem_import;
 	struct snpu_ckpt_proc ckpt_proc;
 	struct snpu_ckpt_restore ckpt_restore;
+	struct snpu_ring_query ring_query;
 };
 
 /**

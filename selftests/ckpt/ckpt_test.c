@@ -281,9 +281,11 @@ static bool empty_ctx(int fd)
 static bool no_rings(int fd)
 {
 	struct snpu_enter e = { .size = sizeof(e) };
+	struct snpu_ring_query q = { .size = sizeof(q) };
 	void *p;
 
-	if (snpu_ioc(fd, SNPU_IOC_ENTER, &e) != -ENXIO)
+	if (snpu_ioc(fd, SNPU_IOC_ENTER, &e) != -ENXIO ||
+	    snpu_ioc(fd, SNPU_IOC_RING_QUERY, &q) != -ENXIO)
 		return false;
 	p = mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd, SNPU_RING_MMAP_OFFSET);
 	if (p != MAP_FAILED) {
@@ -723,6 +725,7 @@ static int ring_check_restored(const char *path, int img,
 	struct snpu_ring_setup again = {
 		.size = sizeof(again), .sq_entries = R_SQ,
 	};
+	struct snpu_ring_query q = { .size = sizeof(q) };
 	struct rring r;
 	uint32_t n;
 	int fd;
@@ -732,6 +735,16 @@ static int ring_check_restored(const char *path, int img,
 		return 30;
 	if (ckpt_restore(fd, img, 0, NULL))
 		return 31;
+	/* RING_QUERY says what RING_SETUP said to the old process. */
+	if (snpu_ioc(fd, SNPU_IOC_RING_QUERY, &q) ||
+	    q.ring_flags != w->p.flags || q.sq_entries != R_SQ ||
+	    q.cq_entries != R_CQ || (!w->sqpoll && q.idle_ms) ||
+	    (w->sqpoll && q.idle_ms != 100) ||
+	    q.mmap_offset != w->p.mmap_offset ||
+	    q.mmap_bytes != w->p.mmap_bytes ||
+	    memcmp(&q.sq, &w->p.sq, sizeof(q.sq)) ||
+	    memcmp(&q.cq, &w->p.cq, sizeof(q.cq)))
+		return 41;
 	if (rr_map(fd, &w->p, &r))
 		return 32;
 	/* The geometry is the kernel's: the same for the same entries. */
@@ -832,6 +845,35 @@ TEST(sqpoll_ring_roundtrip_into_new_process)
 TEST(sqpoll_ring_roundtrip_as_nobody)
 {
 	EXPECT_EQ(0, ring_roundtrip(true, true));
+}
+
+TEST(ring_query_arguments)
+{
+	struct snpu_ring_query q = { .size = sizeof(q) };
+	struct snpu_ring_setup rs = { .size = sizeof(rs), .sq_entries = 2,
+				      .cq_entries = 8 };
+	int fd;
+
+	fd = open_dev(DEV1);
+	ASSERT_LE(0, fd);
+	EXPECT_EQ(-ENXIO, snpu_ioc(fd, SNPU_IOC_RING_QUERY, &q));
+	ASSERT_EQ(0, snpu_ioc(fd, SNPU_IOC_RING_SETUP, &rs));
+	q.flags = 1;
+	EXPECT_EQ(-EINVAL, snpu_ioc(fd, SNPU_IOC_RING_QUERY, &q));
+	q.flags = 0;
+	q.reserved[1] = 1;
+	EXPECT_EQ(-EINVAL, snpu_ioc(fd, SNPU_IOC_RING_QUERY, &q));
+	q.reserved[1] = 0;
+	ASSERT_EQ(0, snpu_ioc(fd, SNPU_IOC_RING_QUERY, &q));
+	EXPECT_EQ(0u, q.ring_flags);
+	EXPECT_EQ(2u, q.sq_entries);
+	EXPECT_EQ(8u, q.cq_entries);
+	EXPECT_EQ(0u, q.idle_ms);
+	EXPECT_EQ(rs.mmap_offset, q.mmap_offset);
+	EXPECT_EQ(rs.mmap_bytes, q.mmap_bytes);
+	EXPECT_EQ(0, memcmp(&rs.sq, &q.sq, sizeof(q.sq)));
+	EXPECT_EQ(0, memcmp(&rs.cq, &q.cq, sizeof(q.cq)));
+	close(fd);
 }
 
 /* A file with rings is not fresh. */
