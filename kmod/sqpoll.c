@@ -242,7 +242,6 @@ void snpu_ring_stop(struct snpu_context *ctx)
 	}
 }
 
-
 /**
  * snpu_sqpoll_discard() - stop the poller of rings never published
  * @ring: rings a restore made and gives up; their poller never ran
