@@ -5,7 +5,8 @@
  *
  * A checkpoint writes a locked process's device state, context by
  * context, into a caller's file as the stream of linux/snpu_ckpt.h:
- * allocations with their bytes, host memory, owners, streams, events. A
+ * allocations with their bytes, host memory, owners, streams, events,
+ * the rings (ring.c writes and remakes them). A
  * restore reads one context of such a stream into a fresh file of the
  * caller: the same device addresses (the context takes the image's
  * window of addresses), the same handles and so the same mmap offsets.
