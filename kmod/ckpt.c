@@ -5,7 +5,8 @@
  *
  * A checkpoint writes a locked process's device state, context by
  * context, into a caller's file as the stream of linux/snpu_ckpt.h:
- * allocations with their bytes, host memory, owners, streams, events. A
+ * allocations with their bytes, host memory, owners, streams, events,
+ * the rings (ring.c writes and remakes them). A
  * restore reads one context of such a stream into a fresh file of the
  * caller: the same device addresses (the context takes the image's
  * window of addresses), the same handles and so the same mmap offsets.
@@ -31,18 +32,6 @@
 
 /* Scratch for the bytes of a context that a restore skips. */
 #define SNPU_CKPT_SCRATCH	SZ_64K
-
-/**
- * struct snpu_ckpt_io - one pass over the caller's file
- * @f: the file
- * @pos: where the next byte goes or comes from
- * @seq: chunks written so far
- */
-struct snpu_ckpt_io {
-	struct file *f;
-	loff_t pos;
-	u32 seq;
-};
 
 static int snpu_ckpt_put(struct snpu_ckpt_io *io, const void *buf, size_t len)
 {
@@ -80,9 +69,19 @@ static int snpu_ckpt_get(struct snpu_ckpt_io *io, void *buf, size_t len)
 	return 0;
 }
 
-/* One chunk: its record @rec, then @dlen bytes of @data. */
-static int snpu_ckpt_chunk(struct snpu_ckpt_io *io, u32 type, const void *rec,
-			   u32 rlen, const void *data, u32 dlen)
+/**
+ * snpu_ckpt_chunk() - write one chunk of an image
+ * @io: the image being written
+ * @type: SNPU_CKPT_*
+ * @rec: its record
+ * @rlen: the record's size
+ * @data: DATA: the bytes after the record, else NULL
+ * @dlen: how many
+ *
+ * Return: 0, -EINTR, or the file's error.
+ */
+int snpu_ckpt_chunk(struct snpu_ckpt_io *io, u32 type, const void *rec,
+		    u32 rlen, const void *data, u32 dlen)
 {
 	struct snpu_ckpt_chunk c = {
 		.type = type, .len = rlen + dlen, .seq = io->seq,
@@ -104,9 +103,17 @@ static int snpu_ckpt_chunk(struct snpu_ckpt_io *io, u32 type, const void *rec,
 	return ret;
 }
 
-/* The bytes of an allocation or host memory, as DATA chunks. */
-static int snpu_ckpt_put_data(struct snpu_ckpt_io *io, const void *base,
-			      u64 bytes)
+/**
+ * snpu_ckpt_put_data() - write bytes as DATA chunks
+ * @io: the image being written
+ * @base: the bytes
+ * @bytes: how many
+ * @from: the offset of the first in what the DATA chunks carry
+ *
+ * Return: 0, -EINTR, or the file's error.
+ */
+int snpu_ckpt_put_data(struct snpu_ckpt_io *io, const void *base, u64 bytes,
+		       u64 from)
 {
 	struct snpu_ckpt_data d;
 	u64 off;
@@ -115,7 +122,7 @@ static int snpu_ckpt_put_data(struct snpu_ckpt_io *io, const void *base,
 
 	for (off = 0; off < bytes; off += n) {
 		n = min_t(u64, bytes - off, SNPU_CKPT_CHUNK_MAX);
-		d.offset = off;
+		d.offset = from + off;
 		ret = snpu_ckpt_chunk(io, SNPU_CKPT_DATA, &d, sizeof(d),
 				      base + off, n);
 		if (ret)
@@ -132,10 +139,16 @@ static int snpu_ckpt_ctx_rec_locked(struct snpu_context *ctx,
 	struct snpu_mem *mem;
 	unsigned long index = 0;
 
+	int ret;
+
 	lockdep_assert_held(&ctx->lock);
 	memset(r, 0, sizeof(*r));
-	if (ctx->ring || ctx->ncomm_ids)
+	if (ctx->ncomm_ids)
 		return -EOPNOTSUPP;
+	ret = snpu_ring_ckpt_check_locked(ctx);
+	if (ret)
+		return ret;
+	r->nring = ctx->ring ? 1 : 0;
 	r->dev_index = ctx->sdev->index;
 	r->cores = ctx->sdev->cores;
 	r->mem_total = ctx->sdev->mem_total;
@@ -193,7 +206,7 @@ static int snpu_ckpt_put_obj_locked(struct snpu_ckpt_io *io,
 		ret = snpu_ckpt_chunk(io, SNPU_CKPT_HOST, &hr, sizeof(hr),
 				      NULL, 0);
 		if (!ret && !h->pages)
-			ret = snpu_ckpt_put_data(io, h->kaddr, h->bytes);
+			ret = snpu_ckpt_put_data(io, h->kaddr, h->bytes, 0);
 		return ret;
 	case SNPU_OBJ_STREAM:
 		s = container_of(obj, struct snpu_stream, obj);
@@ -245,7 +258,7 @@ static int snpu_ckpt_put_ctx_locked(struct snpu_ckpt_io *io,
 		ret = snpu_ckpt_chunk(io, SNPU_CKPT_MEM, &mr, sizeof(mr),
 				      NULL, 0);
 		if (!ret)
-			ret = snpu_ckpt_put_data(io, mem->vaddr, mem->bytes);
+			ret = snpu_ckpt_put_data(io, mem->vaddr, mem->bytes, 0);
 	}
 	/* Owners first: an attached stream names one before it. */
 	xa_for_each(&ctx->handles, index, obj) {
@@ -265,6 +278,9 @@ static int snpu_ckpt_put_ctx_locked(struct snpu_ckpt_io *io,
 			return ret;
 		ret = snpu_ckpt_put_obj_locked(io, ctx, obj);
 	}
+	/* The rings last: their SQEs name the streams above. */
+	if (!ret)
+		ret = snpu_ring_ckpt_put_locked(io, ctx);
 	return ret;
 }
 
@@ -280,7 +296,8 @@ static int snpu_ckpt_put_ctx_locked(struct snpu_ckpt_io *io,
  * the header, each context, and the END chunk.
  *
  * Return: 0; -EBADF for a file not open for writing; -EINTR on a signal;
- * -EOPNOTSUPP for a process with a ring, a graph or a communicator;
+ * -EOPNOTSUPP for a process with a graph or a communicator; -EPROTO
+ * for rings whose counters the process left out of range;
  * -ESTALE when one of its files closes meanwhile; errors of the file's
  * write. On error the file holds a partial image that a restore refuses.
  */
@@ -384,6 +401,8 @@ out:
  * @scratch: SNPU_CKPT_SCRATCH bytes, allocated when first needed
  * @dev_index: the device @index was checkpointed on
  * @next_handle: its handle cursor
+ * @rr: the rings of @index, made, published after the END
+ * @ring_data: the DATA chunks being read are the rings'
  */
 struct snpu_ckpt_rst {
 	struct snpu_ckpt_io io;
@@ -395,6 +414,8 @@ struct snpu_ckpt_rst {
 	void *scratch;
 	u32 dev_index;
 	u32 next_handle;
+	struct snpu_ring_rst rr;
+	bool ring_data;
 };
 
 /* Take the image's window of device addresses on this device. */
@@ -557,11 +578,15 @@ static int snpu_ckpt_apply_locked(struct snpu_ckpt_rst *r, u32 type,
 	struct snpu_mem *mem;
 
 	r->dst = NULL;
+	r->ring_data = false;
 	if (type == SNPU_CKPT_CTX)
 		return snpu_ckpt_begin_ctx_locked(r, rec);
 	if (!r->active)
 		return 0;
 	switch (type) {
+	case SNPU_CKPT_RING:
+		r->ring_data = true;
+		return snpu_ring_ckpt_make_locked(r->ctx, &r->rr, rec);
 	case SNPU_CKPT_MEM:
 		mem = snpu_mem_restore_locked(r->ctx, mr->addr, mr->bytes);
 		if (IS_ERR(mem))
@@ -580,12 +605,28 @@ static int snpu_ckpt_apply_locked(struct snpu_ckpt_rst *r, u32 type,
 	return 0;
 }
 
-/* A DATA chunk: its bytes go to @r->dst, or through the scratch buffer. */
+/*
+ * Where @n bytes of DATA at @off go, and how many of them go there (in
+ * @n); NULL for the scratch buffer, at most its size.
+ */
+static void *snpu_ckpt_dst(struct snpu_ckpt_rst *r, u64 off, u32 *n)
+{
+	if (r->ring_data)
+		return snpu_ring_ckpt_dst(&r->rr, off, n);
+	if (r->dst)
+		return r->dst + off;
+	*n = min_t(u32, *n, SNPU_CKPT_SCRATCH);
+	return NULL;
+}
+
+/* A DATA chunk: its bytes go where snpu_ckpt_dst() says. */
 static int snpu_ckpt_get_data(struct snpu_ckpt_rst *r,
 			      const struct snpu_ckpt_chunk *c, u32 *crc)
 {
 	struct snpu_ckpt_data d;
 	u32 n, piece;
+	void *dst;
+	u64 off;
 	int ret;
 
 	ret = snpu_ckpt_get(&r->io, &d, sizeof(d));
@@ -596,22 +637,23 @@ static int snpu_ckpt_get_data(struct snpu_ckpt_rst *r,
 	if (d.offset != r->ps.data_off)
 		return -EPROTO;
 	n = c->len - sizeof(d);
-	if (r->dst) {
-		ret = snpu_ckpt_get(&r->io, r->dst + d.offset, n);
-		if (!ret)
-			*crc = snpu_ckpt_crc(*crc, r->dst + d.offset, n);
-	} else {
-		if (!r->scratch)
-			r->scratch = kvmalloc(SNPU_CKPT_SCRATCH,
-					      GFP_KERNEL_ACCOUNT);
-		if (!r->scratch)
-			return -ENOMEM;
-		for (; n && !ret; n -= piece) {
-			piece = min_t(u32, n, SNPU_CKPT_SCRATCH);
-			ret = snpu_ckpt_get(&r->io, r->scratch, piece);
-			if (!ret)
-				*crc = snpu_ckpt_crc(*crc, r->scratch, piece);
+	off = d.offset;
+	while (n && !ret) {
+		piece = n;
+		dst = snpu_ckpt_dst(r, off, &piece);
+		if (!dst) {
+			if (!r->scratch)
+				r->scratch = kvmalloc(SNPU_CKPT_SCRATCH,
+						      GFP_KERNEL_ACCOUNT);
+			if (!r->scratch)
+				return -ENOMEM;
+			dst = r->scratch;
 		}
+		ret = snpu_ckpt_get(&r->io, dst, piece);
+		if (!ret)
+			*crc = snpu_ckpt_crc(*crc, dst, piece);
+		off += piece;
+		n -= piece;
 	}
 	if (ret)
 		return ret;
@@ -634,6 +676,7 @@ static int snpu_ckpt_read_locked(struct snpu_ckpt_rst *r, u32 *contexts)
 		struct snpu_ckpt_owner owner;
 		struct snpu_ckpt_stream stream;
 		struct snpu_ckpt_event event;
+		struct snpu_ckpt_ring ring;
 		struct snpu_ckpt_end end;
 	} rec;
 	struct snpu_ckpt_header h;
@@ -740,7 +783,10 @@ int snpu_ioc_ckpt_restore(struct snpu_context *ctx, union snpu_ioc_arg *arg)
 	}
 	cursor = ctx->next_handle;
 	ret = snpu_ckpt_read_locked(&r, &contexts);
+	if (!ret)
+		ret = snpu_ring_ckpt_publish_locked(ctx, &r.rr);
 	if (ret) {
+		snpu_ring_ckpt_discard(ctx, &r.rr);
 		snpu_ckpt_unmake_locked(ctx);
 		ctx->next_handle = cursor;
 	} else {

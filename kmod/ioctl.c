@@ -204,6 +204,8 @@ static const struct snpu_ioc_desc snpu_ioc_table[] = {
 	SNPU_IOC(CKPT_PROC, CKPT_PROC, snpu_ckpt_proc, 0, snpu_ioc_ckpt_proc),
 	SNPU_IOC_MOD(CKPT_RESTORE, CKPT_RESTORE, snpu_ckpt_restore, 0,
 		     snpu_ioc_ckpt_restore),
+	SNPU_IOC(RING_QUERY, RING_QUERY, snpu_ring_query, 0,
+		 snpu_ioc_ring_query),
 	/* No argument: the syscall floor for benchmarks. */
 	[_IOC_NR(SNPU_IOC_NOP)] = { SNPU_IOC_NOP, 0, 0, 0, false, snpu_ioc_nop },
 };

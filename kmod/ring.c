@@ -22,6 +22,7 @@
 
 #include "snpu.h"
 #include "trace.h"
+#include "core/ckpt.h"
 
 /* Offsets in the header page: each counter on its own cache line. */
 #define SNPU_RING_SQ_HEAD	0
@@ -41,7 +42,7 @@
 
 /* SQEs checked between two commits. */
 #define SNPU_RING_BATCH		64
-#define SNPU_RING_MAX_IDLE_MS	10000
+#define SNPU_RING_MAX_IDLE_MS	SNPU_CKPT_RING_MAX_IDLE_MS
 
 static u32 *snpu_ring_word(struct snpu_ring *ring, unsigned int off)
 {
@@ -188,6 +189,11 @@ bool snpu_ring_flush(struct snpu_context *ctx, struct snpu_ring *ring)
 	    (!ring->callback_cqe || list_empty_careful(&ctx->callbacks)))
 		return true;
 	spin_lock(&ctx->sched_lock);
+	/* A checkpoint copies the CQ: what waits for room waits. */
+	if (ring->frozen) {
+		spin_unlock(&ctx->sched_lock);
+		return false;
+	}
 	while (!list_empty(&ring->overflow) &&
 	       snpu_cq_used_locked(ring) < ring->cq_entries) {
 		job = list_first_entry(&ring->overflow, struct snpu_job,
@@ -542,6 +548,15 @@ int snpu_ioc_enter(struct snpu_context *ctx, union snpu_ioc_arg *arg)
 	return ret;
 }
 
+/* The words of the header page that only the ring's sizes make. */
+static void snpu_ring_write_sizes(struct snpu_ring *ring)
+{
+	*snpu_ring_word(ring, SNPU_RING_SQ_MASK) = ring->sq_mask;
+	*snpu_ring_word(ring, SNPU_RING_SQ_ENTRIES) = ring->sq_entries;
+	*snpu_ring_word(ring, SNPU_RING_CQ_MASK) = ring->cq_mask;
+	*snpu_ring_word(ring, SNPU_RING_CQ_ENTRIES) = ring->cq_entries;
+}
+
 static int snpu_ring_check(const struct snpu_ring_setup *s)
 {
 	u32 cq = s->cq_entries ?: 2 * s->sq_entries;
@@ -579,26 +594,25 @@ static void snpu_ring_fill_offsets(struct snpu_ring *ring,
 	s->mmap_bytes = ring->bytes;
 }
 
-int snpu_ioc_ring_setup(struct snpu_context *ctx, union snpu_ioc_arg *arg)
+/*
+ * Rings of @sq_entries and @cq_entries (checked by the caller), not
+ * published: their memory is zero but for the masks and sizes.
+ */
+static struct snpu_ring *snpu_ring_alloc(u32 sq_entries, u32 cq_entries,
+					 u32 flags, unsigned int idle_ms)
 {
-	struct snpu_ring_setup *s = &arg->ring_setup;
 	struct snpu_ring *ring;
 	size_t sq_bytes, cq_bytes;
-	int ret;
-
-	ret = snpu_ring_check(s);
-	if (ret)
-		return ret;
 
 	ring = kzalloc(sizeof(*ring), GFP_KERNEL_ACCOUNT);
 	if (!ring)
-		return -ENOMEM;
-	ring->sq_entries = s->sq_entries;
-	ring->sq_mask = s->sq_entries - 1;
-	ring->cq_entries = s->cq_entries ?: 2 * s->sq_entries;
+		return NULL;
+	ring->sq_entries = sq_entries;
+	ring->sq_mask = sq_entries - 1;
+	ring->cq_entries = cq_entries;
 	ring->cq_mask = ring->cq_entries - 1;
-	ring->idle_ms = s->idle_ms ?: SNPU_RING_IDLE_MS;
-	ring->callback_cqe = s->flags & SNPU_RING_CALLBACK_CQE;
+	ring->idle_ms = idle_ms ?: SNPU_RING_IDLE_MS;
+	ring->callback_cqe = flags & SNPU_RING_CALLBACK_CQE;
 	INIT_LIST_HEAD(&ring->overflow);
 	init_waitqueue_head(&ring->cq_wq);
 	init_waitqueue_head(&ring->poll_wq);
@@ -611,7 +625,7 @@ int snpu_ioc_ring_setup(struct snpu_context *ctx, union snpu_ioc_arg *arg)
 	ring->mem = snpu_vmalloc_user(ring->bytes);
 	if (!ring->mem) {
 		kfree(ring);
-		return -ENOMEM;
+		return NULL;
 	}
 	ring->sq_head_user = snpu_ring_word(ring, SNPU_RING_SQ_HEAD);
 	ring->sq_tail_user = snpu_ring_word(ring, SNPU_RING_SQ_TAIL);
@@ -621,12 +635,40 @@ int snpu_ioc_ring_setup(struct snpu_context *ctx, union snpu_ioc_arg *arg)
 	ring->cq_flags = snpu_ring_word(ring, SNPU_RING_CQ_FLAGS);
 	ring->sq_dropped = snpu_ring_word(ring, SNPU_RING_SQ_DROPPED);
 	ring->cq_overflow = snpu_ring_word(ring, SNPU_RING_CQ_OVERFLOW);
-	*snpu_ring_word(ring, SNPU_RING_SQ_MASK) = ring->sq_mask;
-	*snpu_ring_word(ring, SNPU_RING_SQ_ENTRIES) = ring->sq_entries;
-	*snpu_ring_word(ring, SNPU_RING_CQ_MASK) = ring->cq_mask;
-	*snpu_ring_word(ring, SNPU_RING_CQ_ENTRIES) = ring->cq_entries;
+	snpu_ring_write_sizes(ring);
 	ring->sqes = ring->mem + ring->sq_off;
 	ring->cqes = ring->mem + ring->cq_off;
+	return ring;
+}
+
+/*
+ * Publish complete rings: ENTER, mmap and the poller read ctx->ring
+ * without the context lock, completions under sched_lock.
+ */
+static void snpu_ring_publish_locked(struct snpu_context *ctx,
+				     struct snpu_ring *ring)
+{
+	lockdep_assert_held(&ctx->lock);
+	spin_lock(&ctx->sched_lock);
+	/* ENTER, mmap and the poller load it with acquire. */
+	smp_store_release(&ctx->ring, ring);
+	spin_unlock(&ctx->sched_lock);
+}
+
+int snpu_ioc_ring_setup(struct snpu_context *ctx, union snpu_ioc_arg *arg)
+{
+	struct snpu_ring_setup *s = &arg->ring_setup;
+	struct snpu_ring *ring;
+	int ret;
+
+	ret = snpu_ring_check(s);
+	if (ret)
+		return ret;
+
+	ring = snpu_ring_alloc(s->sq_entries, s->cq_entries ?: 2 * s->sq_entries,
+			       s->flags, s->idle_ms);
+	if (!ring)
+		return -ENOMEM;
 
 	mutex_lock(&ctx->lock);
 	if (ctx->ring) {
@@ -635,21 +677,14 @@ int snpu_ioc_ring_setup(struct snpu_context *ctx, union snpu_ioc_arg *arg)
 	}
 	/*
 	 * Everything that can fail comes first: the poller is created, not
-	 * run. Only a complete ring is published, with release: ENTER and
-	 * mmap read it without the context lock.
+	 * run. Only a complete ring is published.
 	 */
 	if (s->flags & SNPU_RING_SQPOLL) {
 		ret = snpu_sqpoll_create(ctx, ring);
 		if (ret)
 			goto err_unlock;
 	}
-	spin_lock(&ctx->sched_lock);
-	/*
-	 * Completions look at ctx->ring under sched_lock; ENTER, mmap and the
-	 * poller with acquire, which pairs with this release.
-	 */
-	smp_store_release(&ctx->ring, ring);
-	spin_unlock(&ctx->sched_lock);
+	snpu_ring_publish_locked(ctx, ring);
 	mutex_unlock(&ctx->lock);
 	if (ring->poller)
 		wake_up_process(ring->poller);
@@ -661,6 +696,31 @@ err_unlock:
 	vfree(ring->mem);
 	kfree(ring);
 	return ret;
+}
+
+int snpu_ioc_ring_query(struct snpu_context *ctx, union snpu_ioc_arg *arg)
+{
+	struct snpu_ring_query *q = &arg->ring_query;
+	/* Pairs with the release of complete rings (RING_SETUP, restore). */
+	struct snpu_ring *ring = smp_load_acquire(&ctx->ring);
+	struct snpu_ring_setup s;
+
+	if (!snpu_zero(q->reserved, sizeof(q->reserved)))
+		return -EINVAL;
+	if (!ring)
+		return -ENXIO;
+	/* Fixed from publication on: no lock. */
+	q->ring_flags = (ring->poller ? SNPU_RING_SQPOLL : 0) |
+			(ring->callback_cqe ? SNPU_RING_CALLBACK_CQE : 0);
+	q->sq_entries = ring->sq_entries;
+	q->cq_entries = ring->cq_entries;
+	q->idle_ms = ring->poller ? ring->idle_ms : 0;
+	snpu_ring_fill_offsets(ring, &s);
+	q->mmap_offset = s.mmap_offset;
+	q->mmap_bytes = s.mmap_bytes;
+	q->sq = s.sq;
+	q->cq = s.cq;
+	return 0;
 }
 
 /**
@@ -727,4 +787,275 @@ int snpu_ring_mmap(struct snpu_context *ctx, struct vm_area_struct *vma)
 	vma->vm_private_data = ring;
 	vma->vm_ops = &snpu_ring_vm_ops;
 	return 0;
+}
+
+/*
+ * Checkpoint images (Documentation/checkpoint.rst): a context's rings are
+ * one SNPU_CKPT_RING chunk, the last of the context, then DATA: the
+ * mapping's bytes and the completions parked for room. The counters of
+ * the header page are the record's; a restore writes them over the bytes.
+ */
+
+/* The record of @ring as it stands; the caller keeps it from changing. */
+static void snpu_ring_ckpt_rec_locked(struct snpu_context *ctx,
+				      struct snpu_ring *ring,
+				      struct snpu_ckpt_ring *r)
+{
+	struct snpu_job *job;
+
+	lockdep_assert_held(&ctx->sched_lock);
+	memset(r, 0, sizeof(*r));
+	r->flags = (ring->poller ? SNPU_RING_SQPOLL : 0) |
+		   (ring->callback_cqe ? SNPU_RING_CALLBACK_CQE : 0);
+	r->sq_entries = ring->sq_entries;
+	r->cq_entries = ring->cq_entries;
+	r->idle_ms = ring->poller ? ring->idle_ms : 0;
+	r->sq_head = ring->sq_head;
+	r->cq_tail = ring->cq_tail;
+	/* The process's words, each read once: the record is consistent. */
+	r->sq_tail = READ_ONCE(*ring->sq_tail_user);
+	r->cq_head = READ_ONCE(*ring->cq_head);
+	r->sq_flags = READ_ONCE(*ring->sq_flags);
+	r->cq_flags = READ_ONCE(*ring->cq_flags);
+	r->sq_dropped = READ_ONCE(*ring->sq_dropped);
+	r->cq_overflow = READ_ONCE(*ring->cq_overflow);
+	list_for_each_entry(job, &ring->overflow, ov_node)
+		r->noverflow++;
+	r->bytes = ring->bytes;
+}
+
+/**
+ * snpu_ring_ckpt_check_locked() - can an image hold the context's rings
+ * @ctx: the context, drained, of a locked process
+ *
+ * Return: 0 (also without rings), or -EPROTO when the process left its
+ * counters where a restore would refuse them (an SQ tail more than a ring
+ * ahead of the head, a CQ head past the tail or a ring behind it).
+ */
+int snpu_ring_ckpt_check_locked(struct snpu_context *ctx)
+{
+	struct snpu_ring *ring = ctx->ring;
+	struct snpu_ckpt_ring r;
+
+	lockdep_assert_held(&ctx->lock);
+	if (!ring)
+		return 0;
+	spin_lock(&ctx->sched_lock);
+	snpu_ring_ckpt_rec_locked(ctx, ring, &r);
+	spin_unlock(&ctx->sched_lock);
+	return snpu_ckpt_ring_check(&r, PAGE_SIZE);
+}
+
+/**
+ * snpu_ring_ckpt_put_locked() - write the context's rings into an image
+ * @io: the image being written
+ * @ctx: the context, drained, of a locked process
+ *
+ * While the bytes are copied, completions parked for room stay parked
+ * (no task runs: the process is locked and drained); the record, the
+ * mapping and the parked completions are of the same moment.
+ *
+ * Return: 0 (nothing without rings), -EPROTO as
+ * snpu_ring_ckpt_check_locked(), -ENOMEM, or the file's error.
+ */
+int snpu_ring_ckpt_put_locked(struct snpu_ckpt_io *io,
+			      struct snpu_context *ctx)
+{
+	struct snpu_ring *ring = ctx->ring;
+	struct snpu_cqe *ovf = NULL;
+	struct snpu_ckpt_ring r;
+	struct snpu_job *job;
+	u32 n = 0;
+	int ret;
+
+	lockdep_assert_held(&ctx->lock);
+	if (!ring)
+		return 0;
+	spin_lock(&ctx->sched_lock);
+	ring->frozen = true;
+	snpu_ring_ckpt_rec_locked(ctx, ring, &r);
+	spin_unlock(&ctx->sched_lock);
+	ret = snpu_ckpt_ring_check(&r, PAGE_SIZE);
+	if (ret)
+		goto out;
+	/* At most the task quota's: SNPU_CKPT_RING_MAX_OVERFLOW * 32 bytes. */
+	if (r.noverflow) {
+		ovf = kvmalloc_array(r.noverflow, sizeof(*ovf),
+				     GFP_KERNEL_ACCOUNT);
+		if (!ovf) {
+			ret = -ENOMEM;
+			goto out;
+		}
+		spin_lock(&ctx->sched_lock);
+		list_for_each_entry(job, &ring->overflow, ov_node) {
+			if (WARN_ON_ONCE(n == r.noverflow))
+				break;
+			ovf[n++] = (struct snpu_cqe) {
+				.user_data = job->user_data,
+				.result = job->error,
+				.time_ns = job->done_ns,
+				.seq = job->seq,
+			};
+		}
+		spin_unlock(&ctx->sched_lock);
+	}
+	ret = snpu_ckpt_chunk(io, SNPU_CKPT_RING, &r, sizeof(r), NULL, 0);
+	if (!ret)
+		ret = snpu_ckpt_put_data(io, ring->mem, ring->bytes, 0);
+	if (!ret && n)
+		ret = snpu_ckpt_put_data(io, ovf, (u64)n * sizeof(*ovf),
+					 ring->bytes);
+out:
+	kvfree(ovf);
+	spin_lock(&ctx->sched_lock);
+	ring->frozen = false;
+	spin_unlock(&ctx->sched_lock);
+	return ret;
+}
+
+/**
+ * snpu_ring_ckpt_make_locked() - make the rings of a RING record
+ * @ctx: the fresh context being restored
+ * @rr: the restore's rings: filled here, discarded by the caller on error
+ * @rec: the record, checked by snpu_ckpt_ring_check()
+ *
+ * Everything that can fail is done here, before the image's bytes are
+ * read: the mapping, the poller (created, not run; counted against the
+ * user's pollers and clamped as RING_SETUP does), a task slot for each
+ * parked completion. Nothing is published.
+ *
+ * Return: 0, -ENOMEM, -EAGAIN (the user's pollers), -ENOSPC (task slots).
+ */
+int snpu_ring_ckpt_make_locked(struct snpu_context *ctx,
+			       struct snpu_ring_rst *rr,
+			       const struct snpu_ckpt_ring *rec)
+{
+	struct snpu_ring *ring;
+	int ret;
+
+	lockdep_assert_held(&ctx->lock);
+	rr->rec = *rec;
+	INIT_LIST_HEAD(&rr->jobs);
+	ring = snpu_ring_alloc(rec->sq_entries, rec->cq_entries, rec->flags,
+			       rec->idle_ms);
+	if (!ring)
+		return -ENOMEM;
+	rr->ring = ring;
+	if (WARN_ON_ONCE(ring->bytes != rec->bytes))
+		return -EPROTO;
+	if (rec->noverflow) {
+		rr->ovf = kvmalloc_array(rec->noverflow, sizeof(*rr->ovf),
+					 GFP_KERNEL_ACCOUNT);
+		if (!rr->ovf)
+			return -ENOMEM;
+		ret = snpu_jobs_reserve(ctx, rec->noverflow, &rr->jobs);
+		if (ret)
+			return ret;
+	}
+	if (rec->flags & SNPU_RING_SQPOLL)
+		return snpu_sqpoll_create(ctx, ring);
+	return 0;
+}
+
+/**
+ * snpu_ring_ckpt_dst() - where bytes of the RING's DATA go
+ * @rr: the restore's rings, made
+ * @off: the offset of the DATA's bytes (checked by the validator)
+ * @n: in: how many; out: how many of them go to the place returned
+ *
+ * Return: the mapping's bytes first, then the parked completions.
+ */
+void *snpu_ring_ckpt_dst(struct snpu_ring_rst *rr, u64 off, u32 *n)
+{
+	struct snpu_ring *ring = rr->ring;
+
+	if (off < ring->bytes) {
+		*n = min_t(u64, *n, ring->bytes - off);
+		return ring->mem + off;
+	}
+	return (void *)rr->ovf + (off - ring->bytes);
+}
+
+/**
+ * snpu_ring_ckpt_publish_locked() - the image is read: give the rings out
+ * @ctx: the restored context
+ * @rr: its rings, made and filled; NULL ring: nothing to do
+ *
+ * The counters of the header page are the record's; the parked
+ * completions park again, in their order; the rings are published and
+ * the poller runs.
+ *
+ * Return: 0, or -EPROTO for a parked completion that is not one (then
+ * nothing is published).
+ */
+int snpu_ring_ckpt_publish_locked(struct snpu_context *ctx,
+				  struct snpu_ring_rst *rr)
+{
+	const struct snpu_ckpt_ring *rec = &rr->rec;
+	struct snpu_ring *ring = rr->ring;
+	struct snpu_job *job, *tmp;
+	u32 i = 0;
+
+	lockdep_assert_held(&ctx->lock);
+	if (!ring)
+		return 0;
+	for (i = 0; i < rec->noverflow; i++)
+		if (snpu_ckpt_ring_cqe_check(&rr->ovf[i]))
+			return -EPROTO;
+	snpu_ring_write_sizes(ring);
+	ring->sq_head = rec->sq_head;
+	ring->cq_tail = rec->cq_tail;
+	*ring->sq_head_user = rec->sq_head;
+	*ring->sq_tail_user = rec->sq_tail;
+	*ring->cq_head = rec->cq_head;
+	*ring->cq_tail_user = rec->cq_tail;
+	*ring->sq_flags = rec->sq_flags;
+	*ring->cq_flags = rec->cq_flags | (rec->noverflow ? SNPU_CQ_OVERFLOW : 0);
+	*ring->sq_dropped = rec->sq_dropped;
+	*ring->cq_overflow = rec->cq_overflow;
+	i = 0;
+	spin_lock(&ctx->sched_lock);
+	list_for_each_entry_safe(job, tmp, &rr->jobs, node) {
+		list_del_init(&job->node);
+		/* Done, holding its slot until the CQ has room: as parked. */
+		job->user_data = rr->ovf[i].user_data;
+		job->error = rr->ovf[i].result;
+		job->done_ns = rr->ovf[i].time_ns;
+		job->seq = rr->ovf[i].seq;
+		job->state = SNPU_JOB_DONE;
+		list_add_tail(&job->ov_node, &ring->overflow);
+		i++;
+	}
+	spin_unlock(&ctx->sched_lock);
+	snpu_ring_publish_locked(ctx, ring);
+	if (ring->poller)
+		wake_up_process(ring->poller);
+	kvfree(rr->ovf);
+	rr->ovf = NULL;
+	rr->ring = NULL;
+	return 0;
+}
+
+/**
+ * snpu_ring_ckpt_discard() - undo snpu_ring_ckpt_make_locked()
+ * @ctx: the context whose restore failed
+ * @rr: its rings, never published; emptied
+ *
+ * The poller never ran: it is stopped and uncounted, the slots go back.
+ */
+void snpu_ring_ckpt_discard(struct snpu_context *ctx, struct snpu_ring_rst *rr)
+{
+	struct snpu_ring *ring = rr->ring;
+
+	if (!ring)
+		return;
+	if (ring->poller)
+		snpu_sqpoll_discard(ring);
+	if (!list_empty(&rr->jobs))
+		snpu_jobs_unwind(ctx, &rr->jobs);
+	kvfree(rr->ovf);
+	vfree(ring->mem);
+	kfree(ring);
+	rr->ovf = NULL;
+	rr->ring = NULL;
 }

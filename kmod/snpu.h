@@ -620,6 +620,8 @@ struct snpu_job {
  * @poller_key: the (user, device) the poller is counted against
  * @callback_cqe: SNPU_RING_CALLBACK_CQE: ready host callbacks are
  *                delivered as completions (set before publication)
+ * @frozen: a checkpoint is copying the rings: parked completions stay
+ *          parked (under sched_lock)
  */
 struct snpu_ring {
 	void *mem;
@@ -654,6 +656,7 @@ struct snpu_ring {
 	bool slot_wait;
 	unsigned long poller_key;
 	bool callback_cqe;
+	bool frozen;
 };
 
 /**
@@ -1069,8 +1072,51 @@ u32 snpu_ring_consume_locked(struct snpu_context *ctx, u32 max);
 void snpu_ring_free(struct snpu_context *ctx);
 int snpu_ring_mmap(struct snpu_context *ctx, struct vm_area_struct *vma);
 
+/**
+ * struct snpu_ckpt_io - one pass over the caller's file (ckpt.c)
+ * @f: the file
+ * @pos: where the next byte goes or comes from
+ * @seq: chunks written so far
+ */
+struct snpu_ckpt_io {
+	struct file *f;
+	loff_t pos;
+	u32 seq;
+};
+
+/**
+ * struct snpu_ring_rst - the rings a restore is making (ring.c)
+ * @ring: not published until the whole image is read, or NULL
+ * @rec: the image's RING record
+ * @ovf: the completions that waited for room, as read from the image
+ * @jobs: a reserved job for each, to park them again
+ */
+struct snpu_ring_rst {
+	struct snpu_ring *ring;
+	struct snpu_ckpt_ring rec;
+	struct snpu_cqe *ovf;
+	struct list_head jobs;
+};
+
+int snpu_ckpt_chunk(struct snpu_ckpt_io *io, u32 type, const void *rec,
+		    u32 rlen, const void *data, u32 dlen);
+int snpu_ckpt_put_data(struct snpu_ckpt_io *io, const void *base, u64 bytes,
+		       u64 from);
+int snpu_ring_ckpt_check_locked(struct snpu_context *ctx);
+int snpu_ring_ckpt_put_locked(struct snpu_ckpt_io *io,
+			      struct snpu_context *ctx);
+int snpu_ring_ckpt_make_locked(struct snpu_context *ctx,
+			       struct snpu_ring_rst *rr,
+			       const struct snpu_ckpt_ring *rec);
+void *snpu_ring_ckpt_dst(struct snpu_ring_rst *rr, u64 off, u32 *n);
+int snpu_ring_ckpt_publish_locked(struct snpu_context *ctx,
+				  struct snpu_ring_rst *rr);
+void snpu_ring_ckpt_discard(struct snpu_context *ctx,
+			    struct snpu_ring_rst *rr);
+
 /* sqpoll.c */
 int snpu_sqpoll_create(struct snpu_context *ctx, struct snpu_ring *ring);
+void snpu_sqpoll_discard(struct snpu_ring *ring);
 void snpu_ring_kick(struct snpu_context *ctx);
 void snpu_ring_stop(struct snpu_context *ctx);
 
@@ -1267,6 +1313,7 @@ int snpu_ioc_submit(struct snpu_context *ctx, union snpu_ioc_arg *arg);
 int snpu_ioc_callback_wait(struct snpu_context *ctx, union snpu_ioc_arg *arg);
 int snpu_ioc_callback_done(struct snpu_context *ctx, union snpu_ioc_arg *arg);
 int snpu_ioc_ring_setup(struct snpu_context *ctx, union snpu_ioc_arg *arg);
+int snpu_ioc_ring_query(struct snpu_context *ctx, union snpu_ioc_arg *arg);
 int snpu_ioc_enter(struct snpu_context *ctx, union snpu_ioc_arg *arg);
 int snpu_ioc_owner_create(struct snpu_context *ctx, union snpu_ioc_arg *arg);
 int snpu_ioc_owner_destroy(struct snpu_context *ctx, union snpu_ioc_arg *arg);
@@ -1321,6 +1368,7 @@ int snpu_ioc_comm_query(struct snpu_context *ctx, union snpu_ioc_arg *arg);
  * @mem_import: SNPU_IOC_MEM_IMPORT
  * @ckpt_proc: SNPU_IOC_CKPT_PROC
  * @ckpt_restore: SNPU_IOC_CKPT_RESTORE
+ * @ring_query: SNPU_IOC_RING_QUERY
  *
  * At most 120 bytes: the dispatcher keeps it on the stack (in a struct
  * snpu_ioc_call, with what snpu_ioc_copy_out() needs).
@@ -1360,6 +1408,7 @@ union snpu_ioc_arg {
 	struct snpu_mem_import mem_import;
 	struct snpu_ckpt_proc ckpt_proc;
 	struct snpu_ckpt_restore ckpt_restore;
+	struct snpu_ring_query ring_query;
 };
 
 /**

@@ -242,3 +242,14 @@ void snpu_ring_stop(struct snpu_context *ctx)
 	}
 }
 
+/**
+ * snpu_sqpoll_discard() - stop the poller of rings never published
+ * @ring: rings a restore made and gives up; their poller never ran
+ */
+void snpu_sqpoll_discard(struct snpu_ring *ring)
+{
+	/* A thread stopped before its first wake-up never runs its function. */
+	kthread_stop(ring->poller);
+	snpu_poller_uncharge(ring->poller_key);
+	ring->poller = NULL;
+}

@@ -3,16 +3,56 @@
  * libsnpu: command queues. The fast paths (get_sqe, peek, seen) are inline
  * in snpu.h; this file sets the rings up and rings the doorbell.
  */
+#include <assert.h>
 #include <errno.h>
 #include <string.h>
 #include <sys/mman.h>
 
 #include "internal.h"
 
+static_assert(sizeof(struct snpu_ring_query) == SNPU_RING_QUERY_SIZE_VER0,
+	      "struct snpu_ring_query changed");
+
+/* Map the rings of @fd laid out as @sq and @cq say, and fill @ring. */
+static int snpu_ring_map(int fd, unsigned int flags, uint64_t offset,
+			 uint64_t bytes, const struct snpu_ring_offsets *sq,
+			 const struct snpu_ring_offsets *cq,
+			 struct snpu_ring *ring)
+{
+	void *mem;
+
+	mem = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+		   (off_t)offset);
+	if (mem == MAP_FAILED)
+		return -errno;
+
+	memset(ring, 0, sizeof(*ring));
+	ring->fd = fd;
+	ring->flags = flags;
+	ring->mem = mem;
+	ring->bytes = bytes;
+	ring->sq.khead = (uint32_t *)((char *)mem + sq->head);
+	ring->sq.ktail = (uint32_t *)((char *)mem + sq->tail);
+	ring->sq.kflags = (uint32_t *)((char *)mem + sq->flags);
+	ring->sq.kdropped = (uint32_t *)((char *)mem + sq->counter);
+	ring->sq.mask = *(uint32_t *)((char *)mem + sq->mask);
+	ring->sq.entries = *(uint32_t *)((char *)mem + sq->entries);
+	ring->sq.sqes = (struct snpu_task *)((char *)mem + sq->array);
+	/* Entries published before (a restored ring's) are the kernel's. */
+	ring->sq.sqe_head = ring->sq.sqe_tail = *ring->sq.ktail;
+	ring->cq.khead = (uint32_t *)((char *)mem + cq->head);
+	ring->cq.ktail = (uint32_t *)((char *)mem + cq->tail);
+	ring->cq.kflags = (uint32_t *)((char *)mem + cq->flags);
+	ring->cq.koverflow = (uint32_t *)((char *)mem + cq->counter);
+	ring->cq.mask = *(uint32_t *)((char *)mem + cq->mask);
+	ring->cq.entries = *(uint32_t *)((char *)mem + cq->entries);
+	ring->cq.cqes = (struct snpu_cqe *)((char *)mem + cq->array);
+	return 0;
+}
+
 int snpu_ring_init_params(struct snpu_device *dev,
 			  struct snpu_ring_setup *p, struct snpu_ring *ring)
 {
-	void *mem;
 	int ret;
 
 	if (!dev || !p || !ring)
@@ -24,34 +64,27 @@ int snpu_ring_init_params(struct snpu_device *dev,
 
 	/*
 	 * The rings live as long as the file: when the map fails they stay,
-	 * unmapped, and a new snpu_ring_init() on this device gets -EBUSY.
+	 * unmapped, and a new snpu_ring_init() on this device gets -EBUSY
+	 * (snpu_ring_attach() maps them).
 	 */
-	mem = mmap(NULL, p->mmap_bytes, PROT_READ | PROT_WRITE, MAP_SHARED,
-		   dev->fd, (off_t)p->mmap_offset);
-	if (mem == MAP_FAILED)
-		return -errno;
+	return snpu_ring_map(dev->fd, p->flags, p->mmap_offset, p->mmap_bytes,
+			     &p->sq, &p->cq, ring);
+}
 
-	memset(ring, 0, sizeof(*ring));
-	ring->fd = dev->fd;
-	ring->flags = p->flags;
-	ring->mem = mem;
-	ring->bytes = p->mmap_bytes;
-	ring->sq.khead = (uint32_t *)((char *)mem + p->sq.head);
-	ring->sq.ktail = (uint32_t *)((char *)mem + p->sq.tail);
-	ring->sq.kflags = (uint32_t *)((char *)mem + p->sq.flags);
-	ring->sq.kdropped = (uint32_t *)((char *)mem + p->sq.counter);
-	ring->sq.mask = *(uint32_t *)((char *)mem + p->sq.mask);
-	ring->sq.entries = *(uint32_t *)((char *)mem + p->sq.entries);
-	ring->sq.sqes = (struct snpu_task *)((char *)mem + p->sq.array);
-	ring->sq.sqe_head = ring->sq.sqe_tail = *ring->sq.ktail;
-	ring->cq.khead = (uint32_t *)((char *)mem + p->cq.head);
-	ring->cq.ktail = (uint32_t *)((char *)mem + p->cq.tail);
-	ring->cq.kflags = (uint32_t *)((char *)mem + p->cq.flags);
-	ring->cq.koverflow = (uint32_t *)((char *)mem + p->cq.counter);
-	ring->cq.mask = *(uint32_t *)((char *)mem + p->cq.mask);
-	ring->cq.entries = *(uint32_t *)((char *)mem + p->cq.entries);
-	ring->cq.cqes = (struct snpu_cqe *)((char *)mem + p->cq.array);
-	return 0;
+int snpu_ring_attach(struct snpu_device *dev, struct snpu_ring *ring)
+{
+	struct snpu_ring_query q;
+	int ret;
+
+	if (!dev || !ring)
+		return -EINVAL;
+	memset(&q, 0, sizeof(q));
+	q.size = sizeof(q);
+	ret = snpu_ioctl(dev->fd, SNPU_IOC_RING_QUERY, &q);
+	if (ret)
+		return ret;
+	return snpu_ring_map(dev->fd, q.ring_flags, q.mmap_offset,
+			     q.mmap_bytes, &q.sq, &q.cq, ring);
 }
 
 int snpu_ring_init(struct snpu_device *dev, unsigned int entries,

@@ -96,6 +96,8 @@ __u32 snpu_ckpt_payload_size(__u32 type)
 		return sizeof(struct snpu_ckpt_event);
 	case SNPU_CKPT_END:
 		return sizeof(struct snpu_ckpt_end);
+	case SNPU_CKPT_RING:
+		return sizeof(struct snpu_ckpt_ring);
 	}
 	return 0;
 }
@@ -139,6 +141,7 @@ int snpu_ckpt_header_check(struct snpu_ckpt_parser *ps,
 	if (!h->contexts || h->contexts > SNPU_CKPT_MAX_CONTEXTS)
 		return -EPROTO;
 	ps->contexts = h->contexts;
+	ps->page_size = h->page_size;
 	ps->phase = SNPU_CKPT_P_TOP;
 	return 0;
 }
@@ -154,7 +157,17 @@ bool snpu_ckpt_ctx_complete(const struct snpu_ckpt_parser *ps)
 {
 	return ps->nmem == ps->ctx.nmem && ps->nobj == ps->ctx.nobj &&
 	       ps->mem_bytes == ps->ctx.mem_bytes &&
-	       ps->host_bytes == ps->ctx.host_bytes && !ps->data_left;
+	       ps->host_bytes == ps->ctx.host_bytes && !ps->data_left &&
+	       ps->nring == ps->ctx.nring;
+}
+
+/* Has the current context all it announced but its RING, still owed? */
+static bool snpu_ckpt_ring_due(const struct snpu_ckpt_parser *ps)
+{
+	return ps->nmem == ps->ctx.nmem && ps->nobj == ps->ctx.nobj &&
+	       ps->mem_bytes == ps->ctx.mem_bytes &&
+	       ps->host_bytes == ps->ctx.host_bytes &&
+	       ps->nring < ps->ctx.nring;
 }
 
 /* May a chunk of @type come now? */
@@ -179,6 +192,10 @@ static bool snpu_ckpt_type_ok(const struct snpu_ckpt_parser *ps, __u32 type)
 	case SNPU_CKPT_EVENT:
 		return ps->phase >= SNPU_CKPT_P_MEM &&
 		       ps->phase <= SNPU_CKPT_P_OBJ;
+	case SNPU_CKPT_RING:
+		/* Last of its context: after every allocation and object. */
+		return ps->phase >= SNPU_CKPT_P_MEM &&
+		       ps->phase <= SNPU_CKPT_P_OBJ && snpu_ckpt_ring_due(ps);
 	}
 	return false;
 }
@@ -220,7 +237,7 @@ static int snpu_ckpt_ctx_rec(struct snpu_ckpt_parser *ps,
 	    r->nobj > SNPU_CKPT_MAX_OBJECTS || r->mem_bytes > r->mem_total ||
 	    r->nmem > r->mem_bytes ||
 	    r->host_bytes > ((__u64)SNPU_MAX_CTX_HOST_MB << 20) ||
-	    !snpu_ckpt_zero(r->reserved, sizeof(r->reserved)))
+	    r->nring > 1 || r->pad || r->reserved)
 		return -EPROTO;
 	ps->ctx = *r;
 	ps->ctx_seen++;
@@ -233,6 +250,7 @@ static int snpu_ckpt_ctx_rec(struct snpu_ckpt_parser *ps,
 	ps->host_bytes = 0;
 	ps->mem_next = ps->va_base;
 	ps->last_handle = 0;
+	ps->nring = 0;
 	return 0;
 }
 
@@ -317,6 +335,99 @@ static int snpu_ckpt_stream_rec(struct snpu_ckpt_parser *ps,
 	return snpu_ckpt_obj_handle(ps, r->handle, SNPU_CKPT_P_OBJ);
 }
 
+static bool snpu_ckpt_pow2(__u32 v)
+{
+	return v && !(v & (v - 1));
+}
+
+/**
+ * snpu_ckpt_ring_bytes() - the size of the rings' mapping
+ * @sq_entries: SQ entries
+ * @cq_entries: CQ entries
+ * @page_size: the page size
+ *
+ * The layout of kmod/ring.c: a header page, the SQ entries from the next
+ * page, the CQ entries from the page after them.
+ *
+ * Return: the mapping's bytes.
+ */
+__u64 snpu_ckpt_ring_bytes(__u32 sq_entries, __u32 cq_entries,
+			   __u32 page_size)
+{
+	__u64 pg = page_size;
+	__u64 sq = (__u64)sq_entries * sizeof(struct snpu_task);
+	__u64 cq = (__u64)cq_entries * sizeof(struct snpu_cqe);
+
+	return pg + (sq + pg - 1) / pg * pg + (cq + pg - 1) / pg * pg;
+}
+
+/**
+ * snpu_ckpt_ring_check() - check a RING record on its own
+ * @r: the record
+ * @page_size: the image's page size
+ *
+ * The sizes as SNPU_IOC_RING_SETUP takes them, known flags in each flags
+ * word, the SQEs submitted and the CQEs not reaped within their rings,
+ * the waiting completions within a context's task quota, the mapping's
+ * size the one those entries make.
+ *
+ * Return: 0 or -EPROTO.
+ */
+int snpu_ckpt_ring_check(const struct snpu_ckpt_ring *r, __u32 page_size)
+{
+	if (r->pad || !snpu_ckpt_zero(r->reserved, sizeof(r->reserved)) ||
+	    r->flags & ~(__u32)(SNPU_RING_SQPOLL | SNPU_RING_CALLBACK_CQE))
+		return -EPROTO;
+	if (!snpu_ckpt_pow2(r->sq_entries) ||
+	    r->sq_entries > SNPU_RING_MAX_ENTRIES ||
+	    !snpu_ckpt_pow2(r->cq_entries) || r->cq_entries < r->sq_entries ||
+	    r->cq_entries > 2 * SNPU_RING_MAX_ENTRIES)
+		return -EPROTO;
+	if (r->flags & SNPU_RING_SQPOLL ?
+	    !r->idle_ms || r->idle_ms > SNPU_CKPT_RING_MAX_IDLE_MS : r->idle_ms)
+		return -EPROTO;
+	if (r->sq_tail - r->sq_head > r->sq_entries ||
+	    r->cq_tail - r->cq_head > r->cq_entries)
+		return -EPROTO;
+	if (r->sq_flags & ~(__u32)SNPU_SQ_NEED_WAKEUP ||
+	    r->cq_flags & ~(__u32)SNPU_CQ_OVERFLOW)
+		return -EPROTO;
+	if (r->noverflow > SNPU_CKPT_RING_MAX_OVERFLOW)
+		return -EPROTO;
+	if (r->bytes != snpu_ckpt_ring_bytes(r->sq_entries, r->cq_entries,
+					     page_size))
+		return -EPROTO;
+	return 0;
+}
+
+/**
+ * snpu_ckpt_ring_cqe_check() - check a completion that waited for room
+ * @cqe: one of the DATA after a RING's mapping
+ *
+ * Such a completion is a task's (a callback never waits there): no
+ * flags, a result 0 or a -errno.
+ *
+ * Return: 0 or -EPROTO.
+ */
+int snpu_ckpt_ring_cqe_check(const struct snpu_cqe *cqe)
+{
+	if (cqe->flags || cqe->result > 0 || cqe->result < -4095)
+		return -EPROTO;
+	return 0;
+}
+
+static int snpu_ckpt_ring_rec(struct snpu_ckpt_parser *ps,
+			      const struct snpu_ckpt_ring *r)
+{
+	if (snpu_ckpt_ring_check(r, ps->page_size))
+		return -EPROTO;
+	ps->nring++;
+	ps->phase = SNPU_CKPT_P_RING;
+	ps->data_left = r->bytes + (__u64)r->noverflow * sizeof(struct snpu_cqe);
+	ps->data_off = 0;
+	return 0;
+}
+
 /**
  * snpu_ckpt_record_check() - check a chunk's record, advance the parser
  * @ps: the parser
@@ -373,6 +484,9 @@ int snpu_ckpt_record_check(struct snpu_ckpt_parser *ps,
 			return -EPROTO;
 		ret = snpu_ckpt_obj_handle(ps, e->handle, SNPU_CKPT_P_OBJ);
 		break;
+	case SNPU_CKPT_RING:
+		ret = snpu_ckpt_ring_rec(ps, rec);
+		break;
 	case SNPU_CKPT_END:
 		end = rec;
 		if (end->pad || end->chunks != ps->seq ||
@@ -419,6 +533,7 @@ int snpu_ckpt_parse_buf(const void *buf, __u64 len,
 	union {
 		struct snpu_ckpt_ctx ctx;
 		struct snpu_ckpt_stream stream;
+		struct snpu_ckpt_ring ring;
 		__u64 align;
 	} rec;
 	const unsigned char *p = buf;

@@ -19,6 +19,8 @@
 #define SNPU_CKPT_MAX_CONTEXTS	SNPU_VA_WINDOWS
 #define SNPU_CKPT_MAX_OBJECTS	0x100000U	/* 2^20 */
 #define SNPU_CKPT_HANDLE_MAX	0x7fffffffU
+/* The SQ poller's longest idle time (SNPU_IOC_RING_SETUP's idle_ms). */
+#define SNPU_CKPT_RING_MAX_IDLE_MS	10000
 
 /**
  * struct snpu_ckpt_limits - what the reader accepts
@@ -38,6 +40,7 @@ enum snpu_ckpt_phase {
 	SNPU_CKPT_P_MEM,	/* MEM, or the first object of the context */
 	SNPU_CKPT_P_OWNER,	/* OWNER, or the next kind of object */
 	SNPU_CKPT_P_OBJ,	/* HOST, STREAM, EVENT in handle order */
+	SNPU_CKPT_P_RING,	/* the RING and its DATA, after all objects */
 	SNPU_CKPT_P_DONE,	/* END seen */
 };
 
@@ -58,6 +61,8 @@ enum snpu_ckpt_phase {
  * @last_handle: the last handle of the current phase
  * @data_left: bytes the DATA chunks of the current MEM or HOST still owe
  * @data_off: offset the next DATA chunk must have
+ * @page_size: the image's page size (the rings' layout)
+ * @nring: its RING chunks so far
  */
 struct snpu_ckpt_parser {
 	__u32 contexts;
@@ -75,6 +80,8 @@ struct snpu_ckpt_parser {
 	__u32 last_handle;
 	__u64 data_left;
 	__u64 data_off;
+	__u32 page_size;
+	__u32 nring;
 };
 
 __u32 snpu_ckpt_crc(__u32 crc, const void *buf, __u64 len);
@@ -88,6 +95,10 @@ int snpu_ckpt_chunk_check(const struct snpu_ckpt_parser *ps,
 			  const struct snpu_ckpt_chunk *c);
 int snpu_ckpt_record_check(struct snpu_ckpt_parser *ps,
 			   const struct snpu_ckpt_chunk *c, const void *rec);
+__u64 snpu_ckpt_ring_bytes(__u32 sq_entries, __u32 cq_entries,
+			   __u32 page_size);
+int snpu_ckpt_ring_check(const struct snpu_ckpt_ring *r, __u32 page_size);
+int snpu_ckpt_ring_cqe_check(const struct snpu_cqe *cqe);
 int snpu_ckpt_end_check(const struct snpu_ckpt_parser *ps);
 bool snpu_ckpt_ctx_complete(const struct snpu_ckpt_parser *ps);
 int snpu_ckpt_parse_buf(const void *buf, __u64 len,

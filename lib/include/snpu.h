@@ -338,7 +338,9 @@ int snpu_callback_done(struct snpu_device *dev, uint32_t cookie, int status);
  *      the entries handed out (@sqe_tail) and published (@sqe_head)
  * @cq: CQ: kernel head, tail, flags, counter; mask, entries; entries
  *
- * Filled by snpu_ring_init(); read the fields, do not change them.
+ * Filled by snpu_ring_init(), or snpu_ring_attach() for rings the file
+ * has already (restored from a checkpoint); read the fields, do not
+ * change them.
  */
 struct snpu_ring {
 	int fd;
@@ -363,6 +365,7 @@ int snpu_ring_init(struct snpu_device *dev, unsigned int entries,
 int snpu_ring_init_params(struct snpu_device *dev,
 			  struct snpu_ring_setup *params,
 			  struct snpu_ring *ring);
+int snpu_ring_attach(struct snpu_device *dev, struct snpu_ring *ring);
 void snpu_ring_exit(struct snpu_ring *ring);
 int snpu_ring_enter(struct snpu_ring *ring, unsigned int to_submit,
 		    unsigned int min_complete, unsigned int flags,

@@ -13,6 +13,8 @@
  * Corrupt images (each chunk cut short, each chunk's CRC broken, a wrong
  * magic, version or count) are refused with their errno and leave the
  * file and the device as they were. Another user's process is refused.
+ * Rings come back with their unreaped CQEs, submitted SQEs, completions
+ * parked for room and their poller; corrupt RING chunks are refused.
  * The module runs with devices=4 (run_vm.sh).
  */
 #include <sys/wait.h>
@@ -275,6 +277,24 @@ static bool empty_ctx(int fd)
 	       !u.streams && !u.events;
 }
 
+/* The file has no rings: ENTER and their mmap say ENXIO. */
+static bool no_rings(int fd)
+{
+	struct snpu_enter e = { .size = sizeof(e) };
+	struct snpu_ring_query q = { .size = sizeof(q) };
+	void *p;
+
+	if (snpu_ioc(fd, SNPU_IOC_ENTER, &e) != -ENXIO ||
+	    snpu_ioc(fd, SNPU_IOC_RING_QUERY, &q) != -ENXIO)
+		return false;
+	p = mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd, SNPU_RING_MMAP_OFFSET);
+	if (p != MAP_FAILED) {
+		munmap(p, 4096);
+		return false;
+	}
+	return errno == ENXIO;
+}
+
 static uint64_t dev_mem_used(int fd)
 {
 	struct snpu_info info;
@@ -518,23 +538,363 @@ TEST(pid_without_snpu_file_is_esrch)
 	close(fd);
 }
 
-TEST(ring_is_eopnotsupp)
+/* ---- rings ------------------------------------------------------------ */
+
+/*
+ * Rings mapped by the test: the layout RING_SETUP reported, which the
+ * new process knows from the old one (it is the same for the same
+ * entries). The test owns the SQ tail and the CQ head.
+ */
+struct rring {
+	uint8_t *mem;
+	struct snpu_ring_setup p;
+};
+
+static uint32_t *rw(struct rring *r, uint32_t off)
 {
-	struct snpu_ring_setup rs = { .size = sizeof(rs), .sq_entries = 8,
-				      .cq_entries = 16 };
+	return (uint32_t *)(r->mem + off);
+}
+
+static int rr_map(int fd, const struct snpu_ring_setup *p, struct rring *r)
+{
+	void *mem = mmap(NULL, p->mmap_bytes, PROT_READ | PROT_WRITE,
+			 MAP_SHARED, fd, (off_t)p->mmap_offset);
+
+	if (mem == MAP_FAILED)
+		return -errno;
+	r->mem = mem;
+	r->p = *p;
+	return 0;
+}
+
+static void rr_unmap(struct rring *r)
+{
+	munmap(r->mem, r->p.mmap_bytes);
+}
+
+/* Put a NOP with @user_data in the SQ and publish the tail. */
+static void rr_push_nop(struct rring *r, uint32_t stream, uint64_t user_data)
+{
+	uint32_t tail = *rw(r, r->p.sq.tail);
+	struct snpu_task *sqes = (void *)(r->mem + r->p.sq.array);
+	struct snpu_task t = snpu_t_nop(stream);
+
+	t.user_data = user_data;
+	sqes[tail & *rw(r, r->p.sq.mask)] = t;
+	__atomic_store_n(rw(r, r->p.sq.tail), tail + 1, __ATOMIC_RELEASE);
+}
+
+/* Take the next CQE: 0, or -EAGAIN when there is none. */
+static int rr_pop(struct rring *r, struct snpu_cqe *cqe)
+{
+	uint32_t head = *rw(r, r->p.cq.head);
+	struct snpu_cqe *cqes = (void *)(r->mem + r->p.cq.array);
+
+	if (__atomic_load_n(rw(r, r->p.cq.tail), __ATOMIC_ACQUIRE) == head)
+		return -EAGAIN;
+	*cqe = cqes[head & *rw(r, r->p.cq.mask)];
+	__atomic_store_n(rw(r, r->p.cq.head), head + 1, __ATOMIC_RELEASE);
+	return 0;
+}
+
+static int rr_enter(int fd, uint32_t to_submit, uint32_t min_complete,
+		    uint32_t flags, uint32_t *submitted)
+{
+	struct snpu_enter e = {
+		.size = sizeof(e), .flags = flags, .to_submit = to_submit,
+		.min_complete = min_complete, .timeout_ns = 10 * NS_PER_SEC,
+	};
+	int ret = snpu_ioc(fd, SNPU_IOC_ENTER, &e);
+
+	if (!ret && submitted)
+		*submitted = e.submitted;
+	return ret;
+}
+
+/* Wait for @n CQEs with the poller (waking it if it sleeps). */
+static int rr_wait_sqpoll(int fd, struct rring *r, uint32_t n)
+{
+	uint32_t flags = SNPU_ENTER_GETEVENTS;
+
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (__atomic_load_n(rw(r, r->p.sq.flags), __ATOMIC_RELAXED) &
+	    SNPU_SQ_NEED_WAKEUP)
+		flags |= SNPU_ENTER_SQ_WAKEUP;
+	return rr_enter(fd, 0, n, flags, NULL);
+}
+
+/* Reap CQEs of user_data @from..@to with sequence numbers equal to them. */
+static int rr_expect(struct rring *r, uint64_t from, uint64_t to)
+{
+	struct snpu_cqe c;
+	uint64_t u;
+
+	for (u = from; u <= to; u++) {
+		if (rr_pop(r, &c))
+			return 1;
+		if (c.user_data != u || c.result || c.flags || c.seq != u)
+			return 2;
+	}
+	return 0;
+}
+
+/* What the old process left in its rings, as the new one must find it. */
+struct ring_world {
+	uint32_t stream;
+	struct snpu_ring_setup p;
+	bool sqpoll;
+};
+
+#define R_SQ	4
+#define R_CQ	8
+
+/*
+ * Without SQPOLL: NOPs 1..8 fill the CQ, 9 and 10 park for room, 1 is
+ * reaped; 11..13 are submitted (the tail published) and not entered.
+ * With SQPOLL: the poller completes 1..3, 1 is reaped; the process is
+ * locked before 4 and 5 are submitted, so the poller leaves them.
+ * Then the checkpoint. Return: an image fd, or a negative step.
+ */
+static int ring_make_image(bool sqpoll, struct ring_world *w)
+{
+	struct snpu_ckpt_proc out;
+	struct snpu_cqe c;
+	struct rring r;
+	uint32_t n, u;
 	int fd, img;
+
+	memset(w, 0, sizeof(*w));
+	w->sqpoll = sqpoll;
+	fd = open_dev(DEV0);
+	if (fd < 0)
+		return -1;
+	if (snpu_stream_create(fd, SNPU_PRIO_NORMAL, &w->stream))
+		return -2;
+	w->p = (struct snpu_ring_setup){
+		.size = sizeof(w->p), .sq_entries = R_SQ, .cq_entries = R_CQ,
+		.flags = sqpoll ? SNPU_RING_SQPOLL : 0,
+	};
+	if (snpu_ioc(fd, SNPU_IOC_RING_SETUP, &w->p) || rr_map(fd, &w->p, &r))
+		return -3;
+	if (!sqpoll) {
+		for (u = 1; u <= 10; u++) {
+			rr_push_nop(&r, w->stream, u);
+			if (u % R_SQ && u != 10)
+				continue;
+			if (rr_enter(fd, R_SQ, 0, 0, &n) || n != (u - 1) % R_SQ + 1)
+				return -4;
+		}
+		/* Two completions wait for room. */
+		if (*rw(&r, w->p.cq.counter) != 2 ||
+		    !(*rw(&r, w->p.cq.flags) & SNPU_CQ_OVERFLOW))
+			return -5;
+	} else {
+		for (u = 1; u <= 3; u++)
+			rr_push_nop(&r, w->stream, u);
+		if (rr_wait_sqpoll(fd, &r, 3))
+			return -4;
+	}
+	if (rr_pop(&r, &c) || c.user_data != 1)
+		return -6;
+	if (!sqpoll)
+		for (u = 11; u <= 13; u++)
+			rr_push_nop(&r, w->stream, u);
+	img = memfd_create("snpu-ckpt", MFD_CLOEXEC);
+	if (img < 0 || ckpt_proc(fd, SNPU_CKPT_OP_LOCK, 0, img, NULL))
+		return -7;
+	if (sqpoll)
+		for (u = 4; u <= 5; u++)
+			rr_push_nop(&r, w->stream, u);
+	if (ckpt_proc(fd, SNPU_CKPT_OP_CHECKPOINT, 0, img, &out))
+		return -8;
+	if (ckpt_proc(fd, SNPU_CKPT_OP_UNLOCK, 0, img, NULL))
+		return -9;
+	rr_unmap(&r);
+	close(fd);
+	return img;
+}
+
+/*
+ * The new process: restore, map the rings at the same offset, find the
+ * counters where they were, reap the old CQEs, have the parked and the
+ * submitted ones complete, submit more. Return: 0 or a step number.
+ */
+static int ring_check_restored(const char *path, int img,
+			       const struct ring_world *w)
+{
+	struct snpu_ring_setup again = {
+		.size = sizeof(again), .sq_entries = R_SQ,
+	};
+	struct snpu_ring_query q = { .size = sizeof(q) };
+	struct rring r;
+	uint32_t n;
+	int fd;
+
+	fd = open_dev(path);
+	if (fd < 0)
+		return 30;
+	if (ckpt_restore(fd, img, 0, NULL))
+		return 31;
+	/* RING_QUERY says what RING_SETUP said to the old process. */
+	if (snpu_ioc(fd, SNPU_IOC_RING_QUERY, &q) ||
+	    q.ring_flags != w->p.flags || q.sq_entries != R_SQ ||
+	    q.cq_entries != R_CQ || (!w->sqpoll && q.idle_ms) ||
+	    (w->sqpoll && q.idle_ms != 100) ||
+	    q.mmap_offset != w->p.mmap_offset ||
+	    q.mmap_bytes != w->p.mmap_bytes ||
+	    memcmp(&q.sq, &w->p.sq, sizeof(q.sq)) ||
+	    memcmp(&q.cq, &w->p.cq, sizeof(q.cq)))
+		return 41;
+	if (rr_map(fd, &w->p, &r))
+		return 32;
+	/* The geometry is the kernel's: the same for the same entries. */
+	if (*rw(&r, w->p.sq.entries) != R_SQ || *rw(&r, w->p.cq.entries) != R_CQ ||
+	    *rw(&r, w->p.sq.mask) != R_SQ - 1 || *rw(&r, w->p.cq.mask) != R_CQ - 1)
+		return 33;
+	if (!w->sqpoll) {
+		if (*rw(&r, w->p.sq.head) != 10 || *rw(&r, w->p.sq.tail) != 13 ||
+		    *rw(&r, w->p.cq.head) != 1 || *rw(&r, w->p.cq.tail) != 8 ||
+		    *rw(&r, w->p.cq.counter) != 2 ||
+		    !(*rw(&r, w->p.cq.flags) & SNPU_CQ_OVERFLOW))
+			return 34;
+		/* The CQEs not reaped before. */
+		if (rr_expect(&r, 2, 8))
+			return 35;
+		/* The parked ones come in first, then the submitted ones run. */
+		if (rr_enter(fd, 3, 5, SNPU_ENTER_GETEVENTS, &n) || n != 3)
+			return 36;
+		if (rr_expect(&r, 9, 13))
+			return 37;
+		if (*rw(&r, w->p.cq.flags) & SNPU_CQ_OVERFLOW)
+			return 38;
+		rr_push_nop(&r, w->stream, 14);
+		if (rr_enter(fd, 1, 1, SNPU_ENTER_GETEVENTS, &n) || n != 1 ||
+		    rr_expect(&r, 14, 14))
+			return 39;
+	} else {
+		/* The poller runs from the restore on: it may have taken 4, 5. */
+		if (*rw(&r, w->p.sq.tail) != 5 || *rw(&r, w->p.cq.head) != 1 ||
+		    *rw(&r, w->p.sq.head) - 3 > 2 ||
+		    *rw(&r, w->p.cq.tail) - 3 > 2)
+			return 34;
+		if (rr_expect(&r, 2, 3))
+			return 35;
+		/* The new poller takes the SQEs the old one left. */
+		if (rr_wait_sqpoll(fd, &r, 2) || rr_expect(&r, 4, 5))
+			return 36;
+		rr_push_nop(&r, w->stream, 6);
+		if (rr_wait_sqpoll(fd, &r, 1) || rr_expect(&r, 6, 6))
+			return 37;
+		/* ENTER does not submit for a poller: it is one. */
+		if (rr_enter(fd, 1, 0, 0, NULL) != -EINVAL)
+			return 38;
+	}
+	/* A file has one pair of rings: the restored ones. */
+	if (snpu_ioc(fd, SNPU_IOC_RING_SETUP, &again) != -EBUSY)
+		return 40;
+	rr_unmap(&r);
+	close(fd);
+	return 0;
+}
+
+/* Make the image and restore it in a forked process; as nobody, both. */
+static int ring_roundtrip(bool sqpoll, bool nobody)
+{
+	struct ring_world w;
+	int status, img;
+	pid_t pid;
+
+	pid = fork();
+	if (pid < 0)
+		return -1;
+	if (!pid) {
+		if (nobody && snpu_drop_to_nobody())
+			_exit(99);
+		img = ring_make_image(sqpoll, &w);
+		if (img < 0)
+			_exit(50 - img);
+		pid = fork();
+		if (pid < 0)
+			_exit(97);
+		if (!pid)
+			_exit(ring_check_restored(DEV0, img, &w));
+		if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
+			_exit(96);
+		_exit(WEXITSTATUS(status));
+	}
+	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
+		return -1;
+	return WEXITSTATUS(status);
+}
+
+TEST(ring_roundtrip_into_new_process)
+{
+	EXPECT_EQ(0, ring_roundtrip(false, false));
+}
+
+TEST(ring_roundtrip_as_nobody)
+{
+	EXPECT_EQ(0, ring_roundtrip(false, true));
+}
+
+TEST(sqpoll_ring_roundtrip_into_new_process)
+{
+	EXPECT_EQ(0, ring_roundtrip(true, false));
+}
+
+TEST(sqpoll_ring_roundtrip_as_nobody)
+{
+	EXPECT_EQ(0, ring_roundtrip(true, true));
+}
+
+TEST(ring_query_arguments)
+{
+	struct snpu_ring_query q = { .size = sizeof(q) };
+	struct snpu_ring_setup rs = { .size = sizeof(rs), .sq_entries = 2,
+				      .cq_entries = 8 };
+	int fd;
+
+	fd = open_dev(DEV1);
+	ASSERT_LE(0, fd);
+	EXPECT_EQ(-ENXIO, snpu_ioc(fd, SNPU_IOC_RING_QUERY, &q));
+	ASSERT_EQ(0, snpu_ioc(fd, SNPU_IOC_RING_SETUP, &rs));
+	q.flags = 1;
+	EXPECT_EQ(-EINVAL, snpu_ioc(fd, SNPU_IOC_RING_QUERY, &q));
+	q.flags = 0;
+	q.reserved[1] = 1;
+	EXPECT_EQ(-EINVAL, snpu_ioc(fd, SNPU_IOC_RING_QUERY, &q));
+	q.reserved[1] = 0;
+	ASSERT_EQ(0, snpu_ioc(fd, SNPU_IOC_RING_QUERY, &q));
+	EXPECT_EQ(0u, q.ring_flags);
+	EXPECT_EQ(2u, q.sq_entries);
+	EXPECT_EQ(8u, q.cq_entries);
+	EXPECT_EQ(0u, q.idle_ms);
+	EXPECT_EQ(rs.mmap_offset, q.mmap_offset);
+	EXPECT_EQ(rs.mmap_bytes, q.mmap_bytes);
+	EXPECT_EQ(0, memcmp(&rs.sq, &q.sq, sizeof(q.sq)));
+	EXPECT_EQ(0, memcmp(&rs.cq, &q.cq, sizeof(q.cq)));
+	close(fd);
+}
+
+/* A file with rings is not fresh. */
+TEST(restore_into_file_with_rings_is_enotempty)
+{
+	struct snpu_ring_setup rs = { .size = sizeof(rs), .sq_entries = 4 };
+	struct world w;
+	int fd, fd1, img;
 
 	fd = open_dev(DEV0);
 	ASSERT_LE(0, fd);
-	ASSERT_EQ(0, snpu_ioc(fd, SNPU_IOC_RING_SETUP, &rs));
-	img = memfd_create("img", MFD_CLOEXEC);
+	ASSERT_EQ(0, make_world(fd, &w));
+	img = checkpoint_self(fd, NULL);
 	ASSERT_LE(0, img);
-	ASSERT_EQ(0, ckpt_proc(fd, SNPU_CKPT_OP_LOCK, 0, -1, NULL));
-	EXPECT_EQ(-EOPNOTSUPP,
-		  ckpt_proc(fd, SNPU_CKPT_OP_CHECKPOINT, 0, img, NULL));
-	EXPECT_EQ(0, ckpt_proc(fd, SNPU_CKPT_OP_UNLOCK, 0, -1, NULL));
-	close(img);
+	fd1 = open_dev(DEV1);
+	ASSERT_LE(0, fd1);
+	ASSERT_EQ(0, snpu_ioc(fd1, SNPU_IOC_RING_SETUP, &rs));
+	EXPECT_EQ(-ENOTEMPTY, ckpt_restore(fd1, img, 0, NULL));
+	close(fd1);
 	close(fd);
+	close(img);
 }
 
 /*
@@ -788,7 +1148,7 @@ static int try_image(const void *buf, size_t len, bool *clean)
 		return 2;
 	used = dev_mem_used(fd);
 	ret = ckpt_restore(fd, img, 0, NULL);
-	*clean = empty_ctx(fd) && dev_mem_used(fd) == used;
+	*clean = empty_ctx(fd) && dev_mem_used(fd) == used && no_rings(fd);
 	close(fd);
 	close(img);
 	return ret;
@@ -953,6 +1313,190 @@ TEST_F(corrupt, duplicate_handle_is_eproto)
 	fix_chunk_crc(&self->im, 10);
 	EXPECT_EQ(-EPROTO, try_image(self->im.p, self->im.n, &clean));
 	EXPECT_TRUE(clean);
+}
+
+/* ---- corrupt rings ----------------------------------------------------- */
+
+FIXTURE(corrupt_ring) {
+	struct image im;
+	struct ring_world w;
+};
+
+FIXTURE_SETUP(corrupt_ring)
+{
+	int img = ring_make_image(false, &self->w);
+
+	ASSERT_LE(0, img);
+	ASSERT_EQ(0, read_image(img, &self->im));
+	close(img);
+	/* 0 CTX, 1 STREAM, 2 RING, 3 DATA (the mapping), 4 DATA (parked), 5 END. */
+	ASSERT_EQ(6u, self->im.chunks);
+}
+
+FIXTURE_TEARDOWN(corrupt_ring)
+{
+	free(self->im.p);
+}
+
+static void *chunk_rec(struct image *im, unsigned int i)
+{
+	return im->p + im->at[i] + sizeof(struct snpu_ckpt_chunk);
+}
+
+TEST_F(corrupt_ring, whole_image_restores)
+{
+	bool clean;
+
+	EXPECT_EQ(0, try_image(self->im.p, self->im.n, &clean));
+	EXPECT_FALSE(clean);
+}
+
+TEST_F(corrupt_ring, ring_fields_out_of_range_are_eproto)
+{
+	struct snpu_ckpt_ring *r = chunk_rec(&self->im, 2);
+	struct snpu_ckpt_ring keep = *r;
+	bool clean;
+	int i;
+
+	for (i = 0; i < 7; i++) {
+		*r = keep;
+		switch (i) {
+		case 0: r->sq_entries = 3; break;
+		case 1: r->cq_entries = 2; break;
+		case 2: r->bytes += 4096; break;
+		case 3: r->sq_tail = r->sq_head + R_SQ + 1; break;
+		case 4: r->cq_head = r->cq_tail + 1; break;
+		case 5: r->flags |= 1u << 7; break;
+		case 6: r->idle_ms = 100; break;	/* without SQPOLL */
+		}
+		fix_chunk_crc(&self->im, 2);
+		EXPECT_EQ(-EPROTO, try_image(self->im.p, self->im.n, &clean))
+			TH_LOG("case %d", i);
+		EXPECT_TRUE(clean) TH_LOG("case %d", i);
+	}
+	*r = keep;
+	fix_chunk_crc(&self->im, 2);
+	EXPECT_EQ(0, try_image(self->im.p, self->im.n, &clean));
+}
+
+TEST_F(corrupt_ring, ring_not_announced_is_eproto)
+{
+	struct snpu_ckpt_ctx *ctx = chunk_rec(&self->im, 0);
+	bool clean;
+
+	ctx->nring = 0;
+	fix_chunk_crc(&self->im, 0);
+	EXPECT_EQ(-EPROTO, try_image(self->im.p, self->im.n, &clean));
+	EXPECT_TRUE(clean);
+}
+
+TEST_F(corrupt_ring, parked_count_off_is_eproto)
+{
+	struct snpu_ckpt_ring *r = chunk_rec(&self->im, 2);
+	bool clean;
+
+	r->noverflow++;		/* END comes while bytes are owed */
+	fix_chunk_crc(&self->im, 2);
+	EXPECT_EQ(-EPROTO, try_image(self->im.p, self->im.n, &clean));
+	EXPECT_TRUE(clean);
+	r->noverflow -= 2;	/* the last DATA carries more than owed */
+	fix_chunk_crc(&self->im, 2);
+	EXPECT_EQ(-EPROTO, try_image(self->im.p, self->im.n, &clean));
+	EXPECT_TRUE(clean);
+}
+
+/* A parked completion that is a callback's entry: refused at the end. */
+TEST_F(corrupt_ring, parked_cqe_flags_is_eproto)
+{
+	uint8_t *d = chunk_rec(&self->im, 4);
+	struct snpu_cqe *c = (void *)(d + sizeof(struct snpu_ckpt_data));
+	bool clean;
+
+	c->flags = SNPU_CQE_F_CALLBACK;
+	fix_chunk_crc(&self->im, 4);
+	EXPECT_EQ(-EPROTO, try_image(self->im.p, self->im.n, &clean));
+	EXPECT_TRUE(clean);
+	c->flags = 0;
+	c->result = 1;
+	fix_chunk_crc(&self->im, 4);
+	EXPECT_EQ(-EPROTO, try_image(self->im.p, self->im.n, &clean));
+	EXPECT_TRUE(clean);
+}
+
+TEST_F(corrupt_ring, truncated_ring_is_enodata)
+{
+	unsigned int i;
+	bool clean;
+
+	for (i = 2; i <= 5; i++) {
+		EXPECT_EQ(-ENODATA, try_image(self->im.p, self->im.at[i] + 20,
+					      &clean)) TH_LOG("chunk %u", i);
+		EXPECT_TRUE(clean);
+	}
+}
+
+TEST_F(corrupt_ring, ring_crc_is_ebadmsg)
+{
+	unsigned int i;
+	bool clean;
+
+	for (i = 2; i <= 4; i++) {
+		size_t end = self->im.at[i + 1];
+
+		self->im.p[end - 1] ^= 0x01;
+		EXPECT_EQ(-EBADMSG, try_image(self->im.p, self->im.n, &clean))
+			TH_LOG("chunk %u", i);
+		EXPECT_TRUE(clean);
+		self->im.p[end - 1] ^= 0x01;
+	}
+}
+
+/*
+ * A refused SQPOLL image made a poller before its last chunk failed: it
+ * is stopped and no longer counted. As nobody, after five such failures,
+ * the four pollers a user may run on a device still start.
+ */
+TEST(corrupt_sqpoll_ring_leaves_poller_count)
+{
+	int status;
+	pid_t pid;
+
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		struct ring_world w;
+		struct image im;
+		struct snpu_ring_setup rs;
+		bool clean;
+		int img, i, fds[4];
+
+		if (snpu_drop_to_nobody())
+			_exit(99);
+		img = ring_make_image(true, &w);
+		if (img < 0 || read_image(img, &im))
+			_exit(98);
+		/* The END chunk's CRC. */
+		im.p[im.n - 1] ^= 0x01;
+		for (i = 0; i < 5; i++) {
+			if (try_image(im.p, im.n, &clean) != -EBADMSG)
+				_exit(10 + i);
+			if (!clean)
+				_exit(20 + i);
+		}
+		for (i = 0; i < 4; i++) {
+			fds[i] = open_dev(DEV1);
+			rs = (struct snpu_ring_setup){
+				.size = sizeof(rs), .sq_entries = 2,
+				.flags = SNPU_RING_SQPOLL,
+			};
+			if (fds[i] < 0 || snpu_ioc(fds[i], SNPU_IOC_RING_SETUP, &rs))
+				_exit(30 + i);
+		}
+		_exit(0);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status));
 }
 
 TEST_HARNESS_MAIN

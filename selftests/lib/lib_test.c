@@ -24,6 +24,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/time.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -2226,6 +2227,95 @@ TEST_F(lib, sa_restart_untimed_wait_restarts)
 	ASSERT_EQ(0, pthread_join(th, NULL));
 	EXPECT_EQ(0, h.ret);
 	EXPECT_GE(h.seen, 3);
+}
+
+/* ---- rings restored from a checkpoint ---------------------------------- */
+
+/* Queue a NOP with @user_data on @stream in @ring's SQ. */
+static int ring_nop(struct snpu_ring *ring, uint32_t stream, uint64_t user_data)
+{
+	struct snpu_task *sqe = snpu_ring_get_sqe(ring);
+
+	if (!sqe)
+		return -EBUSY;
+	snpu_prep_launch(sqe, stream, SNPU_KERNEL_NOP, 1, NULL, 0);
+	sqe->user_data = user_data;
+	return 0;
+}
+
+/* Reap one CQE; it must be @user_data's, with that sequence number. */
+static int ring_reap(struct snpu_ring *ring, uint64_t user_data)
+{
+	struct snpu_cqe *cqe;
+
+	if (snpu_ring_peek_cqe(ring, &cqe))
+		return -EAGAIN;
+	if (cqe->user_data != user_data || cqe->result ||
+	    cqe->seq != user_data)
+		return -EPROTO;
+	snpu_ring_cqe_seen(ring, cqe);
+	return 0;
+}
+
+/*
+ * A process leaves two CQEs unreaped and checkpoints itself; a new one
+ * restores the image, attaches to the rings, reaps them and goes on.
+ */
+TEST(ring_attach_after_restore)
+{
+	struct snpu_device *dev;
+	struct snpu_ring ring;
+	uint32_t stream;
+	int img, status;
+	uint64_t u;
+	pid_t pid;
+
+	img = memfd_create("lib-ckpt", MFD_CLOEXEC);
+	ASSERT_LE(0, img);
+	ASSERT_EQ(0, snpu_open(0, 0, &dev));
+	/* No rings yet. */
+	EXPECT_EQ(-ENXIO, snpu_ring_attach(dev, &ring));
+	EXPECT_EQ(-EINVAL, snpu_ring_attach(dev, NULL));
+	EXPECT_EQ(-EINVAL, snpu_ring_attach(NULL, &ring));
+	ASSERT_EQ(0, snpu_stream_create(dev, SNPU_PRIO_NORMAL, 0, &stream));
+	ASSERT_EQ(0, snpu_ring_init(dev, 4, 0, &ring));
+	for (u = 1; u <= 3; u++)
+		ASSERT_EQ(0, ring_nop(&ring, stream, u));
+	ASSERT_EQ(3, snpu_ring_submit_and_wait(&ring, 3));
+	ASSERT_EQ(0, ring_reap(&ring, 1));
+	ASSERT_EQ(0, snpu_ckpt_lock(dev, 0, -1));
+	ASSERT_EQ(0, snpu_ckpt_checkpoint(dev, 0, img, NULL));
+	ASSERT_EQ(0, snpu_ckpt_unlock(dev, 0));
+	snpu_ring_exit(&ring);
+	snpu_close(dev);
+
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		if (snpu_open(0, 0, &dev) || snpu_ckpt_restore(dev, img, 0, NULL))
+			_exit(1);
+		if (snpu_ring_attach(dev, &ring))
+			_exit(2);
+		if (ring.flags || ring.sq.entries != 4 || ring.cq.entries != 8 ||
+		    *ring.sq.khead != 3 || *ring.cq.khead != 1)
+			_exit(3);
+		/* The CQEs the old process had not reaped. */
+		if (snpu_ring_cq_ready(&ring) != 2 || ring_reap(&ring, 2) ||
+		    ring_reap(&ring, 3))
+			_exit(4);
+		/* The timeline goes on: 4 is the stream's next. */
+		if (ring_nop(&ring, stream, 4) ||
+		    snpu_ring_submit_and_wait(&ring, 1) != 1 ||
+		    ring_reap(&ring, 4))
+			_exit(5);
+		snpu_ring_exit(&ring);
+		snpu_close(dev);
+		_exit(0);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+	close(img);
 }
 
 TEST_HARNESS_MAIN

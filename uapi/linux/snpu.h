@@ -60,7 +60,7 @@
  *            event for
  *            ELAPSED, a second mmap of host memory, a second RING_SETUP,
  *            an ENTER that could consume nothing while completions wait).
- *   ENXIO    ENTER or mmap of the rings before RING_SETUP.
+ *   ENXIO    ENTER, RING_QUERY or mmap of the rings before RING_SETUP.
  *   EPERM    STREAM_DESTROY of an attached stream: its owner destroys it;
  *            a writable mapping of the state page; a snapshot or
  *            background-thread call (all but SNAPSHOT_STATE) from a
@@ -1517,6 +1517,41 @@ struct snpu_ring_setup {
 #define SNPU_RING_SETUP_SIZE_VER0	120
 
 /**
+ * struct snpu_ring_query - SNPU_IOC_RING_QUERY: the file's rings
+ * @size: in: sizeof; out: bytes written
+ * @flags: must be zero
+ * @ring_flags: out: SNPU_RING_* as set up
+ * @sq_entries: out: SQ entries
+ * @cq_entries: out: CQ entries
+ * @idle_ms: out: SQPOLL: the poller's idle time (after the clamp); else 0
+ * @mmap_offset: out: mmap(2) offset of the rings
+ * @mmap_bytes: out: length to map
+ * @sq: out: SQ field offsets
+ * @cq: out: CQ field offsets
+ * @reserved: must be zero
+ *
+ * What SNPU_IOC_RING_SETUP reported when the rings were made, for a
+ * process that did not make them: the file's rings came from a
+ * checkpoint image (SNPU_IOC_CKPT_RESTORE), or from another process.
+ * ENXIO when the file has no rings.
+ */
+struct snpu_ring_query {
+	__u32 size;
+	__u32 flags;
+	__u32 ring_flags;
+	__u32 sq_entries;
+	__u32 cq_entries;
+	__u32 idle_ms;
+	__u64 mmap_offset;
+	__u64 mmap_bytes;
+	struct snpu_ring_offsets sq;
+	struct snpu_ring_offsets cq;
+	__u64 reserved[2];
+};
+
+#define SNPU_RING_QUERY_SIZE_VER0	120
+
+/**
  * struct snpu_cqe - a completion, 32 bytes
  * @user_data: the task's user_data
  * @result: 0, or the task's -errno (also for an SQE refused at submit)
@@ -1778,5 +1813,6 @@ struct snpu_state_page {
 
 #define SNPU_IOC_CKPT_PROC	_IOWR(SNPU_IOC_MAGIC, 0x30, struct snpu_ckpt_proc)
 #define SNPU_IOC_CKPT_RESTORE	_IOWR(SNPU_IOC_MAGIC, 0x31, struct snpu_ckpt_restore)
+#define SNPU_IOC_RING_QUERY	_IOWR(SNPU_IOC_MAGIC, 0x32, struct snpu_ring_query)
 
 #endif /* _UAPI_LINUX_SNPU_H */

@@ -66,6 +66,7 @@ struct snpu_ckpt_header {
 #define SNPU_CKPT_STREAM	6	/* struct snpu_ckpt_stream */
 #define SNPU_CKPT_EVENT		7	/* struct snpu_ckpt_event */
 #define SNPU_CKPT_END		8	/* struct snpu_ckpt_end */
+#define SNPU_CKPT_RING		10	/* struct snpu_ckpt_ring, then DATA */
 
 /**
  * struct snpu_ckpt_chunk - the header of one chunk
@@ -92,6 +93,8 @@ struct snpu_ckpt_chunk {
  * @nobj: SNPU_CKPT_HOST, _OWNER, _STREAM and _EVENT chunks of the context
  * @mem_bytes: sum of the allocations' sizes
  * @host_bytes: sum of the host memory's sizes
+ * @nring: SNPU_CKPT_RING chunks of the context: 1 when it had rings, else 0
+ * @pad: 0
  * @reserved: 0
  */
 struct snpu_ckpt_ctx {
@@ -104,7 +107,9 @@ struct snpu_ckpt_ctx {
 	__u32 nobj;
 	__u64 mem_bytes;
 	__u64 host_bytes;
-	__u64 reserved[2];
+	__u32 nring;
+	__u32 pad;
+	__u64 reserved;
 };
 
 /**
@@ -187,6 +192,56 @@ struct snpu_ckpt_event {
 	__u32 handle;
 	__u32 pad;
 };
+
+/**
+ * struct snpu_ckpt_ring - the command queues of a context (SNPU_IOC_RING_SETUP)
+ * @flags: SNPU_RING_SQPOLL, SNPU_RING_CALLBACK_CQE as set up
+ * @sq_entries: SQ entries: a power of two, 1..SNPU_RING_MAX_ENTRIES
+ * @cq_entries: CQ entries: a power of two, @sq_entries..2 * that maximum
+ * @idle_ms: SQPOLL: the poller's idle time, 1..10000; else 0
+ * @sq_head: the kernel's SQ head: SQEs taken so far
+ * @sq_tail: the SQ tail the process had published: the SQEs from @sq_head
+ *           to it (at most @sq_entries) were submitted, not taken yet
+ * @cq_head: the CQ head the process had stored: the CQEs from it to
+ *           @cq_tail (at most @cq_entries) were not reaped yet
+ * @cq_tail: the kernel's CQ tail: CQEs posted so far
+ * @sq_flags: the shared SQ flags word (SNPU_SQ_NEED_WAKEUP)
+ * @cq_flags: the shared CQ flags word (SNPU_CQ_OVERFLOW)
+ * @sq_dropped: the shared count of clamped SQ tails
+ * @cq_overflow: the shared count of completions that waited for room
+ * @noverflow: completions waiting for room in the CQ, at most
+ *             SNPU_CKPT_RING_MAX_OVERFLOW
+ * @pad: 0
+ * @bytes: the size of the rings' mapping, as SNPU_IOC_RING_SETUP reports
+ *         it for these entries and the image's page size
+ * @reserved: 0
+ *
+ * DATA chunks follow: the @bytes of the mapping (header page, SQEs,
+ * CQEs), then the @noverflow waiting completions as struct snpu_cqe, in
+ * the order they wait. The counters of the header page are this
+ * record's: a restore writes them over the mapping's bytes.
+ */
+struct snpu_ckpt_ring {
+	__u32 flags;
+	__u32 sq_entries;
+	__u32 cq_entries;
+	__u32 idle_ms;
+	__u32 sq_head;
+	__u32 sq_tail;
+	__u32 cq_head;
+	__u32 cq_tail;
+	__u32 sq_flags;
+	__u32 cq_flags;
+	__u32 sq_dropped;
+	__u32 cq_overflow;
+	__u32 noverflow;
+	__u32 pad;
+	__u64 bytes;
+	__u64 reserved[2];
+};
+
+/* The most completions a RING chunk has waiting: a context's task quota. */
+#define SNPU_CKPT_RING_MAX_OVERFLOW	32768
 
 /**
  * struct snpu_ckpt_end - the last chunk

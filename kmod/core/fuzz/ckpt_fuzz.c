@@ -14,7 +14,8 @@
  * - an accepted image had its END: as many contexts as its header says,
  *   and its last context's counts and sizes match its record, within the
  *   device's memory and the host quota;
- * - every prefix of an accepted image that stops inside it is refused.
+ * - every prefix of an accepted image that stops inside it is refused;
+ * - an accepted context's rings (RING) are as many as it announced.
  */
 #include <stdlib.h>
 
@@ -102,6 +103,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		   (unsigned long long)ps.ctx.mem_total);
 	FUZZ_CHECK(ps.host_bytes <= ((__u64)SNPU_MAX_CTX_HOST_MB << 20),
 		   "host %llu", (unsigned long long)ps.host_bytes);
+	FUZZ_CHECK(ps.nring == ps.ctx.nring && ps.nring <= 1, "rings %u of %u",
+		   ps.nring, ps.ctx.nring);
 
 	used = consumed(buf, n);
 	FUZZ_CHECK(used <= n, "consumed %zu of %zu", used, n);

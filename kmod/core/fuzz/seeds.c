@@ -375,6 +375,16 @@ static void ckpt_seeds(void)
 	im.p[0] = 1;
 	emit("ckpt", "reference-fix-crc", im.p, im.n);
 	free(im.p);
+
+	/* With rings: SQEs submitted, CQEs unreaped, completions parked. */
+	memset(&im, 0, sizeof(im));
+	mode = 0;
+	img_put(&im, &mode, 1);
+	img_ring(&im);
+	emit("ckpt", "ring", im.p, im.n);
+	im.p[0] = 1;
+	emit("ckpt", "ring-fix-crc", im.p, im.n);
+	free(im.p);
 }
 
 int main(int argc, char **argv)

@@ -122,6 +122,50 @@ static inline void img_reference(struct img *im)
 	img_end(im);
 }
 
+/*
+ * The reference image with rings: one context, no allocation, a stream,
+ * then its rings of 4 SQEs and 8 CQEs with SQPOLL: 2 SQEs submitted and
+ * not taken, 3 CQEs not reaped, 2 completions parked for room. The
+ * mapping's bytes (4096 + 4096 + 4096 with 4 KiB pages) in two DATA
+ * chunks, the parked completions in a third.
+ */
+static inline void img_ring(struct img *im)
+{
+	static unsigned char bytes[3 * 4096 + 2 * sizeof(struct snpu_cqe)];
+	struct snpu_ckpt_ctx ctx = {
+		.dev_index = 0, .cores = 2, .mem_total = 64 << 20,
+		.va_window = IMG_WINDOW, .next_handle = 2, .nobj = 1,
+		.nring = 1,
+	};
+	struct snpu_ckpt_stream s = { .handle = 1, .completed = 9 };
+	struct snpu_ckpt_ring r = {
+		.flags = SNPU_RING_SQPOLL, .sq_entries = 4, .cq_entries = 8,
+		.idle_ms = 100, .sq_head = 10, .sq_tail = 12, .cq_head = 5,
+		.cq_tail = 8, .cq_flags = SNPU_CQ_OVERFLOW, .cq_overflow = 2,
+		.noverflow = 2,
+		.bytes = snpu_ckpt_ring_bytes(4, 8, 4096),
+	};
+	struct snpu_cqe *ovf = (void *)(bytes + 3 * 4096);
+	struct snpu_ckpt_data d = { 0 };
+	unsigned int i;
+
+	for (i = 0; i < 3 * 4096; i++)
+		bytes[i] = (unsigned char)(i * 5 + 3);
+	ovf[0] = (struct snpu_cqe){ .user_data = 1, .seq = 10 };
+	ovf[1] = (struct snpu_cqe){ .user_data = 2, .result = -5, .seq = 11 };
+	img_header(im, 1);
+	img_chunk(im, SNPU_CKPT_CTX, &ctx, sizeof(ctx), NULL, 0);
+	img_chunk(im, SNPU_CKPT_STREAM, &s, sizeof(s), NULL, 0);
+	img_chunk(im, SNPU_CKPT_RING, &r, sizeof(r), NULL, 0);
+	img_chunk(im, SNPU_CKPT_DATA, &d, sizeof(d), bytes, 8192);
+	d.offset = 8192;
+	img_chunk(im, SNPU_CKPT_DATA, &d, sizeof(d), bytes + 8192, 4096);
+	d.offset = 3 * 4096;
+	img_chunk(im, SNPU_CKPT_DATA, &d, sizeof(d), bytes + 3 * 4096,
+		  2 * sizeof(struct snpu_cqe));
+	img_end(im);
+}
+
 static const struct snpu_ckpt_limits img_limits = {
 	.abi_major = SNPU_ABI_MAJOR, .page_size = 4096,
 	.mem_align = SNPU_MEM_ALIGN,

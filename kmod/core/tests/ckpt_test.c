@@ -241,7 +241,19 @@ TEST_F(ckpt, ctx_counts_out_of_range_are_eproto)
 	refresh_crc(&self->im, C_CTX);
 	EXPECT_EQ(-EPROTO, parse(&self->im));
 	*ctx = keep;
-	ctx->reserved[1] = 1;
+	ctx->reserved = 1;
+	refresh_crc(&self->im, C_CTX);
+	EXPECT_EQ(-EPROTO, parse(&self->im));
+	*ctx = keep;
+	ctx->pad = 1;
+	refresh_crc(&self->im, C_CTX);
+	EXPECT_EQ(-EPROTO, parse(&self->im));
+	*ctx = keep;
+	ctx->nring = 2;		/* one ring per context at most */
+	refresh_crc(&self->im, C_CTX);
+	EXPECT_EQ(-EPROTO, parse(&self->im));
+	*ctx = keep;
+	ctx->nring = 1;		/* announced, and END comes instead */
 	refresh_crc(&self->im, C_CTX);
 	EXPECT_EQ(-EPROTO, parse(&self->im));
 }
@@ -361,6 +373,258 @@ TEST_F(ckpt, other_page_size_is_enoexec)
 	lim.page_size = 65536;
 	EXPECT_EQ(-ENOEXEC, snpu_ckpt_parse_buf(self->im.p, self->im.n, &lim,
 						&ps));
+}
+
+/* ---- rings ------------------------------------------------------------ */
+
+FIXTURE(ring) {
+	struct img im;
+};
+
+FIXTURE_SETUP(ring)
+{
+	memset(&self->im, 0, sizeof(self->im));
+	img_ring(&self->im);
+}
+
+FIXTURE_TEARDOWN(ring)
+{
+	free(self->im.p);
+}
+
+/* Chunk numbers of the image with rings. */
+enum { R_CTX, R_STREAM, R_RING, R_DATA1, R_DATA2, R_OVF, R_END };
+
+/* Change the RING record with @fn, fix its CRC: the parse's answer. */
+#define RING_EDIT(im, stmt) ({					\
+	struct snpu_ckpt_ring *r = rec_of(im, R_RING);		\
+	struct snpu_ckpt_ring keep = *r;			\
+	int __ret;						\
+								\
+	stmt;							\
+	refresh_crc(im, R_RING);				\
+	__ret = parse(im);					\
+	*r = keep;						\
+	refresh_crc(im, R_RING);				\
+	__ret;							\
+})
+
+TEST_F(ring, whole_image_passes)
+{
+	struct snpu_ckpt_parser ps;
+
+	ASSERT_EQ(0, snpu_ckpt_parse_buf(self->im.p, self->im.n, &img_limits,
+					 &ps));
+	EXPECT_EQ((__u32)R_END + 1, ps.seq);
+	EXPECT_EQ(1u, ps.nring);
+	EXPECT_TRUE(snpu_ckpt_ctx_complete(&ps));
+}
+
+TEST_F(ring, every_truncation_is_enodata)
+{
+	size_t n, whole = self->im.n;
+
+	for (n = 0; n < whole; n += 7) {
+		self->im.n = n;
+		ASSERT_EQ(-ENODATA, parse(&self->im)) TH_LOG("length %zu", n);
+	}
+}
+
+TEST_F(ring, every_flipped_byte_fails)
+{
+	size_t i;
+	int ret;
+
+	for (i = 0; i < self->im.n; i++) {
+		self->im.p[i] ^= 0x08;
+		ret = parse(&self->im);
+		self->im.p[i] ^= 0x08;
+		ASSERT_NE(0, ret) TH_LOG("byte %zu", i);
+	}
+}
+
+TEST_F(ring, entries_must_be_powers_of_two_in_range)
+{
+	EXPECT_EQ(-EPROTO, RING_EDIT(&self->im, r->sq_entries = 0));
+	EXPECT_EQ(-EPROTO, RING_EDIT(&self->im, r->sq_entries = 3));
+	EXPECT_EQ(-EPROTO, RING_EDIT(&self->im, r->cq_entries = 12));
+	/* A CQ smaller than the SQ. */
+	EXPECT_EQ(-EPROTO, RING_EDIT(&self->im, r->cq_entries = 2));
+	/* Beyond SNPU_RING_MAX_ENTRIES, with the size they would make. */
+	EXPECT_EQ(-EPROTO, RING_EDIT(&self->im, {
+		r->sq_entries = 2 * SNPU_RING_MAX_ENTRIES;
+		r->cq_entries = 2 * SNPU_RING_MAX_ENTRIES;
+		r->bytes = snpu_ckpt_ring_bytes(r->sq_entries, r->cq_entries,
+						4096);
+	}));
+	EXPECT_EQ(-EPROTO, RING_EDIT(&self->im, {
+		r->cq_entries = 4 * SNPU_RING_MAX_ENTRIES;
+		r->bytes = snpu_ckpt_ring_bytes(r->sq_entries, r->cq_entries,
+						4096);
+	}));
+}
+
+TEST_F(ring, mapping_size_must_match_entries)
+{
+	EXPECT_EQ(-EPROTO, RING_EDIT(&self->im, r->bytes += 4096));
+	EXPECT_EQ(-EPROTO, RING_EDIT(&self->im, r->bytes -= 4096));
+	/* Other entries of the same size are fine for the record... */
+	EXPECT_EQ(0, RING_EDIT(&self->im, r->cq_entries = 16));
+	/* ...but not with a mapping of another page size. */
+	EXPECT_EQ(-EPROTO, RING_EDIT(&self->im,
+				     r->bytes = snpu_ckpt_ring_bytes(4, 8, 8192)));
+}
+
+TEST_F(ring, flags_must_be_known)
+{
+	EXPECT_EQ(-EPROTO, RING_EDIT(&self->im, r->flags |= 4));
+	EXPECT_EQ(-EPROTO, RING_EDIT(&self->im, r->sq_flags = 2));
+	EXPECT_EQ(-EPROTO, RING_EDIT(&self->im, r->cq_flags = 2));
+	EXPECT_EQ(0, RING_EDIT(&self->im, r->flags |= SNPU_RING_CALLBACK_CQE));
+	EXPECT_EQ(0, RING_EDIT(&self->im, r->sq_flags = SNPU_SQ_NEED_WAKEUP));
+}
+
+TEST_F(ring, idle_time_goes_with_sqpoll)
+{
+	EXPECT_EQ(-EPROTO, RING_EDIT(&self->im, r->idle_ms = 0));
+	EXPECT_EQ(-EPROTO, RING_EDIT(&self->im,
+				     r->idle_ms = SNPU_CKPT_RING_MAX_IDLE_MS + 1));
+	EXPECT_EQ(0, RING_EDIT(&self->im,
+			       r->idle_ms = SNPU_CKPT_RING_MAX_IDLE_MS));
+	/* Without SQPOLL, no idle time. */
+	EXPECT_EQ(-EPROTO, RING_EDIT(&self->im, r->flags = 0));
+	EXPECT_EQ(0, RING_EDIT(&self->im, { r->flags = 0; r->idle_ms = 0; }));
+}
+
+TEST_F(ring, indices_must_fit_the_rings)
+{
+	/* Five SQEs submitted to a ring of four. */
+	EXPECT_EQ(-EPROTO, RING_EDIT(&self->im, r->sq_tail = r->sq_head + 5));
+	/* A tail behind the head. */
+	EXPECT_EQ(-EPROTO, RING_EDIT(&self->im, r->sq_tail = r->sq_head - 1));
+	EXPECT_EQ(0, RING_EDIT(&self->im, r->sq_tail = r->sq_head + 4));
+	/* Nine CQEs unreaped in a ring of eight; a head past the tail. */
+	EXPECT_EQ(-EPROTO, RING_EDIT(&self->im, r->cq_head = r->cq_tail - 9));
+	EXPECT_EQ(-EPROTO, RING_EDIT(&self->im, r->cq_head = r->cq_tail + 1));
+	EXPECT_EQ(0, RING_EDIT(&self->im, r->cq_head = r->cq_tail - 8));
+	/* Free-running: wrapping past 2^32 is fine. */
+	EXPECT_EQ(0, RING_EDIT(&self->im, {
+		r->sq_head = 0xffffffffu;
+		r->sq_tail = 1;
+		r->cq_head = 0xfffffffeu;
+		r->cq_tail = 3;
+	}));
+}
+
+TEST_F(ring, parked_completions_are_bounded)
+{
+	EXPECT_EQ(-EPROTO, RING_EDIT(&self->im,
+				     r->noverflow = SNPU_CKPT_RING_MAX_OVERFLOW + 1));
+	/* One more than the DATA carry: END comes while bytes are owed. */
+	EXPECT_EQ(-EPROTO, RING_EDIT(&self->im, r->noverflow = 3));
+	/* One fewer: the last DATA carries more than is owed. */
+	EXPECT_EQ(-EPROTO, RING_EDIT(&self->im, r->noverflow = 1));
+}
+
+TEST_F(ring, reserved_and_pad_must_be_zero)
+{
+	EXPECT_EQ(-EPROTO, RING_EDIT(&self->im, r->pad = 1));
+	EXPECT_EQ(-EPROTO, RING_EDIT(&self->im, r->reserved[1] = 1));
+}
+
+TEST_F(ring, data_length_and_offset_are_checked)
+{
+	struct snpu_ckpt_data *d = rec_of(&self->im, R_DATA2);
+
+	d->offset = 8191;
+	refresh_crc(&self->im, R_DATA2);
+	EXPECT_EQ(-EPROTO, parse(&self->im));
+	d->offset = 8192;
+	refresh_crc(&self->im, R_DATA2);
+	EXPECT_EQ(0, parse(&self->im));
+}
+
+TEST_F(ring, ring_out_of_place_is_eproto)
+{
+	struct snpu_ckpt_ctx ctx = {
+		.cores = 1, .mem_total = 1 << 20, .nobj = 1, .nring = 1,
+	};
+	struct snpu_ckpt_ring r = {
+		.sq_entries = 1, .cq_entries = 2,
+		.bytes = snpu_ckpt_ring_bytes(1, 2, 4096),
+	};
+	static unsigned char bytes[3 * 4096];
+	struct snpu_ckpt_event e = { .handle = 1 };
+	struct snpu_ckpt_data d = { 0 };
+	struct img im = { 0 };
+
+	/* Before the context's objects. */
+	img_header(&im, 1);
+	img_chunk(&im, SNPU_CKPT_CTX, &ctx, sizeof(ctx), NULL, 0);
+	img_chunk(&im, SNPU_CKPT_RING, &r, sizeof(r), NULL, 0);
+	img_chunk(&im, SNPU_CKPT_DATA, &d, sizeof(d), bytes, sizeof(bytes));
+	img_chunk(&im, SNPU_CKPT_EVENT, &e, sizeof(e), NULL, 0);
+	img_end(&im);
+	EXPECT_EQ(-EPROTO, parse(&im));
+	free(im.p);
+
+	/* In a context that announced none. */
+	memset(&im, 0, sizeof(im));
+	ctx.nring = 0;
+	img_header(&im, 1);
+	img_chunk(&im, SNPU_CKPT_CTX, &ctx, sizeof(ctx), NULL, 0);
+	img_chunk(&im, SNPU_CKPT_EVENT, &e, sizeof(e), NULL, 0);
+	img_chunk(&im, SNPU_CKPT_RING, &r, sizeof(r), NULL, 0);
+	img_end(&im);
+	EXPECT_EQ(-EPROTO, parse(&im));
+	free(im.p);
+
+	/* Twice. */
+	memset(&im, 0, sizeof(im));
+	ctx.nring = 1;
+	img_header(&im, 1);
+	img_chunk(&im, SNPU_CKPT_CTX, &ctx, sizeof(ctx), NULL, 0);
+	img_chunk(&im, SNPU_CKPT_EVENT, &e, sizeof(e), NULL, 0);
+	img_chunk(&im, SNPU_CKPT_RING, &r, sizeof(r), NULL, 0);
+	img_chunk(&im, SNPU_CKPT_DATA, &d, sizeof(d), bytes, sizeof(bytes));
+	img_chunk(&im, SNPU_CKPT_RING, &r, sizeof(r), NULL, 0);
+	img_end(&im);
+	EXPECT_EQ(-EPROTO, parse(&im));
+	free(im.p);
+
+	/* Right: after the objects, once. */
+	memset(&im, 0, sizeof(im));
+	img_header(&im, 1);
+	img_chunk(&im, SNPU_CKPT_CTX, &ctx, sizeof(ctx), NULL, 0);
+	img_chunk(&im, SNPU_CKPT_EVENT, &e, sizeof(e), NULL, 0);
+	img_chunk(&im, SNPU_CKPT_RING, &r, sizeof(r), NULL, 0);
+	img_chunk(&im, SNPU_CKPT_DATA, &d, sizeof(d), bytes, sizeof(bytes));
+	img_end(&im);
+	EXPECT_EQ(0, parse(&im));
+	free(im.p);
+}
+
+TEST(parked_cqe_check)
+{
+	struct snpu_cqe c = { .user_data = 7, .result = -EIO, .seq = 3 };
+
+	EXPECT_EQ(0, snpu_ckpt_ring_cqe_check(&c));
+	c.result = 1;
+	EXPECT_EQ(-EPROTO, snpu_ckpt_ring_cqe_check(&c));
+	c.result = -4096;
+	EXPECT_EQ(-EPROTO, snpu_ckpt_ring_cqe_check(&c));
+	c.result = 0;
+	c.flags = SNPU_CQE_F_CALLBACK;	/* a callback never waits there */
+	EXPECT_EQ(-EPROTO, snpu_ckpt_ring_cqe_check(&c));
+}
+
+TEST(ring_bytes_is_the_modules_layout)
+{
+	/* A header page, 8 SQEs, 16 CQEs, each area whole pages. */
+	EXPECT_EQ(3 * 4096ull, snpu_ckpt_ring_bytes(8, 16, 4096));
+	EXPECT_EQ(4096ull + 4096 * sizeof(struct snpu_task) +
+		  8192 * sizeof(struct snpu_cqe),
+		  snpu_ckpt_ring_bytes(4096, 8192, 4096));
 }
 
 TEST_HARNESS_MAIN
