@@ -38,6 +38,7 @@ enum snpu_ckpt_phase {
 	SNPU_CKPT_P_MEM,	/* MEM, or the first object of the context */
 	SNPU_CKPT_P_OWNER,	/* OWNER, or the next kind of object */
 	SNPU_CKPT_P_OBJ,	/* HOST, STREAM, EVENT in handle order */
+	SNPU_CKPT_P_GRAPH,	/* GRAPH, in handle order, the context's last */
 	SNPU_CKPT_P_DONE,	/* END seen */
 };
 
@@ -89,6 +90,7 @@ int snpu_ckpt_chunk_check(const struct snpu_ckpt_parser *ps,
 int snpu_ckpt_record_check(struct snpu_ckpt_parser *ps,
 			   const struct snpu_ckpt_chunk *c, const void *rec);
 int snpu_ckpt_end_check(const struct snpu_ckpt_parser *ps);
+__u64 snpu_ckpt_graph_def_bytes(__u32 nodes, __u32 edges);
 bool snpu_ckpt_ctx_complete(const struct snpu_ckpt_parser *ps);
 int snpu_ckpt_parse_buf(const void *buf, __u64 len,
 			const struct snpu_ckpt_limits *lim,
