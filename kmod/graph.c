@@ -118,11 +118,12 @@ struct snpu_graph_in {
 
 /* The parts of a definition laid out in @src (see struct snpu_graph). */
 static void snpu_graph_in_init(struct snpu_graph_in *in, void *src, u32 nodes,
-			       bool csr, u32 edges)
+			       u32 edges)
 {
 	in->nodes = src;
-	in->offsets = csr ? src + array_size(nodes, sizeof(*in->nodes)) : NULL;
-	in->fanin = csr ? in->offsets + nodes + 1 : NULL;
+	in->offsets = edges ? src + array_size(nodes, sizeof(*in->nodes)) :
+			      NULL;
+	in->fanin = edges ? in->offsets + nodes + 1 : NULL;
 }
 
 static int snpu_graph_read(const struct snpu_graph_create *c,
@@ -130,26 +131,22 @@ static int snpu_graph_read(const struct snpu_graph_create *c,
 {
 	const void __user *src = u64_to_user_ptr(c->nodes);
 	u64 slot_bytes[SNPU_GRAPH_MAX_SLOTS];
-	bool csr = c->edges_count || c->fanin_offsets;
-	size_t bytes;
 	u32 i;
 	int ret = 0;
 
 	/*
 	 * One buffer, kept with the graph for checkpoint images: the nodes,
-	 * then the fanin CSR (offsets given without edges are checked, and
-	 * then say no more than none).
+	 * then the fanin CSR when there are edges. Offsets given without
+	 * edges must all be zero (they end at 0 and do not decrease), and
+	 * then say what none do.
 	 */
-	bytes = snpu_ckpt_graph_def_bytes(c->nodes_count, c->edges_count);
-	if (!c->edges_count && csr)
-		bytes += (c->nodes_count + 1) * sizeof(u32);
-	g->src = snpu_graph_alloc(g, bytes, 1);
-	if (!g->src)
-		return -ENOMEM;
 	g->src_bytes = snpu_ckpt_graph_def_bytes(c->nodes_count,
 						 c->edges_count);
 	g->edges = c->edges_count;
-	snpu_graph_in_init(in, g->src, c->nodes_count, csr, c->edges_count);
+	g->src = snpu_graph_alloc(g, g->src_bytes, 1);
+	if (!g->src)
+		return -ENOMEM;
+	snpu_graph_in_init(in, g->src, c->nodes_count, c->edges_count);
 	for (i = 0; i < c->nodes_count; i++, src += c->node_size) {
 		if (copy_from_user(&in->nodes[i], src, sizeof(in->nodes[i])))
 			return -EFAULT;
@@ -161,12 +158,18 @@ static int snpu_graph_read(const struct snpu_graph_create *c,
 				return ret ?: -E2BIG;
 		}
 	}
-	if (csr &&
+	if (c->edges_count &&
 	    (copy_from_user(in->offsets, u64_to_user_ptr(c->fanin_offsets),
 			    (c->nodes_count + 1) * sizeof(u32)) ||
 	     copy_from_user(in->fanin, u64_to_user_ptr(c->fanin),
 			    c->edges_count * sizeof(u32))))
 		return -EFAULT;
+	if (!c->edges_count && c->fanin_offsets) {
+		ret = check_zeroed_user(u64_to_user_ptr(c->fanin_offsets),
+					(c->nodes_count + 1) * sizeof(u32));
+		if (ret <= 0)
+			return ret ?: -EINVAL;
+	}
 	if (c->slots_count &&
 	    copy_from_user(slot_bytes, u64_to_user_ptr(c->slot_bytes),
 			   c->slots_count * sizeof(u64)))
@@ -711,7 +714,7 @@ int snpu_graph_restore_locked(struct snpu_context *ctx,
 	for (i = 0; i < r->slots; i++)
 		g->bytes[i] = r->slot_bytes[i];
 	g->bytes[SNPU_GRES_SCRATCH] = r->scratch_bytes;
-	snpu_graph_in_init(&in, src, r->nodes, r->edges, r->edges);
+	snpu_graph_in_init(&in, src, r->nodes, r->edges);
 	g->obj.handle = r->handle;
 
 	ret = snpu_graph_colls_locked(ctx, g, &in);
