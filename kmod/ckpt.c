@@ -131,6 +131,7 @@ static int snpu_ckpt_ctx_rec_locked(struct snpu_context *ctx,
 {
 	struct snpu_ckpt_graph gr;
 	struct snpu_object *obj;
+	struct snpu_graph *g;
 	struct snpu_mem *mem;
 	unsigned long index = 0;
 	const void *src;
@@ -168,10 +169,8 @@ static int snpu_ckpt_ctx_rec_locked(struct snpu_context *ctx,
 			break;
 		case SNPU_OBJ_GRAPH:
 			/* A graph with collective nodes: -EOPNOTSUPP. */
-			ret = snpu_graph_ckpt_rec(container_of(obj,
-							       struct snpu_graph,
-							       obj),
-						  &gr, &src);
+			g = container_of(obj, struct snpu_graph, obj);
+			ret = snpu_graph_ckpt_rec(g, &gr, &src);
 			if (ret)
 				return ret;
 			r->nobj++;
@@ -298,11 +297,12 @@ static int snpu_ckpt_put_ctx_locked(struct snpu_ckpt_io *io,
 	}
 	/* Graphs last: their nodes name the memory restored before them. */
 	xa_for_each(&ctx->handles, index, obj) {
+		struct snpu_graph *g = container_of(obj, struct snpu_graph, obj);
+
 		if (ret)
 			return ret;
 		if (obj->type == SNPU_OBJ_GRAPH)
-			ret = snpu_ckpt_put_graph(io, container_of(obj,
-						  struct snpu_graph, obj));
+			ret = snpu_ckpt_put_graph(io, g);
 	}
 	return ret;
 }
@@ -755,10 +755,12 @@ static void snpu_ckpt_unmake_locked(struct snpu_context *ctx)
 
 	lockdep_assert_held(&ctx->lock);
 	/* Graphs first: they hold the allocations their nodes name. */
-	xa_for_each(&ctx->handles, index, obj)
+	xa_for_each(&ctx->handles, index, obj) {
+		struct snpu_graph *g = container_of(obj, struct snpu_graph, obj);
+
 		if (obj->type == SNPU_OBJ_GRAPH)
-			snpu_graph_destroy_locked(ctx, container_of(obj,
-						  struct snpu_graph, obj));
+			snpu_graph_destroy_locked(ctx, g);
+	}
 	/* Owners take their attached streams with them. */
 	xa_for_each(&ctx->handles, index, obj) {
 		struct snpu_owner *o = container_of(obj, struct snpu_owner, obj);

@@ -358,9 +358,13 @@ static int snpu_ckpt_graph_rec(struct snpu_ckpt_parser *ps,
 	    r->def_bytes != snpu_ckpt_graph_def_bytes(r->nodes, r->edges) ||
 	    !snpu_ckpt_zero(r->reserved, sizeof(r->reserved)))
 		return -EPROTO;
-	for (i = 0; i < SNPU_CKPT_GRAPH_SLOTS; i++)
-		if (!r->slot_bytes[i] != (i >= r->slots))
+	/* The slots' extents not 0, the rest 0. */
+	for (i = 0; i < SNPU_CKPT_GRAPH_SLOTS; i++) {
+		bool slot = i < r->slots;
+
+		if (slot != !!r->slot_bytes[i])
 			return -EPROTO;
+	}
 	if (snpu_ckpt_obj_handle(ps, r->handle, SNPU_CKPT_P_GRAPH))
 		return -EPROTO;
 	ps->data_left = r->def_bytes;
