@@ -29,6 +29,7 @@
 
 #include "snpu.h"
 #include "core/ckpt.h"
+#include "graph.h"
 
 /* Scratch for the bytes of a context that a restore skips. */
 #define SNPU_CKPT_SCRATCH	SZ_64K
@@ -135,10 +136,12 @@ int snpu_ckpt_put_data(struct snpu_ckpt_io *io, const void *base, u64 bytes,
 static int snpu_ckpt_ctx_rec_locked(struct snpu_context *ctx,
 				    struct snpu_ckpt_ctx *r)
 {
+	struct snpu_ckpt_graph gr;
 	struct snpu_object *obj;
+	struct snpu_graph *g;
 	struct snpu_mem *mem;
 	unsigned long index = 0;
-
+	const void *src;
 	int ret;
 
 	lockdep_assert_held(&ctx->lock);
@@ -175,8 +178,16 @@ static int snpu_ckpt_ctx_rec_locked(struct snpu_context *ctx,
 		case SNPU_OBJ_OWNER:
 			r->nobj++;
 			break;
+		case SNPU_OBJ_GRAPH:
+			/* A graph with collective nodes: -EOPNOTSUPP. */
+			g = container_of(obj, struct snpu_graph, obj);
+			ret = snpu_graph_ckpt_rec(g, &gr, &src);
+			if (ret)
+				return ret;
+			r->nobj++;
+			break;
 		default:
-			/* Graphs and communicators are not in images yet. */
+			/* Communicators are not in images yet. */
 			return -EOPNOTSUPP;
 		}
 	}
@@ -231,6 +242,23 @@ static int snpu_ckpt_put_obj_locked(struct snpu_ckpt_io *io,
 	return 0;
 }
 
+/* A graph's definition: its record, then its nodes and edges as DATA. */
+static int snpu_ckpt_put_graph(struct snpu_ckpt_io *io,
+			       const struct snpu_graph *g)
+{
+	struct snpu_ckpt_graph gr;
+	const void *src;
+	int ret;
+
+	ret = snpu_graph_ckpt_rec(g, &gr, &src);
+	if (!ret)
+		ret = snpu_ckpt_chunk(io, SNPU_CKPT_GRAPH, &gr, sizeof(gr),
+				      NULL, 0);
+	if (!ret)
+		ret = snpu_ckpt_put_data(io, src, gr.def_bytes, 0);
+	return ret;
+}
+
 static int snpu_ckpt_put_ctx_locked(struct snpu_ckpt_io *io,
 				    struct snpu_context *ctx)
 {
@@ -278,7 +306,16 @@ static int snpu_ckpt_put_ctx_locked(struct snpu_ckpt_io *io,
 			return ret;
 		ret = snpu_ckpt_put_obj_locked(io, ctx, obj);
 	}
-	/* The rings last: their SQEs name the streams above. */
+	/* Graphs next: their nodes name the memory restored before them. */
+	xa_for_each(&ctx->handles, index, obj) {
+		struct snpu_graph *g = container_of(obj, struct snpu_graph, obj);
+
+		if (ret)
+			return ret;
+		if (obj->type == SNPU_OBJ_GRAPH)
+			ret = snpu_ckpt_put_graph(io, g);
+	}
+	/* The rings last: their SQEs name the streams and graphs above. */
 	if (!ret)
 		ret = snpu_ring_ckpt_put_locked(io, ctx);
 	return ret;
@@ -296,8 +333,9 @@ static int snpu_ckpt_put_ctx_locked(struct snpu_ckpt_io *io,
  * the header, each context, and the END chunk.
  *
  * Return: 0; -EBADF for a file not open for writing; -EINTR on a signal;
- * -EOPNOTSUPP for a process with a graph or a communicator; -EPROTO
- * for rings whose counters the process left out of range;
+ * -EOPNOTSUPP for a process with a communicator, a graph with collective
+ * nodes or an imported dma-buf; -EPROTO for rings whose counters the
+ * process left out of range;
  * -ESTALE when one of its files closes meanwhile; errors of the file's
  * write. On error the file holds a partial image that a restore refuses.
  */
@@ -403,6 +441,9 @@ out:
  * @next_handle: its handle cursor
  * @rr: the rings of @index, made, published after the END
  * @ring_data: the DATA chunks being read are the rings'
+ * @graph: the GRAPH record whose definition the DATA chunks bring
+ * @gdef: that definition, @graph.def_bytes, allocated at the record;
+ *        handed to kmod/graph.c once whole
  */
 struct snpu_ckpt_rst {
 	struct snpu_ckpt_io io;
@@ -416,6 +457,8 @@ struct snpu_ckpt_rst {
 	u32 next_handle;
 	struct snpu_ring_rst rr;
 	bool ring_data;
+	struct snpu_ckpt_graph graph;
+	void *gdef;
 };
 
 /* Take the image's window of device addresses on this device. */
@@ -551,6 +594,22 @@ static int snpu_ckpt_make_event_locked(struct snpu_context *ctx,
 	return 0;
 }
 
+/*
+ * A graph: its definition comes in the DATA chunks that follow, into a
+ * buffer of the size the validator bounded (at most a create's); the
+ * graph is built when the last one has passed its CRC.
+ */
+static int snpu_ckpt_begin_graph(struct snpu_ckpt_rst *r,
+				 const struct snpu_ckpt_graph *rec)
+{
+	r->gdef = kvmalloc(rec->def_bytes, GFP_KERNEL_ACCOUNT | __GFP_NOWARN);
+	if (!r->gdef)
+		return -ENOMEM;
+	r->graph = *rec;
+	r->dst = r->gdef;
+	return 0;
+}
+
 /* The context of the image starts: is it the one to restore? */
 static int snpu_ckpt_begin_ctx_locked(struct snpu_ckpt_rst *r,
 				      const struct snpu_ckpt_ctx *rec)
@@ -601,6 +660,8 @@ static int snpu_ckpt_apply_locked(struct snpu_ckpt_rst *r, u32 type,
 		return snpu_ckpt_make_stream_locked(r->ctx, rec);
 	case SNPU_CKPT_EVENT:
 		return snpu_ckpt_make_event_locked(r->ctx, rec);
+	case SNPU_CKPT_GRAPH:
+		return snpu_ckpt_begin_graph(r, rec);
 	}
 	return 0;
 }
@@ -659,7 +720,13 @@ static int snpu_ckpt_get_data(struct snpu_ckpt_rst *r,
 		return ret;
 	if ((*crc ^ ~0U) != c->crc)
 		return -EBADMSG;
-	return snpu_ckpt_record_check(&r->ps, c, &d);
+	ret = snpu_ckpt_record_check(&r->ps, c, &d);
+	if (ret || !r->gdef || r->ps.data_left)
+		return ret;
+	/* The graph's whole definition is in: kmod/graph.c takes it over. */
+	ret = snpu_graph_restore_locked(r->ctx, &r->graph, r->gdef);
+	r->gdef = NULL;
+	return ret;
 }
 
 static int snpu_ckpt_read_locked(struct snpu_ckpt_rst *r, u32 *contexts)
@@ -677,6 +744,7 @@ static int snpu_ckpt_read_locked(struct snpu_ckpt_rst *r, u32 *contexts)
 		struct snpu_ckpt_stream stream;
 		struct snpu_ckpt_event event;
 		struct snpu_ckpt_ring ring;
+		struct snpu_ckpt_graph graph;
 		struct snpu_ckpt_end end;
 	} rec;
 	struct snpu_ckpt_header h;
@@ -727,6 +795,13 @@ static void snpu_ckpt_unmake_locked(struct snpu_context *ctx)
 	unsigned long index;
 
 	lockdep_assert_held(&ctx->lock);
+	/* Graphs first: they hold the allocations their nodes name. */
+	xa_for_each(&ctx->handles, index, obj) {
+		struct snpu_graph *g = container_of(obj, struct snpu_graph, obj);
+
+		if (obj->type == SNPU_OBJ_GRAPH)
+			snpu_graph_destroy_locked(ctx, g);
+	}
 	/* Owners take their attached streams with them. */
 	xa_for_each(&ctx->handles, index, obj) {
 		struct snpu_owner *o = container_of(obj, struct snpu_owner, obj);
@@ -794,6 +869,7 @@ int snpu_ioc_ckpt_restore(struct snpu_context *ctx, union snpu_ioc_arg *arg)
 	}
 out_unlock:
 	mutex_unlock(&ctx->lock);
+	kvfree(r.gdef);
 	kvfree(r.scratch);
 	a->contexts = contexts;
 	a->dev_index = r.dev_index;

@@ -20,6 +20,7 @@
 #include <linux/uaccess.h>
 
 #include "comm.h"
+#include "core/ckpt.h"
 #include "graph.h"
 #include "trace.h"
 
@@ -70,6 +71,7 @@ static void snpu_graph_free(struct snpu_graph *g)
 	kvfree(g->haz);
 	kvfree(g->plain);
 	kvfree(g->colls);
+	kvfree(g->src);
 	snpu_graph_uncharge(g);
 	kfree_rcu(g, obj.rcu);
 }
@@ -114,22 +116,14 @@ struct snpu_graph_in {
 	u32 *fanin;
 };
 
-static void *snpu_graph_copy_in(u64 uptr, size_t n, size_t size, int *ret)
+/* The parts of a definition laid out in @src (see struct snpu_graph). */
+static void snpu_graph_in_init(struct snpu_graph_in *in, void *src, u32 nodes,
+			       u32 edges)
 {
-	size_t bytes = array_size(n, size);
-	void *p;
-
-	p = kvmalloc(bytes, GFP_KERNEL_ACCOUNT | __GFP_NOWARN);
-	if (!p) {
-		*ret = -ENOMEM;
-		return NULL;
-	}
-	if (copy_from_user(p, u64_to_user_ptr(uptr), bytes)) {
-		kvfree(p);
-		*ret = -EFAULT;
-		return NULL;
-	}
-	return p;
+	in->nodes = src;
+	in->offsets = edges ? src + array_size(nodes, sizeof(*in->nodes)) :
+			      NULL;
+	in->fanin = edges ? in->offsets + nodes + 1 : NULL;
 }
 
 static int snpu_graph_read(const struct snpu_graph_create *c,
@@ -140,10 +134,19 @@ static int snpu_graph_read(const struct snpu_graph_create *c,
 	u32 i;
 	int ret = 0;
 
-	in->nodes = kvmalloc_array(c->nodes_count, sizeof(*in->nodes),
-				   GFP_KERNEL_ACCOUNT | __GFP_NOWARN);
-	if (!in->nodes)
+	/*
+	 * One buffer, kept with the graph for checkpoint images: the nodes,
+	 * then the fanin CSR when there are edges. Offsets given without
+	 * edges must all be zero (they end at 0 and do not decrease), and
+	 * then say what none do.
+	 */
+	g->src_bytes = snpu_ckpt_graph_def_bytes(c->nodes_count,
+						 c->edges_count);
+	g->edges = c->edges_count;
+	g->src = snpu_graph_alloc(g, g->src_bytes, 1);
+	if (!g->src)
 		return -ENOMEM;
+	snpu_graph_in_init(in, g->src, c->nodes_count, c->edges_count);
 	for (i = 0; i < c->nodes_count; i++, src += c->node_size) {
 		if (copy_from_user(&in->nodes[i], src, sizeof(in->nodes[i])))
 			return -EFAULT;
@@ -155,16 +158,17 @@ static int snpu_graph_read(const struct snpu_graph_create *c,
 				return ret ?: -E2BIG;
 		}
 	}
-	if (c->edges_count || c->fanin_offsets) {
-		in->offsets = snpu_graph_copy_in(c->fanin_offsets,
-						 c->nodes_count + 1,
-						 sizeof(u32), &ret);
-		if (!in->offsets)
-			return ret;
-		in->fanin = snpu_graph_copy_in(c->fanin, c->edges_count,
-					       sizeof(u32), &ret);
-		if (!in->fanin)
-			return ret;
+	if (c->edges_count &&
+	    (copy_from_user(in->offsets, u64_to_user_ptr(c->fanin_offsets),
+			    (c->nodes_count + 1) * sizeof(u32)) ||
+	     copy_from_user(in->fanin, u64_to_user_ptr(c->fanin),
+			    c->edges_count * sizeof(u32))))
+		return -EFAULT;
+	if (!c->edges_count && c->fanin_offsets) {
+		ret = check_zeroed_user(u64_to_user_ptr(c->fanin_offsets),
+					(c->nodes_count + 1) * sizeof(u32));
+		if (ret <= 0)
+			return ret ?: -EINVAL;
 	}
 	if (c->slots_count &&
 	    copy_from_user(slot_bytes, u64_to_user_ptr(c->slot_bytes),
@@ -507,52 +511,58 @@ static int snpu_graph_plain_locked(struct snpu_context *ctx,
 	return 0;
 }
 
-int snpu_ioc_graph_create(struct snpu_context *ctx, union snpu_ioc_arg *arg)
+/* A graph of @nodes nodes and @slots slots, before its definition. */
+static struct snpu_graph *snpu_graph_new(struct snpu_context *ctx, u32 nodes,
+					 u32 slots)
 {
-	struct snpu_graph_create *c = &arg->graph_create;
-	struct snpu_graph_in in = { };
 	struct snpu_graph *g;
-	u32 nacc, n;
-	int ret;
 
-	ret = snpu_graph_check_create(c);
-	if (ret)
-		return ret;
 	g = kzalloc(sizeof(*g), GFP_KERNEL_ACCOUNT);
 	if (!g)
-		return -ENOMEM;
+		return NULL;
 	g->charged = sizeof(*g);
 	g->ctx = ctx;
-	g->nodes = c->nodes_count;
-	g->slots = c->slots_count;
+	g->nodes = nodes;
+	g->slots = slots;
 	kref_init(&g->ref);
 	INIT_LIST_HEAD(&g->free);
 	INIT_WORK(&g->free_work, snpu_graph_free_work);
 	g->inst_bytes = sizeof(struct snpu_ginst) +
 			array_size(g->nodes, sizeof(struct snpu_gnode));
+	return g;
+}
 
-	ret = snpu_graph_read(c, g, &in);
-	if (!ret) {
-		mutex_lock(&ctx->lock);
-		ret = snpu_graph_colls_locked(ctx, g, &in);
-		mutex_unlock(&ctx->lock);
-	}
+/*
+ * Check every node and edge of a definition and compile it: what needs
+ * no lock (the collective nodes are looked up before). Whatever happens,
+ * the memory it took is counted against the context's graph memory: a
+ * later snpu_graph_free() gives it back.
+ */
+static int snpu_graph_build(struct snpu_graph *g,
+			    const struct snpu_graph_in *in)
+{
+	u32 nacc;
+	int ret;
+
+	ret = snpu_graph_accesses(g, in, &nacc);
 	if (!ret)
-		ret = snpu_graph_accesses(g, &in, &nacc);
+		ret = snpu_graph_edges(g, in, g->edges);
 	if (!ret)
-		ret = snpu_graph_edges(g, &in, c->edges_count);
-	if (!ret)
-		ret = snpu_graph_templates(g, &in);
+		ret = snpu_graph_templates(g, in);
 	if (!ret)
 		ret = snpu_graph_hazard_lists(g, nacc);
-	kvfree(in.nodes);
-	kvfree(in.offsets);
-	kvfree(in.fanin);
-	atomic64_add(g->charged, &ctx->graph_mem);
-	if (ret)
-		goto fail;
+	atomic64_add(g->charged, &g->ctx->graph_mem);
+	return ret;
+}
 
-	mutex_lock(&ctx->lock);
+/* Within the quotas, bound to the context's memory and ranks: a handle. */
+static int snpu_graph_publish_locked(struct snpu_context *ctx,
+				     struct snpu_graph *g)
+{
+	u32 n;
+	int ret = 0;
+
+	lockdep_assert_held(&ctx->lock);
 	if (ctx->graphs >= snpu_quota.graphs ||
 	    atomic64_read(&ctx->graph_mem) > snpu_quota.graph_mem)
 		ret = -ENOSPC;
@@ -566,6 +576,38 @@ int snpu_ioc_graph_create(struct snpu_context *ctx, union snpu_ioc_arg *arg)
 		ret = snpu_object_add_locked(ctx, &g->obj, SNPU_OBJ_GRAPH);
 	if (!ret)
 		ctx->graphs++;
+	return ret;
+}
+
+int snpu_ioc_graph_create(struct snpu_context *ctx, union snpu_ioc_arg *arg)
+{
+	struct snpu_graph_create *c = &arg->graph_create;
+	struct snpu_graph_in in = { };
+	struct snpu_graph *g;
+	int ret;
+
+	ret = snpu_graph_check_create(c);
+	if (ret)
+		return ret;
+	g = snpu_graph_new(ctx, c->nodes_count, c->slots_count);
+	if (!g)
+		return -ENOMEM;
+
+	ret = snpu_graph_read(c, g, &in);
+	if (!ret) {
+		mutex_lock(&ctx->lock);
+		ret = snpu_graph_colls_locked(ctx, g, &in);
+		mutex_unlock(&ctx->lock);
+	}
+	if (!ret)
+		ret = snpu_graph_build(g, &in);
+	else
+		atomic64_add(g->charged, &ctx->graph_mem);
+	if (ret)
+		goto fail;
+
+	mutex_lock(&ctx->lock);
+	ret = snpu_graph_publish_locked(ctx, g);
 	mutex_unlock(&ctx->lock);
 	if (ret)
 		goto fail;
@@ -575,6 +617,118 @@ int snpu_ioc_graph_create(struct snpu_context *ctx, union snpu_ioc_arg *arg)
 fail:
 	snpu_graph_free(g);
 	return ret;
+}
+
+/**
+ * snpu_graph_ckpt_rec() - a graph as a checkpoint image holds it
+ * @g: the graph
+ * @r: out: its GRAPH record
+ * @src: out: the definition bytes that follow it (@r->def_bytes)
+ *
+ * Return: 0, or -EOPNOTSUPP for a graph with collective nodes: they name
+ * communicators, which images do not hold yet.
+ */
+int snpu_graph_ckpt_rec(const struct snpu_graph *g, struct snpu_ckpt_graph *r,
+			const void **src)
+{
+	u32 i;
+
+	if (g->ncolls)
+		return -EOPNOTSUPP;
+	memset(r, 0, sizeof(*r));
+	r->handle = g->obj.handle;
+	r->nodes = g->nodes;
+	r->edges = g->edges;
+	r->slots = g->slots;
+	r->def_bytes = g->src_bytes;
+	r->scratch_bytes = g->bytes[SNPU_GRES_SCRATCH];
+	for (i = 0; i < g->slots; i++)
+		r->slot_bytes[i] = g->bytes[i];
+	*src = g->src;
+	return 0;
+}
+
+/* A definition the create ioctl would refuse is an image out of range. */
+static int snpu_graph_restore_errno(int ret)
+{
+	switch (ret) {
+	case -EINVAL:	/* a node, an edge, a count, an extent */
+	case -EFAULT:	/* a plain address outside the restored memory */
+	case -ENOENT:	/* a collective node's rank */
+	case -EBUSY:	/* the handle is another object's */
+		return -EPROTO;
+	}
+	return ret;
+}
+
+/**
+ * snpu_graph_restore_locked() - rebuild a graph of a checkpoint image
+ * @ctx: the context being restored, with its memory restored
+ * @r: the GRAPH record, as kmod/core/ckpt.c passed it
+ * @src: its definition (@r->def_bytes bytes, under the image's CRC),
+ *       allocated with kvmalloc(); the graph takes it over, and frees it
+ *       on error
+ *
+ * The definition goes through the checks and the build of
+ * SNPU_IOC_GRAPH_CREATE, under the image's handle: nothing in it is
+ * trusted. Charged as a create is.
+ *
+ * Return: 0; -EPROTO for a definition the create ioctl refuses or a
+ * handle taken; -ENOSPC past the graph quotas; -EOPNOTSUPP for a test
+ * kernel without test_hooks; -ENOMEM.
+ */
+int snpu_graph_restore_locked(struct snpu_context *ctx,
+			      const struct snpu_ckpt_graph *r, void *src)
+{
+	struct snpu_graph_create c = {
+		.nodes_count = r->nodes, .edges_count = r->edges,
+		.slots_count = r->slots, .node_size = SNPU_GRAPH_NODE_SIZE,
+		.scratch_bytes = r->scratch_bytes,
+	};
+	struct snpu_graph_in in;
+	struct snpu_graph *g;
+	u32 i;
+	int ret;
+
+	lockdep_assert_held(&ctx->lock);
+	ret = snpu_graph_check_create(&c);
+	if (!ret && r->def_bytes != snpu_ckpt_graph_def_bytes(r->nodes,
+							      r->edges))
+		ret = -EINVAL;
+	for (i = 0; !ret && i < r->slots; i++)
+		if (!r->slot_bytes[i])
+			ret = -EINVAL;
+	if (ret) {
+		kvfree(src);
+		return snpu_graph_restore_errno(ret);
+	}
+	g = snpu_graph_new(ctx, r->nodes, r->slots);
+	if (!g) {
+		kvfree(src);
+		return -ENOMEM;
+	}
+	g->src = src;
+	g->src_bytes = r->def_bytes;
+	g->charged += r->def_bytes;
+	g->edges = r->edges;
+	for (i = 0; i < r->slots; i++)
+		g->bytes[i] = r->slot_bytes[i];
+	g->bytes[SNPU_GRES_SCRATCH] = r->scratch_bytes;
+	snpu_graph_in_init(&in, src, r->nodes, r->edges);
+	g->obj.handle = r->handle;
+
+	ret = snpu_graph_colls_locked(ctx, g, &in);
+	if (!ret)
+		ret = snpu_graph_build(g, &in);
+	else
+		atomic64_add(g->charged, &ctx->graph_mem);
+	if (!ret)
+		ret = snpu_graph_publish_locked(ctx, g);
+	if (ret) {
+		snpu_graph_free(g);
+		return snpu_graph_restore_errno(ret);
+	}
+	return 0;
 }
 
 /**

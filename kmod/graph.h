@@ -146,6 +146,11 @@ struct snpu_ginst {
  * @free_work: frees the graph when a core dropped the last reference
  * @colls: its collective nodes, in index order
  * @ncolls: their number; a graph with any is never stitched
+ * @src: the definition as the create ioctl took it, kept for checkpoint
+ *       images: the nodes, then the fanin offsets and the fanin when
+ *       there are edges (charged with the rest)
+ * @src_bytes: the bytes of @src an image holds
+ * @edges: number of edges
  */
 struct snpu_graph {
 	struct snpu_object obj;
@@ -175,6 +180,9 @@ struct snpu_graph {
 	struct work_struct free_work;
 	struct snpu_gcoll *colls;
 	u32 ncolls;
+	void *src;
+	u64 src_bytes;
+	u32 edges;
 };
 
 #endif /* _SNPU_GRAPH_H */

@@ -1043,6 +1043,10 @@ void snpu_work_complete(struct snpu_work *w, int error, u64 now,
 struct snpu_graph;
 struct snpu_gnode;
 void snpu_graph_destroy_locked(struct snpu_context *ctx, struct snpu_graph *g);
+int snpu_graph_ckpt_rec(const struct snpu_graph *g, struct snpu_ckpt_graph *r,
+			const void **src);
+int snpu_graph_restore_locked(struct snpu_context *ctx,
+			      const struct snpu_ckpt_graph *r, void *src);
 int snpu_graph_prepare_locked(struct snpu_context *ctx, struct snpu_job *job,
 			      const struct snpu_task *t);
 void snpu_graph_put_job(struct snpu_job *job);

@@ -96,6 +96,8 @@ __u32 snpu_ckpt_payload_size(__u32 type)
 		return sizeof(struct snpu_ckpt_event);
 	case SNPU_CKPT_END:
 		return sizeof(struct snpu_ckpt_end);
+	case SNPU_CKPT_GRAPH:
+		return sizeof(struct snpu_ckpt_graph);
 	case SNPU_CKPT_RING:
 		return sizeof(struct snpu_ckpt_ring);
 	}
@@ -192,10 +194,14 @@ static bool snpu_ckpt_type_ok(const struct snpu_ckpt_parser *ps, __u32 type)
 	case SNPU_CKPT_EVENT:
 		return ps->phase >= SNPU_CKPT_P_MEM &&
 		       ps->phase <= SNPU_CKPT_P_OBJ;
+	case SNPU_CKPT_GRAPH:
+		/* After every object a graph's nodes may name. */
+		return ps->phase >= SNPU_CKPT_P_MEM &&
+		       ps->phase <= SNPU_CKPT_P_GRAPH;
 	case SNPU_CKPT_RING:
 		/* Last of its context: after every allocation and object. */
 		return ps->phase >= SNPU_CKPT_P_MEM &&
-		       ps->phase <= SNPU_CKPT_P_OBJ && snpu_ckpt_ring_due(ps);
+		       ps->phase <= SNPU_CKPT_P_GRAPH && snpu_ckpt_ring_due(ps);
 	}
 	return false;
 }
@@ -429,6 +435,55 @@ static int snpu_ckpt_ring_rec(struct snpu_ckpt_parser *ps,
 }
 
 /**
+ * snpu_ckpt_graph_def_bytes() - the DATA bytes of a graph's definition
+ * @nodes: its nodes, at most SNPU_GRAPH_MAX_NODES
+ * @edges: its edges, at most SNPU_GRAPH_MAX_EDGES
+ *
+ * Return: the nodes' bytes, then the fanin CSR's when there are edges.
+ */
+__u64 snpu_ckpt_graph_def_bytes(__u32 nodes, __u32 edges)
+{
+	__u64 bytes = (__u64)nodes * SNPU_GRAPH_NODE_SIZE;
+
+	if (edges)
+		bytes += ((__u64)nodes + 1 + edges) * sizeof(__u32);
+	return bytes;
+}
+
+/*
+ * A graph: its counts within SNPU_IOC_GRAPH_CREATE's limits, its slots'
+ * extents as the create ioctl takes them, the length of its definition
+ * the one its counts give. The module rebuilds it through the create
+ * ioctl's checks, which look at every node and edge.
+ */
+static int snpu_ckpt_graph_rec(struct snpu_ckpt_parser *ps,
+			       const struct snpu_ckpt_graph *r)
+{
+	__u32 i;
+
+	if (!r->nodes || r->nodes > SNPU_GRAPH_MAX_NODES ||
+	    r->edges > SNPU_GRAPH_MAX_EDGES ||
+	    r->slots > SNPU_CKPT_GRAPH_SLOTS ||
+	    /* Each predecessor below its node: at most n (n - 1) / 2. */
+	    r->edges > (__u64)r->nodes * (r->nodes - 1) / 2 ||
+	    r->def_bytes != snpu_ckpt_graph_def_bytes(r->nodes, r->edges) ||
+	    !snpu_ckpt_zero(r->reserved, sizeof(r->reserved)))
+		return -EPROTO;
+	/* The slots' extents not 0, the rest 0. */
+	for (i = 0; i < SNPU_CKPT_GRAPH_SLOTS; i++) {
+		bool slot = i < r->slots;
+
+		if (slot != !!r->slot_bytes[i])
+			return -EPROTO;
+	}
+	if (snpu_ckpt_obj_handle(ps, r->handle, SNPU_CKPT_P_GRAPH))
+		return -EPROTO;
+	ps->data_left = r->def_bytes;
+	ps->data_off = 0;
+	return 0;
+}
+
+/**
  * snpu_ckpt_record_check() - check a chunk's record, advance the parser
  * @ps: the parser
  * @c: the chunk header, passed by snpu_ckpt_chunk_check()
@@ -487,6 +542,9 @@ int snpu_ckpt_record_check(struct snpu_ckpt_parser *ps,
 	case SNPU_CKPT_RING:
 		ret = snpu_ckpt_ring_rec(ps, rec);
 		break;
+	case SNPU_CKPT_GRAPH:
+		ret = snpu_ckpt_graph_rec(ps, rec);
+		break;
 	case SNPU_CKPT_END:
 		end = rec;
 		if (end->pad || end->chunks != ps->seq ||
@@ -534,6 +592,7 @@ int snpu_ckpt_parse_buf(const void *buf, __u64 len,
 		struct snpu_ckpt_ctx ctx;
 		struct snpu_ckpt_stream stream;
 		struct snpu_ckpt_ring ring;
+		struct snpu_ckpt_graph graph;
 		__u64 align;
 	} rec;
 	const unsigned char *p = buf;

@@ -40,7 +40,8 @@ enum snpu_ckpt_phase {
 	SNPU_CKPT_P_MEM,	/* MEM, or the first object of the context */
 	SNPU_CKPT_P_OWNER,	/* OWNER, or the next kind of object */
 	SNPU_CKPT_P_OBJ,	/* HOST, STREAM, EVENT in handle order */
-	SNPU_CKPT_P_RING,	/* the RING and its DATA, after all objects */
+	SNPU_CKPT_P_GRAPH,	/* GRAPH, in handle order, after all objects */
+	SNPU_CKPT_P_RING,	/* the RING and its DATA, the context's last */
 	SNPU_CKPT_P_DONE,	/* END seen */
 };
 
@@ -100,6 +101,7 @@ __u64 snpu_ckpt_ring_bytes(__u32 sq_entries, __u32 cq_entries,
 int snpu_ckpt_ring_check(const struct snpu_ckpt_ring *r, __u32 page_size);
 int snpu_ckpt_ring_cqe_check(const struct snpu_cqe *cqe);
 int snpu_ckpt_end_check(const struct snpu_ckpt_parser *ps);
+__u64 snpu_ckpt_graph_def_bytes(__u32 nodes, __u32 edges);
 bool snpu_ckpt_ctx_complete(const struct snpu_ckpt_parser *ps);
 int snpu_ckpt_parse_buf(const void *buf, __u64 len,
 			const struct snpu_ckpt_limits *lim,

@@ -31,6 +31,8 @@
 /* The uapi struct sizes; scripts/abi-sizes holds the same list for pahole. */
 static_assert(sizeof(struct snpu_info) == 88, "struct snpu_info changed");
 static_assert(sizeof(struct snpu_task) == SNPU_TASK_SIZE, "struct snpu_task changed");
+static_assert(SNPU_CKPT_GRAPH_SLOTS == SNPU_GRAPH_MAX_SLOTS,
+	      "checkpoint images hold SNPU_GRAPH_MAX_SLOTS slots");
 static_assert(sizeof(struct snpu_graph_node) == SNPU_GRAPH_NODE_SIZE,
 	      "struct snpu_graph_node changed");
 static_assert(sizeof(struct snpu_graph_create) == SNPU_GRAPH_CREATE_SIZE_VER0,

@@ -15,11 +15,17 @@
  * file and the device as they were. Another user's process is refused.
  * Rings come back with their unreaped CQEs, submitted SQEs, completions
  * parked for room and their poller; corrupt RING chunks are refused.
+ * Graphs: a process launches its graphs (kernel nodes, copies, memsets,
+ * slots, scratch, plain addresses) on streams ordered by an event, is
+ * checkpointed, and a new process launches the restored graphs by the
+ * same handles and gets the same bytes; corrupt GRAPH chunks and
+ * definitions the create ioctl refuses leave nothing made.
  * The module runs with devices=4 (run_vm.sh).
  */
 #include <sys/wait.h>
 
 #include "snpu_test.h"
+#include "graph_util.h"
 
 #include "kselftest_harness.h"
 
@@ -274,7 +280,7 @@ static bool empty_ctx(int fd)
 	struct snpu_ctx_query u;
 
 	return !snpu_ctx_query(fd, &u) && !u.mem_used && !u.host_used &&
-	       !u.streams && !u.events;
+	       !u.streams && !u.events && !u.graphs && !u.graph_mem;
 }
 
 /* The file has no rings: ENTER and their mmap say ENXIO. */
@@ -1497,6 +1503,481 @@ TEST(corrupt_sqpoll_ring_leaves_poller_count)
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
 	ASSERT_TRUE(WIFEXITED(status));
 	EXPECT_EQ(0, WEXITSTATUS(status));
+}
+
+/* ---- graphs ------------------------------------------------------------ */
+
+#define GB		4096		/* bytes of each graph buffer */
+#define GW		(GB / 4)
+
+/*
+ * What a process with graphs made: the input (slot 0's), a constant, the
+ * scratch, the outputs; two streams ordered by an event; three graphs
+ * (one destroyed before them, so the handles have a hole), and the
+ * outputs their launches produced before the checkpoint.
+ */
+struct gworld {
+	uint64_t in, k, scratch, out1, out2, out3, out4;
+	uint32_t s1, s2, ev;
+	uint32_t g_main, g_flat, g_gone;
+	struct snpu_ctx_query usage;	/* after the creates, before launches */
+	uint32_t want1[GW], want2[GW], want3[GW], want4[GW];
+};
+
+/*
+ * The main graph, 5 nodes, 4 edges: scratch = slot 0 (a copy node);
+ * out1 = scratch + k (ADD_I32 kernel, after it); out2 = 0x77.. (FILL, a
+ * root); out3 = out1 (the COPY kernel, after the add); out3[0..64) =
+ * 0x3c (memset, after that copy).
+ */
+static int gw_main(int fd, const struct gworld *w, uint32_t *h)
+{
+	struct gdef g;
+	int ret = -ENOMEM;
+
+	if (g_init(&g, 1, (uint64_t[]){ GB }, GB))
+		return -ENOMEM;
+	if (g_copy(&g, g_scratch(0), g_slot(0, 0), GB) < 0 ||
+	    g_binop(&g, SNPU_KERNEL_ADD_I32, g_addr(w->out1), g_scratch(0),
+		    g_addr(w->k), GB, 2) < 0 || g_pred(&g, 0) ||
+	    g_fill(&g, g_addr(w->out2), GB, 0x77777777, 2) < 0 ||
+	    g_copyk(&g, g_addr(w->out3), g_addr(w->out1), GB, 1) < 0 ||
+	    g_pred(&g, 1) ||
+	    g_memset(&g, g_addr(w->out3), 0x3c, 64) < 0 || g_pred(&g, 3))
+		goto out;
+	ret = g_create(fd, &g, h);
+out:
+	g_free(&g);
+	return ret;
+}
+
+/* A graph without edges: slot 1 = slot 0 + slot 0 (ADD_I32). */
+static int gw_flat(int fd, uint32_t *h)
+{
+	struct gdef g;
+	int ret = -ENOMEM;
+
+	if (g_init(&g, 2, (uint64_t[]){ GB, GB }, 0))
+		return -ENOMEM;
+	if (g_binop(&g, SNPU_KERNEL_ADD_I32, g_slot(1, 0), g_slot(0, 0),
+		    g_slot(0, 0), GB, 1) >= 0)
+		ret = g_create(fd, &g, h);
+	g_free(&g);
+	return ret;
+}
+
+/*
+ * Launch: main on s1, the event recorded after it, s2 waits for it and
+ * launches flat (in -> out4); both synchronized.
+ */
+static int gw_run(int fd, const struct gworld *w)
+{
+	uint64_t flat_slots[2] = { w->out1, w->out4 };
+	int32_t err = 1;
+
+	if (g_launch(fd, w->s1, w->g_main, &w->in, 1, w->scratch, NULL) ||
+	    snpu_submit1(fd, snpu_t_record(w->s1, w->ev)) ||
+	    snpu_submit1(fd, snpu_t_wait(w->s2, w->ev)) ||
+	    g_launch(fd, w->s2, w->g_flat, flat_slots, 2, 0, NULL) ||
+	    snpu_stream_sync(fd, w->s2, -1, &err) || err ||
+	    snpu_stream_sync(fd, w->s1, -1, &err) || err)
+		return -1;
+	return 0;
+}
+
+/* The outputs zeroed (so a run must write them again). */
+static int gw_clear(int fd, const struct gworld *w)
+{
+	static const uint32_t zero[GW];
+
+	return snpu_h2d(fd, w->out1, zero, GB) ||
+	       snpu_h2d(fd, w->out2, zero, GB) ||
+	       snpu_h2d(fd, w->out3, zero, GB) ||
+	       snpu_h2d(fd, w->out4, zero, GB);
+}
+
+static int gw_make(int fd, struct gworld *w)
+{
+	uint32_t buf[GW], i;
+
+	memset(w, 0, sizeof(*w));
+	if (snpu_alloc(fd, GB, 0, &w->in) || snpu_alloc(fd, GB, 0, &w->k) ||
+	    snpu_alloc(fd, GB, 0, &w->scratch) ||
+	    snpu_alloc(fd, GB, 0, &w->out1) || snpu_alloc(fd, GB, 0, &w->out2) ||
+	    snpu_alloc(fd, GB, 0, &w->out3) || snpu_alloc(fd, GB, 0, &w->out4))
+		return -1;
+	for (i = 0; i < GW; i++)
+		buf[i] = i * 2654435761u;
+	if (snpu_h2d(fd, w->in, buf, GB))
+		return -2;
+	for (i = 0; i < GW; i++)
+		buf[i] = i + 17;
+	if (snpu_h2d(fd, w->k, buf, GB))
+		return -3;
+	if (snpu_stream_create(fd, SNPU_PRIO_NORMAL, &w->s1) ||
+	    snpu_stream_create(fd, SNPU_PRIO_NORMAL, &w->s2) ||
+	    snpu_event_create(fd, &w->ev))
+		return -4;
+	/* A handle freed before the graphs: the restored ones skip it too. */
+	if (gw_flat(fd, &w->g_gone) || g_destroy(fd, w->g_gone))
+		return -5;
+	if (gw_main(fd, w, &w->g_main) || gw_flat(fd, &w->g_flat))
+		return -6;
+	if (snpu_ctx_query(fd, &w->usage))
+		return -7;
+	if (gw_run(fd, w))
+		return -8;
+	if (snpu_d2h(fd, w->want1, w->out1, GB) ||
+	    snpu_d2h(fd, w->want2, w->out2, GB) ||
+	    snpu_d2h(fd, w->want3, w->out3, GB) ||
+	    snpu_d2h(fd, w->want4, w->out4, GB))
+		return -9;
+	/* The results are what the nodes compute, not zeros. */
+	for (i = 0; i < GW; i++)
+		if (w->want1[i] != i * 2654435761u + i + 17 ||
+		    w->want2[i] != 0x77777777 ||
+		    w->want3[i] != (i < 16 ? 0x3c3c3c3c : w->want1[i]) ||
+		    w->want4[i] != 2 * w->want1[i])
+			return -10;
+	if (gw_clear(fd, w))
+		return -11;
+	return 0;
+}
+
+/* A restored file: the same graphs under the same handles, the same bytes. */
+static int gw_check(int fd, const struct gworld *w)
+{
+	static uint32_t got[GW];
+	struct snpu_ctx_query u;
+	uint32_t h;
+
+	/* The definitions, charged as their creates were; no instance yet. */
+	if (snpu_ctx_query(fd, &u) || u.graphs != 2 ||
+	    u.graph_mem != w->usage.graph_mem)
+		return 1;
+	/* The destroyed handle is not a graph; the others are. */
+	if (g_destroy(fd, w->g_gone) != -ENOENT)
+		return 2;
+	if (gw_run(fd, w))
+		return 3;
+	if (snpu_d2h(fd, got, w->out1, GB) || memcmp(got, w->want1, GB))
+		return 4;
+	if (snpu_d2h(fd, got, w->out2, GB) || memcmp(got, w->want2, GB))
+		return 5;
+	if (snpu_d2h(fd, got, w->out3, GB) || memcmp(got, w->want3, GB))
+		return 6;
+	if (snpu_d2h(fd, got, w->out4, GB) || memcmp(got, w->want4, GB))
+		return 7;
+	/* Again (instances reused), and a new graph gets a new handle. */
+	if (gw_clear(fd, w) || gw_run(fd, w) ||
+	    snpu_d2h(fd, got, w->out3, GB) || memcmp(got, w->want3, GB))
+		return 8;
+	if (gw_flat(fd, &h) || h <= w->g_flat)
+		return 9;
+	/* Graphs go like any: destroyed, they no longer launch. */
+	if (g_destroy(fd, w->g_main) ||
+	    g_launch(fd, w->s1, w->g_main, &w->in, 1, w->scratch, NULL) !=
+	    -ENOENT)
+		return 10;
+	return 0;
+}
+
+/* In a new process: open @path, restore context 0 of @img, check it. */
+static int grestore_in_child(const char *path, int img, const struct gworld *w)
+{
+	int status;
+	pid_t pid;
+
+	pid = fork();
+	if (pid < 0)
+		return -1;
+	if (!pid) {
+		int fd, ret;
+
+		fd = open_dev(path);
+		if (fd < 0)
+			_exit(98);
+		ret = ckpt_restore(fd, img, 0, NULL);
+		if (ret)
+			_exit(100 + (-ret & 0x7f));
+		_exit(gw_check(fd, w));
+	}
+	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
+		return -1;
+	return WEXITSTATUS(status);
+}
+
+/* Make, checkpoint, close, restore on @path in a new process: its status. */
+static int graph_roundtrip(const char *path, bool close_first)
+{
+	static struct gworld w;
+	int fd, img, ret;
+
+	fd = open_dev(DEV0);
+	if (fd < 0)
+		return 90;
+	ret = gw_make(fd, &w);
+	if (ret)
+		return 60 - ret;
+	img = checkpoint_self(fd, NULL);
+	if (img < 0)
+		return 80 + (-img & 0xf);
+	if (close_first)
+		close(fd);
+	ret = grestore_in_child(path, img, &w);
+	if (!close_first)
+		close(fd);
+	close(img);
+	return ret;
+}
+
+TEST(graph_roundtrip_into_new_process)
+{
+	EXPECT_EQ(0, graph_roundtrip(DEV0, true));
+}
+
+TEST(graph_roundtrip_as_nobody)
+{
+	int status;
+	pid_t pid;
+
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		if (snpu_drop_to_nobody())
+			_exit(99);
+		_exit(graph_roundtrip(DEV0, true));
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+}
+
+/* The device map: graphs of a file of snpu0 rebuilt on snpu1. */
+TEST(graph_restore_onto_other_device)
+{
+	EXPECT_EQ(0, graph_roundtrip(DEV1, false));
+}
+
+/*
+ * A graph launch still running at checkpoint (a SPIN node, a test hook):
+ * the checkpoint waits for it, and its definition is in the image.
+ */
+TEST(graph_in_flight_is_drained_at_checkpoint)
+{
+	struct snpu_stream_query q;
+	struct snpu_ckpt_proc out;
+	struct gdef g;
+	uint32_t s, h;
+	int fd, img;
+
+	fd = open_dev(DEV0);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, snpu_stream_create(fd, SNPU_PRIO_NORMAL, &s));
+	ASSERT_EQ(0, g_init(&g, 0, NULL, 0));
+	ASSERT_LE(0, g_spin(&g, 20 * 1000 * 1000, 1));
+	ASSERT_EQ(0, g_create(fd, &g, &h));
+	g_free(&g);
+	/* Launched and not waited for: the checkpoint waits for it. */
+	ASSERT_EQ(0, g_launch(fd, s, h, NULL, 0, 0, NULL));
+	img = memfd_create("img", MFD_CLOEXEC);
+	ASSERT_LE(0, img);
+	ASSERT_EQ(0, ckpt_proc(fd, SNPU_CKPT_OP_LOCK, 0, -1, NULL));
+	ASSERT_EQ(0, ckpt_proc(fd, SNPU_CKPT_OP_CHECKPOINT, 0, img, &out));
+	ASSERT_EQ(0, ckpt_proc(fd, SNPU_CKPT_OP_UNLOCK, 0, -1, NULL));
+	ASSERT_EQ(0, snpu_stream_query(fd, s, &q));
+	EXPECT_EQ(1ULL, q.completed);
+	close(fd);
+	fd = open_dev(DEV0);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, ckpt_restore(fd, img, 0, NULL));
+	ASSERT_EQ(0, g_launch(fd, s, h, NULL, 0, 0, NULL));
+	EXPECT_EQ(0, snpu_stream_sync(fd, s, -1, NULL));
+	close(fd);
+	close(img);
+}
+
+/* ---- corrupt GRAPH chunks ----------------------------------------------- */
+
+FIXTURE(gcorrupt) {
+	struct image im;
+	struct gworld w;
+	unsigned int graph;	/* chunk of the first GRAPH (g_main) */
+	int fd;
+};
+
+FIXTURE_SETUP(gcorrupt)
+{
+	struct snpu_ckpt_chunk c;
+	unsigned int i;
+	int img;
+
+	self->fd = open_dev(DEV0);
+	ASSERT_LE(0, self->fd);
+	ASSERT_EQ(0, gw_make(self->fd, &self->w));
+	img = checkpoint_self(self->fd, NULL);
+	ASSERT_LE(0, img);
+	ASSERT_EQ(0, read_image(img, &self->im));
+	close(img);
+	/*
+	 * CTX, 7 x (MEM, DATA), 2 STREAM, EVENT, then the graphs last:
+	 * GRAPH, DATA (main), GRAPH, DATA (flat), END.
+	 */
+	ASSERT_EQ(1u + 14 + 3 + 4 + 1, self->im.chunks);
+	self->graph = self->im.chunks - 5;
+	for (i = self->graph; i < self->im.chunks - 1; i++) {
+		memcpy(&c, self->im.p + self->im.at[i], sizeof(c));
+		EXPECT_EQ((i - self->graph) % 2 ? (uint32_t)SNPU_CKPT_DATA :
+			  (uint32_t)SNPU_CKPT_GRAPH, c.type) TH_LOG("chunk %u", i);
+	}
+}
+
+FIXTURE_TEARDOWN(gcorrupt)
+{
+	free(self->im.p);
+	close(self->fd);
+}
+
+static struct snpu_ckpt_graph *grec(struct image *im, unsigned int i)
+{
+	return (void *)(im->p + im->at[i] + sizeof(struct snpu_ckpt_chunk));
+}
+
+/* The nodes of the definition in the DATA chunk @i. */
+static struct snpu_graph_node *gnodes(struct image *im, unsigned int i)
+{
+	return (void *)(im->p + im->at[i] + sizeof(struct snpu_ckpt_chunk) +
+			sizeof(struct snpu_ckpt_data));
+}
+
+TEST_F(gcorrupt, whole_image_restores)
+{
+	bool clean;
+
+	EXPECT_EQ(0, try_image(self->im.p, self->im.n, &clean));
+	EXPECT_FALSE(clean);
+}
+
+TEST_F(gcorrupt, graph_chunks_truncated_are_enodata)
+{
+	struct snpu_ckpt_chunk c;
+	unsigned int i;
+	bool clean;
+
+	for (i = self->graph; i < self->im.chunks; i++) {
+		memcpy(&c, self->im.p + self->im.at[i], sizeof(c));
+		EXPECT_EQ(-ENODATA, try_image(self->im.p, self->im.at[i] + 7,
+					      &clean)) TH_LOG("chunk %u", i);
+		EXPECT_TRUE(clean);
+		EXPECT_EQ(-ENODATA,
+			  try_image(self->im.p, self->im.at[i] + sizeof(c) +
+				    c.len / 2, &clean)) TH_LOG("chunk %u", i);
+		EXPECT_TRUE(clean);
+	}
+}
+
+TEST_F(gcorrupt, graph_chunks_crc_is_ebadmsg)
+{
+	unsigned int i;
+	bool clean;
+
+	for (i = self->graph; i < self->im.chunks - 1; i++) {
+		/* A byte in the middle of the chunk's payload. */
+		size_t mid = self->im.at[i] + sizeof(struct snpu_ckpt_chunk) +
+			     8;
+
+		self->im.p[mid] ^= 0x01;
+		EXPECT_EQ(-EBADMSG, try_image(self->im.p, self->im.n, &clean))
+			TH_LOG("chunk %u", i);
+		EXPECT_TRUE(clean);
+		self->im.p[mid] ^= 0x01;
+	}
+}
+
+/* A GRAPH record out of range (CRC fixed): refused by the validator. */
+TEST_F(gcorrupt, graph_record_out_of_range_is_eproto)
+{
+	struct snpu_ckpt_graph *r = grec(&self->im, self->graph);
+	struct snpu_ckpt_graph keep = *r;
+	bool clean;
+
+	r->nodes = SNPU_GRAPH_MAX_NODES + 1;
+	fix_chunk_crc(&self->im, self->graph);
+	EXPECT_EQ(-EPROTO, try_image(self->im.p, self->im.n, &clean));
+	EXPECT_TRUE(clean);
+	*r = keep;
+	r->def_bytes += 4;
+	fix_chunk_crc(&self->im, self->graph);
+	EXPECT_EQ(-EPROTO, try_image(self->im.p, self->im.n, &clean));
+	EXPECT_TRUE(clean);
+	*r = keep;
+	r->slots = 2;		/* a slot without an extent */
+	fix_chunk_crc(&self->im, self->graph);
+	EXPECT_EQ(-EPROTO, try_image(self->im.p, self->im.n, &clean));
+	EXPECT_TRUE(clean);
+	*r = keep;
+	fix_chunk_crc(&self->im, self->graph);
+	EXPECT_EQ(0, try_image(self->im.p, self->im.n, &clean));
+}
+
+/*
+ * A definition that passes the validator and the CRC, but that the create
+ * ioctl refuses: the rebuild refuses it too, and the graphs, streams and
+ * memory made before it are gone.
+ */
+TEST_F(gcorrupt, definition_the_create_refuses_is_eproto)
+{
+	unsigned int d = self->graph + 1;
+	struct snpu_graph_node *n = gnodes(&self->im, d);
+	struct snpu_graph_node keep[2];
+	uint32_t *fanin;
+	bool clean;
+
+	memcpy(keep, n, sizeof(keep));
+	/* A node that is no task a graph takes. */
+	n[0].task.op = SNPU_OP_EVENT_RECORD;
+	fix_chunk_crc(&self->im, d);
+	EXPECT_EQ(-EPROTO, try_image(self->im.p, self->im.n, &clean));
+	EXPECT_TRUE(clean);
+	memcpy(n, keep, sizeof(keep));
+	/* A plain address outside the restored memory. */
+	n[1].task.launch.args[0].value += 1ULL << 30;
+	fix_chunk_crc(&self->im, d);
+	EXPECT_EQ(-EPROTO, try_image(self->im.p, self->im.n, &clean));
+	EXPECT_TRUE(clean);
+	memcpy(n, keep, sizeof(keep));
+	/* A slot offset past the slot's extent. */
+	n[0].task.copy.src = GB;
+	fix_chunk_crc(&self->im, d);
+	EXPECT_EQ(-EPROTO, try_image(self->im.p, self->im.n, &clean));
+	EXPECT_TRUE(clean);
+	memcpy(n, keep, sizeof(keep));
+	/* An edge from a later node: a cycle could close. */
+	fanin = (uint32_t *)(n + 5) + 6;
+	EXPECT_EQ(0u, fanin[0]);
+	fanin[0] = 4;
+	fix_chunk_crc(&self->im, d);
+	EXPECT_EQ(-EPROTO, try_image(self->im.p, self->im.n, &clean));
+	EXPECT_TRUE(clean);
+	fanin[0] = 0;
+	fix_chunk_crc(&self->im, d);
+	EXPECT_EQ(0, try_image(self->im.p, self->im.n, &clean));
+}
+
+/*
+ * The first graph under a stream's handle (still first in its phase, so
+ * in order for the validator): the driver finds the handle taken.
+ */
+TEST_F(gcorrupt, graph_under_a_streams_handle_is_eproto)
+{
+	struct snpu_ckpt_graph *r = grec(&self->im, self->graph);
+	bool clean;
+
+	ASSERT_EQ(self->w.g_main, r->handle);
+	r->handle = self->w.s2;
+	fix_chunk_crc(&self->im, self->graph);
+	EXPECT_EQ(-EPROTO, try_image(self->im.p, self->im.n, &clean));
+	EXPECT_TRUE(clean);
 }
 
 TEST_HARNESS_MAIN

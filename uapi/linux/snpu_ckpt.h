@@ -66,6 +66,7 @@ struct snpu_ckpt_header {
 #define SNPU_CKPT_STREAM	6	/* struct snpu_ckpt_stream */
 #define SNPU_CKPT_EVENT		7	/* struct snpu_ckpt_event */
 #define SNPU_CKPT_END		8	/* struct snpu_ckpt_end */
+#define SNPU_CKPT_GRAPH		9	/* struct snpu_ckpt_graph, then DATA */
 #define SNPU_CKPT_RING		10	/* struct snpu_ckpt_ring, then DATA */
 
 /**
@@ -191,6 +192,34 @@ struct snpu_ckpt_stream {
 struct snpu_ckpt_event {
 	__u32 handle;
 	__u32 pad;
+};
+
+/* Boundary slots of a graph: SNPU_GRAPH_MAX_SLOTS of linux/snpu.h. */
+#define SNPU_CKPT_GRAPH_SLOTS	8
+
+/**
+ * struct snpu_ckpt_graph - a graph's definition, as SNPU_IOC_GRAPH_CREATE
+ * took it; DATA chunks with its nodes and fanin CSR follow
+ * @handle: its handle
+ * @nodes: its nodes, 1..SNPU_GRAPH_MAX_NODES
+ * @edges: its edges, 0..SNPU_GRAPH_MAX_EDGES
+ * @slots: its boundary slots, 0..SNPU_GRAPH_MAX_SLOTS
+ * @def_bytes: the bytes of the DATA chunks: @nodes struct snpu_graph_node
+ *             (SNPU_GRAPH_NODE_SIZE each), then, when @edges is not 0,
+ *             @nodes + 1 fanin offsets and @edges fanin indices (__u32)
+ * @scratch_bytes: the scratch bytes a launch passes
+ * @slot_bytes: the extent of each slot: the first @slots not 0, the rest 0
+ * @reserved: 0
+ */
+struct snpu_ckpt_graph {
+	__u32 handle;
+	__u32 nodes;
+	__u32 edges;
+	__u32 slots;
+	__u64 def_bytes;
+	__u64 scratch_bytes;
+	__u64 slot_bytes[SNPU_CKPT_GRAPH_SLOTS];
+	__u64 reserved[2];
 };
 
 /**

@@ -363,7 +363,7 @@ static void ioc_seeds(void)
 	}
 }
 
-/* The checkpoint reference image, as is and with CRCs to fix. */
+/* The checkpoint reference images, as they are and with CRCs to fix. */
 static void ckpt_seeds(void)
 {
 	struct img im = { 0 };
@@ -384,6 +384,16 @@ static void ckpt_seeds(void)
 	emit("ckpt", "ring", im.p, im.n);
 	im.p[0] = 1;
 	emit("ckpt", "ring-fix-crc", im.p, im.n);
+	free(im.p);
+
+	/* A graph: its record and its definition in two DATA chunks. */
+	memset(&im, 0, sizeof(im));
+	mode = 0;
+	img_put(&im, &mode, 1);
+	img_graph_reference(&im);
+	emit("ckpt", "graph", im.p, im.n);
+	im.p[0] = 1;
+	emit("ckpt", "graph-fix-crc", im.p, im.n);
 	free(im.p);
 }
 

@@ -166,6 +166,62 @@ static inline void img_ring(struct img *im)
 	img_end(im);
 }
 
+/**
+ * The graph reference image: one context with an allocation, a stream
+ * and one graph of two nodes (a memset into slot 0, then a copy of it to
+ * the allocation), one edge, one slot of 256 bytes, 64 bytes of scratch.
+ * Its definition comes in two DATA chunks.
+ */
+static inline void img_graph_reference(struct img *im)
+{
+	static unsigned char bytes[4096];
+	struct snpu_ckpt_ctx ctx = {
+		.dev_index = 0, .cores = 2, .mem_total = 64 << 20,
+		.va_window = IMG_WINDOW, .next_handle = 3, .nmem = 1,
+		.nobj = 2, .mem_bytes = 4096,
+	};
+	struct snpu_ckpt_mem m = { .addr = IMG_BASE, .bytes = 4096 };
+	struct snpu_ckpt_data d = { 0 };
+	struct snpu_ckpt_stream s = { .handle = 1 };
+	struct snpu_ckpt_graph g = {
+		.handle = 2, .nodes = 2, .edges = 1, .slots = 1,
+		.def_bytes = snpu_ckpt_graph_def_bytes(2, 1),
+		.scratch_bytes = 64, .slot_bytes = { 256 },
+	};
+	struct {
+		struct snpu_graph_node n[2];
+		__u32 offsets[3];
+		__u32 fanin[1];
+	} def;
+
+	memset(&def, 0, sizeof(def));
+	def.n[0].task.op = SNPU_OP_MEMSET;
+	def.n[0].task.memset.bytes = 256;
+	def.n[0].task.memset.value = 0x5a;
+	def.n[0].ref[0] = SNPU_GRAPH_REF_SLOT(0);
+	def.n[1].task.op = SNPU_OP_COPY;
+	def.n[1].task.copy.dir = SNPU_COPY_D2D;
+	def.n[1].task.copy.dst = IMG_BASE;
+	def.n[1].task.copy.bytes = 256;
+	def.n[1].ref[0] = SNPU_GRAPH_REF_ADDR;
+	def.n[1].ref[1] = SNPU_GRAPH_REF_SLOT(0);
+	def.offsets[1] = 0;
+	def.offsets[2] = 1;
+	def.fanin[0] = 0;
+	memset(bytes, 0x11, sizeof(bytes));
+	img_header(im, 1);
+	img_chunk(im, SNPU_CKPT_CTX, &ctx, sizeof(ctx), NULL, 0);
+	img_chunk(im, SNPU_CKPT_MEM, &m, sizeof(m), NULL, 0);
+	img_chunk(im, SNPU_CKPT_DATA, &d, sizeof(d), bytes, 4096);
+	img_chunk(im, SNPU_CKPT_STREAM, &s, sizeof(s), NULL, 0);
+	img_chunk(im, SNPU_CKPT_GRAPH, &g, sizeof(g), NULL, 0);
+	img_chunk(im, SNPU_CKPT_DATA, &d, sizeof(d), &def, 200);
+	d.offset = 200;
+	img_chunk(im, SNPU_CKPT_DATA, &d, sizeof(d), (char *)&def + 200,
+		  sizeof(def) - 200);
+	img_end(im);
+}
+
 static const struct snpu_ckpt_limits img_limits = {
 	.abi_major = SNPU_ABI_MAJOR, .page_size = 4096,
 	.mem_align = SNPU_MEM_ALIGN,

@@ -627,4 +627,242 @@ TEST(ring_bytes_is_the_modules_layout)
 		  snpu_ckpt_ring_bytes(4096, 8192, 4096));
 }
 
+/* ---- graphs ------------------------------------------------------------ */
+
+FIXTURE(gckpt) {
+	struct img im;
+};
+
+FIXTURE_SETUP(gckpt)
+{
+	memset(&self->im, 0, sizeof(self->im));
+	img_graph_reference(&self->im);
+}
+
+FIXTURE_TEARDOWN(gckpt)
+{
+	free(self->im.p);
+}
+
+/* Chunk numbers of the graph reference image. */
+enum { G_CTX, G_MEM, G_MDATA, G_STREAM, G_GRAPH, G_GDATA1, G_GDATA2, G_END };
+
+TEST_F(gckpt, whole_image_passes)
+{
+	struct snpu_ckpt_parser ps;
+
+	ASSERT_EQ(0, snpu_ckpt_parse_buf(self->im.p, self->im.n, &img_limits,
+					 &ps));
+	EXPECT_EQ((__u32)G_END + 1, ps.seq);
+	EXPECT_EQ(2u, ps.nobj);
+	EXPECT_EQ(0ull, ps.data_left);
+}
+
+TEST_F(gckpt, every_truncation_is_enodata)
+{
+	size_t n, whole = self->im.n;
+
+	for (n = 0; n < whole; n++) {
+		self->im.n = n;
+		ASSERT_EQ(-ENODATA, parse(&self->im)) TH_LOG("length %zu", n);
+	}
+}
+
+TEST_F(gckpt, every_flipped_byte_fails)
+{
+	size_t i;
+	int ret;
+
+	for (i = 0; i < self->im.n; i++) {
+		self->im.p[i] ^= 0x40;
+		ret = parse(&self->im);
+		self->im.p[i] ^= 0x40;
+		ASSERT_NE(0, ret) TH_LOG("byte %zu", i);
+	}
+}
+
+/* The parser's answer with @r as the graph's record (CRC fixed), undone. */
+static int with_graph(struct img *im, const struct snpu_ckpt_graph *r)
+{
+	struct snpu_ckpt_graph *g = rec_of(im, G_GRAPH);
+	struct snpu_ckpt_graph keep = *g;
+	int ret;
+
+	*g = *r;
+	refresh_crc(im, G_GRAPH);
+	ret = parse(im);
+	*g = keep;
+	refresh_crc(im, G_GRAPH);
+	return ret;
+}
+
+/* The reference record with one change, its def_bytes kept consistent. */
+#define GRAPH_EPROTO(stmt)						\
+	do {								\
+		struct snpu_ckpt_graph r = *(struct snpu_ckpt_graph *)	\
+			rec_of(&self->im, G_GRAPH);			\
+		stmt;							\
+		EXPECT_EQ(-EPROTO, with_graph(&self->im, &r)) TH_LOG(#stmt); \
+	} while (0)
+
+#define DEF_BYTES(r)	((r).def_bytes = snpu_ckpt_graph_def_bytes((r).nodes, \
+								 (r).edges))
+
+TEST_F(gckpt, node_count_out_of_range_is_eproto)
+{
+	GRAPH_EPROTO(r.nodes = 0; DEF_BYTES(r));
+	GRAPH_EPROTO(r.nodes = SNPU_GRAPH_MAX_NODES + 1; DEF_BYTES(r));
+	GRAPH_EPROTO(r.nodes = 0xffffffffu; DEF_BYTES(r));
+	ASSERT_EQ(0, parse(&self->im));
+}
+
+TEST_F(gckpt, edge_count_out_of_range_is_eproto)
+{
+	/* One node has no predecessor to name. */
+	GRAPH_EPROTO(r.nodes = 1; DEF_BYTES(r));
+	GRAPH_EPROTO(r.nodes = 3000; r.edges = SNPU_GRAPH_MAX_EDGES + 1;
+		     DEF_BYTES(r));
+	/* Two nodes: one edge at most. */
+	GRAPH_EPROTO(r.edges = 2; DEF_BYTES(r));
+	ASSERT_EQ(0, parse(&self->im));
+}
+
+TEST_F(gckpt, def_bytes_inconsistent_is_eproto)
+{
+	__u64 want = snpu_ckpt_graph_def_bytes(2, 1);
+
+	GRAPH_EPROTO(r.def_bytes = want - 4);
+	GRAPH_EPROTO(r.def_bytes = want + 4);
+	GRAPH_EPROTO(r.def_bytes = 0);
+	GRAPH_EPROTO(r.def_bytes = ~0ull);
+	/* Without edges there is no CSR: the nodes' bytes only. */
+	GRAPH_EPROTO(r.edges = 0);
+	EXPECT_EQ(2u * SNPU_GRAPH_NODE_SIZE, snpu_ckpt_graph_def_bytes(2, 0));
+	EXPECT_EQ(2u * SNPU_GRAPH_NODE_SIZE + 4 * 4, want);
+}
+
+TEST_F(gckpt, slots_out_of_range_are_eproto)
+{
+	GRAPH_EPROTO(r.slots = SNPU_GRAPH_MAX_SLOTS + 1);
+	GRAPH_EPROTO(r.slots = 2);		/* slot 1 with no extent */
+	GRAPH_EPROTO(r.slots = 0);		/* slot 0's extent, no slot */
+	GRAPH_EPROTO(r.slot_bytes[0] = 0);	/* a slot of no bytes */
+	GRAPH_EPROTO(r.slot_bytes[7] = 1);	/* past the slots */
+}
+
+TEST_F(gckpt, handle_and_reserved_are_checked)
+{
+	GRAPH_EPROTO(r.handle = 0);
+	GRAPH_EPROTO(r.handle = 0x80000000u);
+	GRAPH_EPROTO(r.reserved[0] = 1);
+	GRAPH_EPROTO(r.reserved[1] = 1);
+}
+
+TEST_F(gckpt, graph_data_offset_and_length_are_checked)
+{
+	struct snpu_ckpt_data *d = rec_of(&self->im, G_GDATA2);
+	struct snpu_ckpt_chunk *c = (void *)(self->im.p +
+					     chunk_at(&self->im, G_GDATA2));
+
+	d->offset = 199;
+	refresh_crc(&self->im, G_GDATA2);
+	EXPECT_EQ(-EPROTO, parse(&self->im));
+	d->offset = 200;
+	refresh_crc(&self->im, G_GDATA2);
+	c->len += 1;		/* one byte more than the definition */
+	EXPECT_EQ(-EPROTO, parse(&self->im));
+	c->len -= 1;
+	EXPECT_EQ(0, parse(&self->im));
+}
+
+TEST_F(gckpt, definition_crc_is_ebadmsg)
+{
+	unsigned char *b = (unsigned char *)rec_of(&self->im, G_GDATA1) + 20;
+
+	*b ^= 1;
+	EXPECT_EQ(-EBADMSG, parse(&self->im));
+}
+
+/* A context of objects and a graph, with the chunks in @order. */
+static int graph_order(const __u32 *order, unsigned int n)
+{
+	static const struct snpu_graph_node nodes[1];
+	struct snpu_ckpt_ctx ctx = {
+		.dev_index = 0, .cores = 1, .mem_total = 1 << 20, .nobj = 3,
+	};
+	struct snpu_ckpt_owner o = { .handle = 1 };
+	struct snpu_ckpt_event e = { .handle = 2 };
+	struct snpu_ckpt_graph g = {
+		.handle = 3, .nodes = 1,
+		.def_bytes = SNPU_GRAPH_NODE_SIZE,
+	};
+	struct snpu_ckpt_data d = { 0 };
+	struct img im = { 0 };
+	unsigned int i;
+	int ret;
+
+	img_header(&im, 1);
+	img_chunk(&im, SNPU_CKPT_CTX, &ctx, sizeof(ctx), NULL, 0);
+	for (i = 0; i < n; i++) {
+		if (order[i] == SNPU_CKPT_OWNER)
+			img_chunk(&im, SNPU_CKPT_OWNER, &o, sizeof(o), NULL, 0);
+		else if (order[i] == SNPU_CKPT_EVENT)
+			img_chunk(&im, SNPU_CKPT_EVENT, &e, sizeof(e), NULL, 0);
+		else if (order[i] == SNPU_CKPT_GRAPH)
+			img_chunk(&im, SNPU_CKPT_GRAPH, &g, sizeof(g), NULL, 0);
+		else
+			img_chunk(&im, SNPU_CKPT_DATA, &d, sizeof(d), nodes,
+				  sizeof(nodes));
+	}
+	img_end(&im);
+	ret = parse(&im);
+	free(im.p);
+	return ret;
+}
+
+TEST(graphs_come_last)
+{
+	const __u32 ok[] = { SNPU_CKPT_OWNER, SNPU_CKPT_EVENT, SNPU_CKPT_GRAPH,
+			     SNPU_CKPT_DATA };
+	const __u32 event_after[] = { SNPU_CKPT_OWNER, SNPU_CKPT_GRAPH,
+				      SNPU_CKPT_DATA, SNPU_CKPT_EVENT };
+	const __u32 owner_after[] = { SNPU_CKPT_EVENT, SNPU_CKPT_GRAPH,
+				      SNPU_CKPT_DATA, SNPU_CKPT_OWNER };
+	const __u32 no_data[] = { SNPU_CKPT_OWNER, SNPU_CKPT_EVENT,
+				  SNPU_CKPT_GRAPH };
+	const __u32 obj_in_data[] = { SNPU_CKPT_OWNER, SNPU_CKPT_GRAPH,
+				      SNPU_CKPT_EVENT, SNPU_CKPT_DATA };
+
+	EXPECT_EQ(0, graph_order(ok, 4));
+	EXPECT_EQ(-EPROTO, graph_order(event_after, 4));
+	EXPECT_EQ(-EPROTO, graph_order(owner_after, 4));
+	/* END while the definition is owed. */
+	EXPECT_EQ(-EPROTO, graph_order(no_data, 3));
+	EXPECT_EQ(-EPROTO, graph_order(obj_in_data, 4));
+}
+
+TEST(graph_handles_must_increase)
+{
+	static const struct snpu_graph_node nodes[1];
+	struct snpu_ckpt_ctx ctx = {
+		.dev_index = 0, .cores = 1, .mem_total = 1 << 20, .nobj = 2,
+	};
+	struct snpu_ckpt_graph g = {
+		.handle = 5, .nodes = 1, .def_bytes = SNPU_GRAPH_NODE_SIZE,
+	};
+	struct snpu_ckpt_data d = { 0 };
+	struct img im = { 0 };
+
+	img_header(&im, 1);
+	img_chunk(&im, SNPU_CKPT_CTX, &ctx, sizeof(ctx), NULL, 0);
+	img_chunk(&im, SNPU_CKPT_GRAPH, &g, sizeof(g), NULL, 0);
+	img_chunk(&im, SNPU_CKPT_DATA, &d, sizeof(d), nodes, sizeof(nodes));
+	g.handle = 5;	/* the same again */
+	img_chunk(&im, SNPU_CKPT_GRAPH, &g, sizeof(g), NULL, 0);
+	img_chunk(&im, SNPU_CKPT_DATA, &d, sizeof(d), nodes, sizeof(nodes));
+	img_end(&im);
+	EXPECT_EQ(-EPROTO, parse(&im));
+	free(im.p);
+}
+
 TEST_HARNESS_MAIN
