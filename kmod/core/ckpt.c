@@ -96,6 +96,8 @@ __u32 snpu_ckpt_payload_size(__u32 type)
 		return sizeof(struct snpu_ckpt_event);
 	case SNPU_CKPT_END:
 		return sizeof(struct snpu_ckpt_end);
+	case SNPU_CKPT_COMM:
+		return sizeof(struct snpu_ckpt_comm);
 	}
 	return 0;
 }
@@ -177,6 +179,7 @@ static bool snpu_ckpt_type_ok(const struct snpu_ckpt_parser *ps, __u32 type)
 	case SNPU_CKPT_HOST:
 	case SNPU_CKPT_STREAM:
 	case SNPU_CKPT_EVENT:
+	case SNPU_CKPT_COMM:
 		return ps->phase >= SNPU_CKPT_P_MEM &&
 		       ps->phase <= SNPU_CKPT_P_OBJ;
 	}
@@ -233,6 +236,7 @@ static int snpu_ckpt_ctx_rec(struct snpu_ckpt_parser *ps,
 	ps->host_bytes = 0;
 	ps->mem_next = ps->va_base;
 	ps->last_handle = 0;
+	ps->ncomm = 0;
 	return 0;
 }
 
@@ -317,6 +321,20 @@ static int snpu_ckpt_stream_rec(struct snpu_ckpt_parser *ps,
 	return snpu_ckpt_obj_handle(ps, r->handle, SNPU_CKPT_P_OBJ);
 }
 
+/* A rank: a file holds at most SNPU_COMM_MAX_PER_FILE (COMM_JOIN's ENOSPC). */
+static int snpu_ckpt_comm_rec(struct snpu_ckpt_parser *ps,
+			      const struct snpu_ckpt_comm *r)
+{
+	if (r->pad || !snpu_ckpt_zero(r->reserved, sizeof(r->reserved)) ||
+	    !r->nranks || r->nranks > SNPU_COMM_MAX_RANKS ||
+	    r->rank >= r->nranks || ps->ncomm >= SNPU_COMM_MAX_PER_FILE)
+		return -EPROTO;
+	if (snpu_ckpt_obj_handle(ps, r->handle, SNPU_CKPT_P_OBJ))
+		return -EPROTO;
+	ps->ncomm++;
+	return 0;
+}
+
 /**
  * snpu_ckpt_record_check() - check a chunk's record, advance the parser
  * @ps: the parser
@@ -366,6 +384,9 @@ int snpu_ckpt_record_check(struct snpu_ckpt_parser *ps,
 		break;
 	case SNPU_CKPT_STREAM:
 		ret = snpu_ckpt_stream_rec(ps, rec);
+		break;
+	case SNPU_CKPT_COMM:
+		ret = snpu_ckpt_comm_rec(ps, rec);
 		break;
 	case SNPU_CKPT_EVENT:
 		e = rec;
@@ -419,6 +440,7 @@ int snpu_ckpt_parse_buf(const void *buf, __u64 len,
 	union {
 		struct snpu_ckpt_ctx ctx;
 		struct snpu_ckpt_stream stream;
+		struct snpu_ckpt_comm comm;
 		__u64 align;
 	} rec;
 	const unsigned char *p = buf;

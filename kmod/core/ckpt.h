@@ -37,7 +37,7 @@ enum snpu_ckpt_phase {
 	SNPU_CKPT_P_TOP,	/* a CTX or END comes next */
 	SNPU_CKPT_P_MEM,	/* MEM, or the first object of the context */
 	SNPU_CKPT_P_OWNER,	/* OWNER, or the next kind of object */
-	SNPU_CKPT_P_OBJ,	/* HOST, STREAM, EVENT in handle order */
+	SNPU_CKPT_P_OBJ,	/* HOST, STREAM, EVENT, COMM by handle */
 	SNPU_CKPT_P_DONE,	/* END seen */
 };
 
@@ -58,6 +58,7 @@ enum snpu_ckpt_phase {
  * @last_handle: the last handle of the current phase
  * @data_left: bytes the DATA chunks of the current MEM or HOST still owe
  * @data_off: offset the next DATA chunk must have
+ * @ncomm: its COMM chunks so far
  */
 struct snpu_ckpt_parser {
 	__u32 contexts;
@@ -75,6 +76,7 @@ struct snpu_ckpt_parser {
 	__u32 last_handle;
 	__u64 data_left;
 	__u64 data_off;
+	__u32 ncomm;
 };
 
 __u32 snpu_ckpt_crc(__u32 crc, const void *buf, __u64 len);

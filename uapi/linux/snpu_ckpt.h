@@ -66,6 +66,7 @@ struct snpu_ckpt_header {
 #define SNPU_CKPT_STREAM	6	/* struct snpu_ckpt_stream */
 #define SNPU_CKPT_EVENT		7	/* struct snpu_ckpt_event */
 #define SNPU_CKPT_END		8	/* struct snpu_ckpt_end */
+#define SNPU_CKPT_COMM		11	/* struct snpu_ckpt_comm */
 
 /**
  * struct snpu_ckpt_chunk - the header of one chunk
@@ -89,7 +90,8 @@ struct snpu_ckpt_chunk {
  * @va_window: the window of device addresses of the context
  * @next_handle: where the handle cursor stood
  * @nmem: SNPU_CKPT_MEM chunks of the context
- * @nobj: SNPU_CKPT_HOST, _OWNER, _STREAM and _EVENT chunks of the context
+ * @nobj: SNPU_CKPT_HOST, _OWNER, _STREAM, _EVENT and _COMM chunks of the
+ *        context
  * @mem_bytes: sum of the allocations' sizes
  * @host_bytes: sum of the host memory's sizes
  * @reserved: 0
@@ -186,6 +188,30 @@ struct snpu_ckpt_stream {
 struct snpu_ckpt_event {
 	__u32 handle;
 	__u32 pad;
+};
+
+/**
+ * struct snpu_ckpt_comm - a rank of a communicator all of whose ranks
+ * are files of the process checkpointed
+ * @handle: the rank's handle
+ * @rank: the rank
+ * @nranks: the communicator's ranks, 1..SNPU_COMM_MAX_RANKS
+ * @pad: 0
+ * @id: the communicator's id: the ranks of the image restored by one
+ *      process find each other again by it, as COMM_JOIN does
+ * @seq: the collectives each rank had queued (COMM_QUERY's @queued), the
+ *       same on every rank of the communicator (drained): the sequence
+ *       number of its next collective
+ * @reserved: 0
+ */
+struct snpu_ckpt_comm {
+	__u32 handle;
+	__u32 rank;
+	__u32 nranks;
+	__u32 pad;
+	__u8 id[16];
+	__u64 seq;
+	__u64 reserved[2];
 };
 
 /**
