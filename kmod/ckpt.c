@@ -27,6 +27,7 @@
 #include <linux/slab.h>
 
 #include "snpu.h"
+#include "comm.h"
 #include "core/ckpt.h"
 
 /* Scratch for the bytes of a context that a restore skips. */
@@ -124,18 +125,25 @@ static int snpu_ckpt_put_data(struct snpu_ckpt_io *io, const void *base,
 	return 0;
 }
 
-/* The context's record; -EOPNOTSUPP for what an image cannot hold yet. */
+/*
+ * The context's record; -EOPNOTSUPP for what an image cannot hold yet,
+ * and the errors of snpu_comm_ckpt_check_locked().
+ */
 static int snpu_ckpt_ctx_rec_locked(struct snpu_context *ctx,
 				    struct snpu_ckpt_ctx *r)
 {
 	struct snpu_object *obj;
 	struct snpu_mem *mem;
 	unsigned long index = 0;
+	int ret;
 
 	lockdep_assert_held(&ctx->lock);
 	memset(r, 0, sizeof(*r));
-	if (ctx->ring || ctx->ncomm_ids)
+	if (ctx->ring)
 		return -EOPNOTSUPP;
+	ret = snpu_comm_ckpt_check_locked(ctx);
+	if (ret)
+		return ret;
 	r->dev_index = ctx->sdev->index;
 	r->cores = ctx->sdev->cores;
 	r->mem_total = ctx->sdev->mem_total;
@@ -160,10 +168,11 @@ static int snpu_ckpt_ctx_rec_locked(struct snpu_context *ctx,
 		case SNPU_OBJ_STREAM:
 		case SNPU_OBJ_EVENT:
 		case SNPU_OBJ_OWNER:
+		case SNPU_OBJ_COMM:
 			r->nobj++;
 			break;
 		default:
-			/* Graphs and communicators are not in images yet. */
+			/* Graphs are not in images yet. */
 			return -EOPNOTSUPP;
 		}
 	}
@@ -177,6 +186,7 @@ static int snpu_ckpt_put_obj_locked(struct snpu_ckpt_io *io,
 	struct snpu_ckpt_stream sr;
 	struct snpu_ckpt_host hr;
 	struct snpu_ckpt_event er;
+	struct snpu_ckpt_comm cr;
 	struct snpu_stream *s;
 	struct snpu_host *h;
 	int ret;
@@ -213,6 +223,12 @@ static int snpu_ckpt_put_obj_locked(struct snpu_ckpt_io *io,
 		memset(&er, 0, sizeof(er));
 		er.handle = obj->handle;
 		return snpu_ckpt_chunk(io, SNPU_CKPT_EVENT, &er, sizeof(er),
+				       NULL, 0);
+	case SNPU_OBJ_COMM:
+		snpu_comm_ckpt_rec_locked(container_of(obj,
+						       struct snpu_comm_rank,
+						       obj), &cr);
+		return snpu_ckpt_chunk(io, SNPU_CKPT_COMM, &cr, sizeof(cr),
 				       NULL, 0);
 	}
 	return 0;
@@ -280,8 +296,10 @@ static int snpu_ckpt_put_ctx_locked(struct snpu_ckpt_io *io,
  * the header, each context, and the END chunk.
  *
  * Return: 0; -EBADF for a file not open for writing; -EINTR on a signal;
- * -EOPNOTSUPP for a process with a ring, a graph or a communicator;
- * -ESTALE when one of its files closes meanwhile; errors of the file's
+ * -EOPNOTSUPP for a process with a ring, a graph, an import or a
+ * communicator with a rank in another process; -EBUSY for a communicator
+ * with a collective queued on some of its ranks only; -ESTALE when one of
+ * its files closes meanwhile; errors of the file's
  * write. On error the file holds a partial image that a restore refuses.
  */
 int snpu_ckpt_write(struct snpu_proc *p, struct file *f, u64 *bytes,
@@ -317,6 +335,21 @@ int snpu_ckpt_write(struct snpu_proc *p, struct file *f, u64 *bytes,
 		ret = -ENOMEM;
 		goto out;
 	}
+	/*
+	 * What an image cannot hold is refused before a byte is written,
+	 * and before the tasks are waited for: a collective that waits for
+	 * ranks the lock keeps from queuing theirs would never complete.
+	 */
+	for (i = 0; i < c.n; i++) {
+		struct snpu_ckpt_ctx cr;
+
+		mutex_lock(&c.ctx[i]->lock);
+		ret = c.ctx[i]->closed ? 0 :
+		      snpu_ckpt_ctx_rec_locked(c.ctx[i], &cr);
+		mutex_unlock(&c.ctx[i]->lock);
+		if (ret)
+			goto out;
+	}
 	for (i = 0; i < c.n; i++) {
 		ret = snpu_image_drain(c.ctx[i]);
 		if (ret)
@@ -327,18 +360,6 @@ int snpu_ckpt_write(struct snpu_proc *p, struct file *f, u64 *bytes,
 			continue;
 		__set_bit(i, live);
 		h.contexts++;
-	}
-	/* What an image cannot hold is refused before a byte is written. */
-	for (i = 0; i < c.n; i++) {
-		struct snpu_ckpt_ctx cr;
-
-		if (!test_bit(i, live))
-			continue;
-		mutex_lock(&c.ctx[i]->lock);
-		ret = snpu_ckpt_ctx_rec_locked(c.ctx[i], &cr);
-		mutex_unlock(&c.ctx[i]->lock);
-		if (ret)
-			goto out;
 	}
 	h.crc = snpu_ckpt_header_crc(&h);
 
@@ -576,6 +597,8 @@ static int snpu_ckpt_apply_locked(struct snpu_ckpt_rst *r, u32 type,
 		return snpu_ckpt_make_stream_locked(r->ctx, rec);
 	case SNPU_CKPT_EVENT:
 		return snpu_ckpt_make_event_locked(r->ctx, rec);
+	case SNPU_CKPT_COMM:
+		return snpu_comm_ckpt_make_locked(r->ctx, rec);
 	}
 	return 0;
 }
@@ -635,6 +658,7 @@ static int snpu_ckpt_read_locked(struct snpu_ckpt_rst *r, u32 *contexts)
 		struct snpu_ckpt_stream stream;
 		struct snpu_ckpt_event event;
 		struct snpu_ckpt_end end;
+		struct snpu_ckpt_comm comm;
 	} rec;
 	struct snpu_ckpt_header h;
 	struct snpu_ckpt_chunk c;
@@ -695,6 +719,9 @@ static void snpu_ckpt_unmake_locked(struct snpu_context *ctx)
 		struct snpu_stream *s = container_of(obj, struct snpu_stream, obj);
 		struct snpu_event *e = container_of(obj, struct snpu_event, obj);
 		struct snpu_host *h = container_of(obj, struct snpu_host, obj);
+		struct snpu_comm_rank *cr = container_of(obj,
+							 struct snpu_comm_rank,
+							 obj);
 
 		if (obj->type == SNPU_OBJ_STREAM)
 			snpu_stream_destroy_locked(ctx, s);
@@ -702,6 +729,8 @@ static void snpu_ckpt_unmake_locked(struct snpu_context *ctx)
 			snpu_event_destroy_locked(ctx, e);
 		else if (obj->type == SNPU_OBJ_HOST)
 			snpu_host_destroy_locked(ctx, h);
+		else if (obj->type == SNPU_OBJ_COMM)
+			snpu_comm_rank_destroy_locked(ctx, cr);
 	}
 	snpu_mem_unmake_all_locked(ctx);
 }
@@ -740,6 +769,9 @@ int snpu_ioc_ckpt_restore(struct snpu_context *ctx, union snpu_ioc_arg *arg)
 	}
 	cursor = ctx->next_handle;
 	ret = snpu_ckpt_read_locked(&r, &contexts);
+	/* The ranks restored meet their peers once all the rest is made. */
+	if (!ret)
+		ret = snpu_comm_ckpt_settle_locked(ctx);
 	if (ret) {
 		snpu_ckpt_unmake_locked(ctx);
 		ctx->next_handle = cursor;
