@@ -5033,6 +5033,34 @@ static void ckpt_restore_fresh(struct fzt *t, struct rng *r, int c, int img,
 	close(fd);
 }
 
+/* An object of a kind images hold, in file @c. */
+static void ckpt_build(struct fzt *t, struct rng *r, int c)
+{
+	switch (rn(r, 7)) {
+	case 0:
+		op_mem_alloc(t, r, c);
+		break;
+	case 1:
+		op_stream_create(t, r, c);
+		break;
+	case 2:
+		op_event_create(t, r, c);
+		break;
+	case 3:
+		op_host_alloc(t, r, c);
+		break;
+	case 4:
+		op_owner_create(t, r, c);
+		break;
+	case 5:
+		op_attached_get(t, r, c);
+		break;
+	default:
+		op_mem_copy(t, r, c);
+		break;
+	}
+}
+
 /*
  * Checkpoints of this process and restores of images: one call fuzzed
  * (any op, pid, timeout, file), or a whole LOCK, modifying calls
@@ -5049,6 +5077,7 @@ static void op_ckpt(struct fzt *t, struct rng *r, int c)
 	int img, odd = 0, ret, bad;
 	uint32_t i, n, contexts;
 	uint64_t len;
+	bool fresh;
 
 	img = memfd_create("fz-ckpt", MFD_CLOEXEC);
 	if (img < 0) {
@@ -5086,12 +5115,23 @@ static void op_ckpt(struct fzt *t, struct rng *r, int c)
 	 * sometimes start again from fresh files with a few objects, so
 	 * that checkpoints succeed and their images restore.
 	 */
-	if (pct(r, 30)) {
+	fresh = pct(r, 50);
+	if (fresh) {
+		/* A mapping keeps its file, and its context, open. */
+		for (i = 0; i < NMAPS; i++) {
+			struct fz_map *m = &t->maps[i];
+
+			if (m->kind != MAP_NONE) {
+				munmap(m->p, m->len);
+				refill(t, m->p, m->len);
+				map_forget(t, m);
+			}
+		}
 		for (i = 0; i < NFDS; i++)
 			op_reopen(t, r, (int)i);
 		n = 2 + rn(r, 8);
 		for (i = 0; i < n; i++)
-			op_modifying(t, r, pick_ctx(t, r));
+			ckpt_build(t, r, pick_ctx(t, r));
 	}
 	/* A background thread would never park while it holds the lock. */
 	if (t->bg && !snap_call(t, r, c, C_BG_UNREGISTER, 0, F_NOMUTATE, NULL))
@@ -5122,7 +5162,8 @@ static void op_ckpt(struct fzt *t, struct rng *r, int c)
 	/* Partial images (EINTR) are restored too: they must be refused. */
 	if (!len)
 		goto out;
-	if (pct(r, 50))
+	/* Its window free again: a fresh file takes it, the restore fits. */
+	if (fresh || pct(r, 30))
 		op_reopen(t, r, rn(r, NFDS));
 	for (i = 0; i <= contexts && i < 4; i++) {
 		int m = -1;
