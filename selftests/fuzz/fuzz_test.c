@@ -29,7 +29,12 @@
  * sync_file exports of events and stream waits on them (FENCE_WAIT);
  * dma-buf exports of ranges in and out of allocations (mapped and read
  * at once, sometimes), and imports of this thread's dma-bufs, sync_files,
- * pipes, the snpu file and garbage fds, the imports used as allocations.
+ * pipes, the snpu file and garbage fds, the imports used as allocations;
+ * checkpoints of this process (CKPT_PROC: every op, pid, timeout and
+ * file, or a whole lock, checkpoint into a memfd, unlock) and restores
+ * (CKPT_RESTORE) of the images, whole or damaged (cut short, bytes
+ * flipped, a byte flipped under a recomputed CRC), into fresh files,
+ * which a refused restore must leave fresh.
  *
  * The oracle: every return is success or an errno the uapi header
  * documents for the command (the table cmds[] below, built from the
@@ -66,7 +71,8 @@
  *
  * On a failure the test prints the seed, the test, the thread, the
  * operation index and the last operations of that thread, and how to
- * replay it. Runs as root in the test VM, module loaded with defaults,
+ * replay it. Runs as root in the test VM (and the single-thread mix
+ * again as nobody: as_nobody), module loaded with defaults,
  * with or without the test hooks (test_hooks=1, SNPU_CAP_TEST_HOOKS):
  * without them SNPU_IOC_NOP must be EOPNOTSUPP, and most SPIN and FAIL
  * launches become NOPs, the others must be refused with EOPNOTSUPP.
