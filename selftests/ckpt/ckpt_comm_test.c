@@ -380,6 +380,49 @@ TEST(other_process_never_joins)
 	close(img);
 }
 
+/*
+ * snpu-checkpoint restores every context of the image in files of its
+ * own: the ranks meet in its process, on the devices of the map.
+ */
+TEST(cli_restores_the_ranks)
+{
+	const char *path = "/tmp/ckpt-comm-cli.img";
+	char cmd[256], line[256];
+	uint32_t contexts;
+	struct rgroup g;
+	ssize_t n;
+	void *buf;
+	FILE *p;
+	int img, out, st;
+
+	img = group_image(&g, 2, &contexts);
+	ASSERT_LE(0, img);
+	out = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	ASSERT_LE(0, out);
+	n = lseek(img, 0, SEEK_END);
+	ASSERT_LT(0, n);
+	buf = malloc((size_t)n);
+	ASSERT_NE(NULL, buf);
+	ASSERT_EQ(n, pread(img, buf, (size_t)n, 0));
+	ASSERT_EQ(n, write(out, buf, (size_t)n));
+	free(buf);
+	close(out);
+	snprintf(cmd, sizeof(cmd),
+		 "snpu-checkpoint --action restore --image %s --device-map 0=2,1=3",
+		 path);
+	p = popen(cmd, "r");
+	ASSERT_NE(NULL, p);
+	ASSERT_NE(NULL, fgets(line, sizeof(line), p));
+	EXPECT_STREQ("restored context 0 of snpu0 onto snpu2\n", line);
+	ASSERT_NE(NULL, fgets(line, sizeof(line), p));
+	EXPECT_STREQ("restored context 1 of snpu1 onto snpu3\n", line);
+	st = pclose(p);
+	EXPECT_TRUE(WIFEXITED(st));
+	EXPECT_EQ(0, WEXITSTATUS(st));
+	unlink(path);
+	close(img);
+}
+
 /* ---- refused at checkpoint ------------------------------------------------ */
 
 static void expect_refused(struct __test_metadata *_metadata, int fd, int err)
