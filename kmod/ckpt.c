@@ -28,6 +28,7 @@
 #include <linux/slab.h>
 
 #include "snpu.h"
+#include "comm.h"
 #include "core/ckpt.h"
 #include "graph.h"
 
@@ -132,7 +133,10 @@ int snpu_ckpt_put_data(struct snpu_ckpt_io *io, const void *base, u64 bytes,
 	return 0;
 }
 
-/* The context's record; -EOPNOTSUPP for what an image cannot hold yet. */
+/*
+ * The context's record; -EOPNOTSUPP for what an image cannot hold yet,
+ * and the errors of snpu_comm_ckpt_check_locked().
+ */
 static int snpu_ckpt_ctx_rec_locked(struct snpu_context *ctx,
 				    struct snpu_ckpt_ctx *r)
 {
@@ -146,8 +150,9 @@ static int snpu_ckpt_ctx_rec_locked(struct snpu_context *ctx,
 
 	lockdep_assert_held(&ctx->lock);
 	memset(r, 0, sizeof(*r));
-	if (ctx->ncomm_ids)
-		return -EOPNOTSUPP;
+	ret = snpu_comm_ckpt_check_locked(ctx);
+	if (ret)
+		return ret;
 	ret = snpu_ring_ckpt_check_locked(ctx);
 	if (ret)
 		return ret;
@@ -176,6 +181,7 @@ static int snpu_ckpt_ctx_rec_locked(struct snpu_context *ctx,
 		case SNPU_OBJ_STREAM:
 		case SNPU_OBJ_EVENT:
 		case SNPU_OBJ_OWNER:
+		case SNPU_OBJ_COMM:
 			r->nobj++;
 			break;
 		case SNPU_OBJ_GRAPH:
@@ -187,7 +193,7 @@ static int snpu_ckpt_ctx_rec_locked(struct snpu_context *ctx,
 			r->nobj++;
 			break;
 		default:
-			/* Communicators are not in images yet. */
+			/* Nothing else is in images. */
 			return -EOPNOTSUPP;
 		}
 	}
@@ -201,6 +207,7 @@ static int snpu_ckpt_put_obj_locked(struct snpu_ckpt_io *io,
 	struct snpu_ckpt_stream sr;
 	struct snpu_ckpt_host hr;
 	struct snpu_ckpt_event er;
+	struct snpu_ckpt_comm cr;
 	struct snpu_stream *s;
 	struct snpu_host *h;
 	int ret;
@@ -237,6 +244,12 @@ static int snpu_ckpt_put_obj_locked(struct snpu_ckpt_io *io,
 		memset(&er, 0, sizeof(er));
 		er.handle = obj->handle;
 		return snpu_ckpt_chunk(io, SNPU_CKPT_EVENT, &er, sizeof(er),
+				       NULL, 0);
+	case SNPU_OBJ_COMM:
+		snpu_comm_ckpt_rec_locked(container_of(obj,
+						       struct snpu_comm_rank,
+						       obj), &cr);
+		return snpu_ckpt_chunk(io, SNPU_CKPT_COMM, &cr, sizeof(cr),
 				       NULL, 0);
 	}
 	return 0;
@@ -333,9 +346,10 @@ static int snpu_ckpt_put_ctx_locked(struct snpu_ckpt_io *io,
  * the header, each context, and the END chunk.
  *
  * Return: 0; -EBADF for a file not open for writing; -EINTR on a signal;
- * -EOPNOTSUPP for a process with a communicator, a graph with collective
- * nodes or an imported dma-buf; -EPROTO for rings whose counters the
- * process left out of range;
+ * -EOPNOTSUPP for a process with a graph with collective nodes, an
+ * import or a communicator with a rank in another process; -EBUSY for a
+ * communicator with a collective queued on some of its ranks only;
+ * -EPROTO for rings whose counters the process left out of range;
  * -ESTALE when one of its files closes meanwhile; errors of the file's
  * write. On error the file holds a partial image that a restore refuses.
  */
@@ -372,6 +386,21 @@ int snpu_ckpt_write(struct snpu_proc *p, struct file *f, u64 *bytes,
 		ret = -ENOMEM;
 		goto out;
 	}
+	/*
+	 * What an image cannot hold is refused before a byte is written,
+	 * and before the tasks are waited for: a collective that waits for
+	 * ranks the lock keeps from queuing theirs would never complete.
+	 */
+	for (i = 0; i < c.n; i++) {
+		struct snpu_ckpt_ctx cr;
+
+		mutex_lock(&c.ctx[i]->lock);
+		ret = c.ctx[i]->closed ? 0 :
+		      snpu_ckpt_ctx_rec_locked(c.ctx[i], &cr);
+		mutex_unlock(&c.ctx[i]->lock);
+		if (ret)
+			goto out;
+	}
 	for (i = 0; i < c.n; i++) {
 		ret = snpu_image_drain(c.ctx[i]);
 		if (ret)
@@ -382,18 +411,6 @@ int snpu_ckpt_write(struct snpu_proc *p, struct file *f, u64 *bytes,
 			continue;
 		__set_bit(i, live);
 		h.contexts++;
-	}
-	/* What an image cannot hold is refused before a byte is written. */
-	for (i = 0; i < c.n; i++) {
-		struct snpu_ckpt_ctx cr;
-
-		if (!test_bit(i, live))
-			continue;
-		mutex_lock(&c.ctx[i]->lock);
-		ret = snpu_ckpt_ctx_rec_locked(c.ctx[i], &cr);
-		mutex_unlock(&c.ctx[i]->lock);
-		if (ret)
-			goto out;
 	}
 	h.crc = snpu_ckpt_header_crc(&h);
 
@@ -662,6 +679,8 @@ static int snpu_ckpt_apply_locked(struct snpu_ckpt_rst *r, u32 type,
 		return snpu_ckpt_make_event_locked(r->ctx, rec);
 	case SNPU_CKPT_GRAPH:
 		return snpu_ckpt_begin_graph(r, rec);
+	case SNPU_CKPT_COMM:
+		return snpu_comm_ckpt_make_locked(r->ctx, rec);
 	}
 	return 0;
 }
@@ -746,6 +765,7 @@ static int snpu_ckpt_read_locked(struct snpu_ckpt_rst *r, u32 *contexts)
 		struct snpu_ckpt_ring ring;
 		struct snpu_ckpt_graph graph;
 		struct snpu_ckpt_end end;
+		struct snpu_ckpt_comm comm;
 	} rec;
 	struct snpu_ckpt_header h;
 	struct snpu_ckpt_chunk c;
@@ -813,6 +833,9 @@ static void snpu_ckpt_unmake_locked(struct snpu_context *ctx)
 		struct snpu_stream *s = container_of(obj, struct snpu_stream, obj);
 		struct snpu_event *e = container_of(obj, struct snpu_event, obj);
 		struct snpu_host *h = container_of(obj, struct snpu_host, obj);
+		struct snpu_comm_rank *cr = container_of(obj,
+							 struct snpu_comm_rank,
+							 obj);
 
 		if (obj->type == SNPU_OBJ_STREAM)
 			snpu_stream_destroy_locked(ctx, s);
@@ -820,6 +843,8 @@ static void snpu_ckpt_unmake_locked(struct snpu_context *ctx)
 			snpu_event_destroy_locked(ctx, e);
 		else if (obj->type == SNPU_OBJ_HOST)
 			snpu_host_destroy_locked(ctx, h);
+		else if (obj->type == SNPU_OBJ_COMM)
+			snpu_comm_rank_destroy_locked(ctx, cr);
 	}
 	snpu_mem_unmake_all_locked(ctx);
 }
@@ -859,7 +884,15 @@ int snpu_ioc_ckpt_restore(struct snpu_context *ctx, union snpu_ioc_arg *arg)
 	cursor = ctx->next_handle;
 	ret = snpu_ckpt_read_locked(&r, &contexts);
 	if (!ret)
-		ret = snpu_ring_ckpt_publish_locked(ctx, &r.rr);
+		ret = snpu_ring_ckpt_verify(&r.rr);
+	/*
+	 * The ranks restored meet their peers once all the rest is made
+	 * and checked: nothing after this fails.
+	 */
+	if (!ret)
+		ret = snpu_comm_ckpt_settle_locked(ctx);
+	if (!ret)
+		snpu_ring_ckpt_publish_locked(ctx, &r.rr);
 	if (ret) {
 		snpu_ring_ckpt_discard(ctx, &r.rr);
 		snpu_ckpt_unmake_locked(ctx);

@@ -80,7 +80,8 @@ static struct snpu_comm *snpu_comm_find(const u8 *id)
 
 	spin_lock(&snpu_comm_lock);
 	hash_for_each_possible(snpu_comms, comm, hnode, snpu_comm_key(id)) {
-		if (!memcmp(comm->id, id, SNPU_COMM_ID_BYTES) &&
+		if (!comm->restorer &&
+		    !memcmp(comm->id, id, SNPU_COMM_ID_BYTES) &&
 		    kref_get_unless_zero(&comm->ref)) {
 			spin_unlock(&snpu_comm_lock);
 			return comm;
@@ -109,6 +110,7 @@ static void snpu_comm_free(struct kref *ref)
 	snpu_comm_unregister(comm);
 	list_for_each_entry_safe(op, tmp, &comm->free, node)
 		kfree(op);
+	put_pid(comm->restorer);
 	kfree(comm);
 }
 
@@ -722,7 +724,9 @@ static void snpu_comm_leave(struct snpu_comm_rank *r, int own)
 	/* It stays where joins find it: they get -ECONNRESET. */
 	spin_lock(&comm->lock);
 	comm->present &= ~BIT_ULL(r->rank);
-	comm->error = -ECONNRESET;
+	comm->rank_ctx[r->rank] = NULL;
+	/* Read without the lock by snpu_comm_find_restored(). */
+	WRITE_ONCE(comm->error, -ECONNRESET);
 	for (i = 0; i < SNPU_COMM_MAX_PENDING; i++) {
 		bool last = false;
 
@@ -815,6 +819,24 @@ void snpu_comm_release(struct snpu_context *ctx)
 	}
 }
 
+/* A new communicator of the caller's effective user, referenced once. */
+static struct snpu_comm *snpu_comm_alloc(void)
+{
+	struct snpu_comm *comm;
+
+	/* The caller's memory cgroup pays for it. */
+	comm = kzalloc(sizeof(*comm), GFP_KERNEL_ACCOUNT);
+	if (!comm)
+		return NULL;
+	kref_init(&comm->ref);
+	spin_lock_init(&comm->lock);
+	INIT_LIST_HEAD(&comm->free);
+	INIT_LIST_HEAD(&comm->holder_node);
+	init_waitqueue_head(&comm->wq);
+	comm->uid = current_euid();
+	return comm;
+}
+
 int snpu_ioc_comm_id(struct snpu_context *ctx, union snpu_ioc_arg *arg)
 {
 	struct snpu_comm_id *c = &arg->comm_id;
@@ -823,16 +845,9 @@ int snpu_ioc_comm_id(struct snpu_context *ctx, union snpu_ioc_arg *arg)
 
 	if (!snpu_zero(c->reserved, sizeof(c->reserved)))
 		return -EINVAL;
-	/* The caller's memory cgroup pays for it. */
-	comm = kzalloc(sizeof(*comm), GFP_KERNEL_ACCOUNT);
+	comm = snpu_comm_alloc();
 	if (!comm)
 		return -ENOMEM;
-	kref_init(&comm->ref);
-	spin_lock_init(&comm->lock);
-	INIT_LIST_HEAD(&comm->free);
-	INIT_LIST_HEAD(&comm->holder_node);
-	init_waitqueue_head(&comm->wq);
-	comm->uid = current_euid();
 
 	spin_lock(&snpu_comm_lock);
 	if (ctx->ncomm_ids >= SNPU_COMM_MAX_PER_FILE) {
@@ -876,7 +891,8 @@ static bool snpu_comm_held_locked(struct snpu_context *ctx,
  * Join @comm as @rank of @nranks. Return: 0, and whether the id's holder
  * let go of it (the caller drops that reference); or -errno.
  */
-static int snpu_comm_join_locked(struct snpu_comm *comm, u32 nranks, u32 rank,
+static int snpu_comm_join_locked(struct snpu_context *ctx,
+				 struct snpu_comm *comm, u32 nranks, u32 rank,
 				 bool *holder_ref)
 {
 	struct snpu_context *holder;
@@ -893,6 +909,7 @@ static int snpu_comm_join_locked(struct snpu_comm *comm, u32 nranks, u32 rank,
 	comm->nranks = nranks;
 	comm->joined |= BIT_ULL(rank);
 	comm->present |= BIT_ULL(rank);
+	comm->rank_ctx[rank] = ctx;
 	spin_lock(&snpu_comm_lock);
 	holder = comm->holder;
 	if (holder) {
@@ -944,7 +961,8 @@ int snpu_ioc_comm_join(struct snpu_context *ctx, union snpu_ioc_arg *arg)
 	if (ret)
 		goto err_put;
 	spin_lock(&comm->lock);
-	ret = snpu_comm_join_locked(comm, j->nranks, j->rank, &holder_ref);
+	ret = snpu_comm_join_locked(ctx, comm, j->nranks, j->rank,
+				    &holder_ref);
 	spin_unlock(&comm->lock);
 	if (ret) {
 		xa_erase(&ctx->handles, r->obj.handle);
@@ -1024,6 +1042,291 @@ int snpu_ioc_comm_query(struct snpu_context *ctx, union snpu_ioc_arg *arg)
 	}
 	mutex_unlock(&ctx->lock);
 	return r ? 0 : -ENOENT;
+}
+
+/* ---- communicators in images ---------------------------------------------- */
+
+/*
+ * Communicators in checkpoint images (Documentation/checkpoint.rst). A
+ * checkpoint saves a communicator only when every rank is a file of the
+ * process: each rank's file gets a COMM chunk (id, nranks, rank, and the
+ * sequence number of its next collective, the same on every rank once the
+ * process is drained). A restore recreates one file at a time: each of its
+ * ranks is made with a communicator of its own first, so that nothing
+ * another file sees exists before the restore succeeds; once the whole
+ * context is read, the ranks join the communicator that earlier restores
+ * of the same process made with that id (a second registry, by id and
+ * process, that COMM_JOIN never searches), or register theirs for the
+ * next restores. The communicator is complete when every rank is back.
+ *
+ * snpu_comm_restore_lock serializes those joins: a restore checks every
+ * rank of its file against the registry, then joins them all, and no
+ * other restore joins in between. It is taken under a context's lock and
+ * above every lock of this file; nothing waits under it.
+ */
+static DEFINE_MUTEX(snpu_comm_restore_lock);
+
+/*
+ * Is the communicator of @r whole in the process of @ctx, with no
+ * collective queued on some ranks only? -EOPNOTSUPP: a rank may still
+ * join, or is a file of another process, or left; -ESTALE: a rank's file
+ * of the process is closing; -EBUSY: a collective of some ranks waits for
+ * the others, which the process's lock keeps from queuing it (a checkpoint
+ * would wait for it for ever).
+ */
+static int snpu_comm_ckpt_whole_locked(struct snpu_comm *comm,
+				       struct snpu_context *ctx, u32 rank)
+{
+	struct snpu_context *rc;
+	u32 q;
+
+	lockdep_assert_held(&comm->lock);
+	if (comm->error || hweight64(comm->joined) != comm->nranks)
+		return -EOPNOTSUPP;
+	for (q = 0; q < comm->nranks; q++) {
+		rc = comm->rank_ctx[q];
+		if (!(comm->present & BIT_ULL(q)) || !rc ||
+		    READ_ONCE(rc->proc) != ctx->proc)
+			return -EOPNOTSUPP;
+		if (READ_ONCE(rc->closed))
+			return -ESTALE;
+		if (comm->next_seq[q] != comm->next_seq[rank])
+			return -EBUSY;
+	}
+	return 0;
+}
+
+/**
+ * snpu_comm_ckpt_check_locked() - may the ranks of a file go in an image
+ * @ctx: a context of a locked process
+ *
+ * Return: 0; -EOPNOTSUPP for an id nobody joined yet or a communicator
+ * with a rank outside the process; -ESTALE, -EBUSY as
+ * snpu_comm_ckpt_whole_locked() says.
+ */
+int snpu_comm_ckpt_check_locked(struct snpu_context *ctx)
+{
+	struct snpu_comm_rank *r;
+	struct snpu_object *obj;
+	unsigned long index;
+	int ret = 0;
+
+	lockdep_assert_held(&ctx->lock);
+	/* Another process may still join it: the image could not say so. */
+	if (READ_ONCE(ctx->ncomm_ids))
+		return -EOPNOTSUPP;
+	xa_for_each(&ctx->handles, index, obj) {
+		if (obj->type != SNPU_OBJ_COMM)
+			continue;
+		r = container_of(obj, struct snpu_comm_rank, obj);
+		spin_lock(&r->comm->lock);
+		ret = snpu_comm_ckpt_whole_locked(r->comm, ctx, r->rank);
+		spin_unlock(&r->comm->lock);
+		if (ret)
+			break;
+	}
+	return ret;
+}
+
+/**
+ * snpu_comm_ckpt_rec_locked() - the COMM record of a rank
+ * @r: the rank, of a context whose lock the caller holds
+ * @rec: out: its record
+ */
+void snpu_comm_ckpt_rec_locked(struct snpu_comm_rank *r,
+			       struct snpu_ckpt_comm *rec)
+{
+	struct snpu_comm *comm = r->comm;
+
+	memset(rec, 0, sizeof(*rec));
+	rec->handle = r->obj.handle;
+	rec->rank = r->rank;
+	memcpy(rec->id, comm->id, sizeof(rec->id));
+	spin_lock(&comm->lock);
+	rec->nranks = comm->nranks;
+	rec->seq = comm->next_seq[r->rank];
+	spin_unlock(&comm->lock);
+}
+
+/**
+ * snpu_comm_ckpt_make_locked() - make a restored rank, alone for now
+ * @ctx: the fresh context being restored
+ * @rec: the rank's record, checked by kmod/core/ckpt.c
+ *
+ * The rank gets a communicator of its own, which no other file finds;
+ * snpu_comm_ckpt_settle_locked() joins it to its peers.
+ *
+ * Return: 0; -EPROTO for a handle taken or a second rank of one id in the
+ * file; -ENOSPC, -ENOMEM.
+ */
+int snpu_comm_ckpt_make_locked(struct snpu_context *ctx,
+			       const struct snpu_ckpt_comm *rec)
+{
+	struct snpu_comm_rank *r;
+	struct snpu_object *obj;
+	struct snpu_comm *comm;
+	unsigned long index;
+	int ret;
+
+	lockdep_assert_held(&ctx->lock);
+	/* COMM_JOIN's EEXIST: a file holds one rank of a communicator. */
+	xa_for_each(&ctx->handles, index, obj) {
+		if (obj->type == SNPU_OBJ_COMM &&
+		    !memcmp(container_of(obj, struct snpu_comm_rank,
+					 obj)->comm->id,
+			    rec->id, SNPU_COMM_ID_BYTES))
+			return -EPROTO;
+	}
+	if (ctx->comms >= SNPU_COMM_MAX_PER_FILE)
+		return -ENOSPC;
+	r = kzalloc(sizeof(*r), GFP_KERNEL_ACCOUNT);
+	comm = snpu_comm_alloc();
+	if (!r || !comm) {
+		kfree(r);
+		kfree(comm);
+		return -ENOMEM;
+	}
+	memcpy(comm->id, rec->id, SNPU_COMM_ID_BYTES);
+	comm->nranks = rec->nranks;
+	comm->base_seq = rec->seq;
+	comm->joined = BIT_ULL(rec->rank);
+	comm->present = BIT_ULL(rec->rank);
+	comm->next_seq[rec->rank] = rec->seq;
+	comm->rank_ctx[rec->rank] = ctx;
+	r->comm = comm;
+	r->rank = rec->rank;
+	r->obj.handle = rec->handle;
+	ret = snpu_object_add_locked(ctx, &r->obj, SNPU_OBJ_COMM);
+	if (ret) {
+		kfree(r);
+		kfree(comm);
+		return ret == -EBUSY ? -EPROTO : ret;
+	}
+	ctx->comms++;
+	return 0;
+}
+
+/*
+ * The communicator earlier restores of process @pid made with @id and
+ * that still takes ranks, referenced; or NULL.
+ */
+static struct snpu_comm *snpu_comm_find_restored(const u8 *id, struct pid *pid)
+{
+	struct snpu_comm *comm;
+
+	lockdep_assert_held(&snpu_comm_restore_lock);
+	spin_lock(&snpu_comm_lock);
+	hash_for_each_possible(snpu_comms, comm, hnode, snpu_comm_key(id)) {
+		if (comm->restorer == pid && !READ_ONCE(comm->error) &&
+		    !memcmp(comm->id, id, SNPU_COMM_ID_BYTES) &&
+		    kref_get_unless_zero(&comm->ref)) {
+			spin_unlock(&snpu_comm_lock);
+			return comm;
+		}
+	}
+	spin_unlock(&snpu_comm_lock);
+	return NULL;
+}
+
+/* May the restored rank @r (still alone in its own) join @comm? */
+static int snpu_comm_ckpt_may_join_locked(struct snpu_comm *comm,
+					  struct snpu_comm_rank *r)
+{
+	struct snpu_comm *mine = r->comm;
+
+	lockdep_assert_held(&comm->lock);
+	if (comm->nranks != mine->nranks || comm->base_seq != mine->base_seq)
+		return -EPROTO;
+	if (comm->joined & BIT_ULL(r->rank))
+		return -EEXIST;
+	if (!uid_eq(comm->uid, mine->uid))
+		return -EACCES;
+	return 0;
+}
+
+/**
+ * snpu_comm_ckpt_settle_locked() - the restored ranks of a file meet their
+ * peers
+ * @ctx: the context, restored whole
+ *
+ * Each rank joins the communicator that restores of the same process made
+ * with its id, or its own is registered for the next ones (unless it is
+ * complete already: a communicator of one rank). All or nothing.
+ *
+ * Return: 0; -EEXIST for a rank the process restored already; -EPROTO for
+ * a rank of another image (its rank count or sequence number differs);
+ * -EACCES for a communicator restored by another effective user.
+ */
+int snpu_comm_ckpt_settle_locked(struct snpu_context *ctx)
+{
+	struct pid *pid = ctx->proc->tgid;
+	struct snpu_comm *comm, *mine;
+	struct snpu_comm_rank *r;
+	struct snpu_object *obj;
+	unsigned long index;
+	int ret = 0;
+
+	lockdep_assert_held(&ctx->lock);
+	if (!ctx->comms)
+		return 0;
+	mutex_lock(&snpu_comm_restore_lock);
+	xa_for_each(&ctx->handles, index, obj) {
+		if (obj->type != SNPU_OBJ_COMM)
+			continue;
+		r = container_of(obj, struct snpu_comm_rank, obj);
+		comm = snpu_comm_find_restored(r->comm->id, pid);
+		if (!comm)
+			continue;
+		spin_lock(&comm->lock);
+		ret = snpu_comm_ckpt_may_join_locked(comm, r);
+		spin_unlock(&comm->lock);
+		snpu_comm_put(comm);
+		if (ret)
+			goto out;
+	}
+	/* Nothing fails from here on. */
+	xa_for_each(&ctx->handles, index, obj) {
+		if (obj->type != SNPU_OBJ_COMM)
+			continue;
+		r = container_of(obj, struct snpu_comm_rank, obj);
+		mine = r->comm;
+		/* Gone or broken since: as if it had not been found. */
+		comm = snpu_comm_find_restored(mine->id, pid);
+		if (!comm) {
+			if (mine->nranks == 1)
+				continue;
+			spin_lock(&mine->lock);
+			spin_lock(&snpu_comm_lock);
+			mine->restorer = get_pid(pid);
+			hash_add(snpu_comms, &mine->hnode,
+				 snpu_comm_key(mine->id));
+			mine->registered = true;
+			spin_unlock(&snpu_comm_lock);
+			spin_unlock(&mine->lock);
+			continue;
+		}
+		spin_lock(&comm->lock);
+		comm->joined |= BIT_ULL(r->rank);
+		comm->present |= BIT_ULL(r->rank);
+		comm->next_seq[r->rank] = mine->base_seq;
+		comm->rank_ctx[r->rank] = ctx;
+		if (hweight64(comm->joined) == comm->nranks) {
+			/* Complete: no restore finds it any more. */
+			spin_lock(&snpu_comm_lock);
+			if (comm->registered) {
+				hash_del(&comm->hnode);
+				comm->registered = false;
+			}
+			spin_unlock(&snpu_comm_lock);
+		}
+		spin_unlock(&comm->lock);
+		/* The reference found becomes the rank's. */
+		r->comm = comm;
+		snpu_comm_put(mine);
+	}
+out:
+	mutex_unlock(&snpu_comm_restore_lock);
+	return ret;
 }
 
 /**

@@ -39,6 +39,10 @@
  * @holder_node: in @holder's comm_ids
  * @id: the id
  * @uid: the effective user that asked for it: the only one who may join
+ * @restorer: a communicator of ranks restored from a checkpoint image
+ *            (see "Communicators in images" in comm.c): the process whose
+ *            restored files may join it, referenced; NULL for COMM_ID's
+ * @base_seq: restored: the sequence number the ranks had in the image
  * @lock: protects what follows
  * @nranks: ranks, fixed by the first join (0 before)
  * @joined: a bit per rank that joined
@@ -51,6 +55,8 @@
  * @next_seq: per rank, the sequence number its next collective takes
  * @wq: COMM_DESTROY waits here for a rank's collectives
  * @inflight: per rank, its collectives bound and not complete
+ * @rank_ctx: per rank present, the file that holds it (a checkpoint asks
+ *            whether every rank is a file of the process)
  */
 struct snpu_comm {
 	struct kref ref;
@@ -60,6 +66,8 @@ struct snpu_comm {
 	struct list_head holder_node;
 	u8 id[SNPU_COMM_ID_BYTES];
 	kuid_t uid;
+	struct pid *restorer;
+	u64 base_seq;
 
 	spinlock_t lock;		/* ranks, @error, @slot, @free */
 	u32 nranks;
@@ -72,6 +80,7 @@ struct snpu_comm {
 	u64 next_seq[SNPU_COMM_MAX_RANKS];
 	wait_queue_head_t wq;
 	atomic_t inflight[SNPU_COMM_MAX_RANKS];
+	struct snpu_context *rank_ctx[SNPU_COMM_MAX_RANKS];
 };
 
 /**
@@ -184,5 +193,14 @@ struct snpu_comm_rank *snpu_comm_rank_get_locked(struct snpu_context *ctx,
 						 u32 handle);
 int snpu_coll_bind(struct snpu_comm_rank *r, struct snpu_work *w,
 		   const struct snpu_coll_desc *d, void *send, void *recv);
+
+/* Communicators in checkpoint images (Documentation/checkpoint.rst). */
+struct snpu_ckpt_comm;
+int snpu_comm_ckpt_check_locked(struct snpu_context *ctx);
+void snpu_comm_ckpt_rec_locked(struct snpu_comm_rank *r,
+			       struct snpu_ckpt_comm *rec);
+int snpu_comm_ckpt_make_locked(struct snpu_context *ctx,
+			       const struct snpu_ckpt_comm *rec);
+int snpu_comm_ckpt_settle_locked(struct snpu_context *ctx);
 
 #endif /* _SNPU_COMM_H */

@@ -977,19 +977,40 @@ void *snpu_ring_ckpt_dst(struct snpu_ring_rst *rr, u64 off, u32 *n)
 }
 
 /**
+ * snpu_ring_ckpt_verify() - check the rings' bytes once they are read
+ * @rr: the rings, made and filled; NULL ring: nothing to check
+ *
+ * Each parked completion must be a task's (snpu_ckpt_ring_cqe_check()).
+ * Called before anything of the restore becomes visible to others (the
+ * communicators' ranks meet their peers after it), so that publishing
+ * cannot fail.
+ *
+ * Return: 0, or -EPROTO for a parked completion that is not one.
+ */
+int snpu_ring_ckpt_verify(const struct snpu_ring_rst *rr)
+{
+	u32 i;
+
+	if (!rr->ring)
+		return 0;
+	for (i = 0; i < rr->rec.noverflow; i++)
+		if (snpu_ckpt_ring_cqe_check(&rr->ovf[i]))
+			return -EPROTO;
+	return 0;
+}
+
+/**
  * snpu_ring_ckpt_publish_locked() - the image is read: give the rings out
  * @ctx: the restored context
- * @rr: its rings, made and filled; NULL ring: nothing to do
+ * @rr: its rings, made, filled and verified by snpu_ring_ckpt_verify();
+ *      NULL ring: nothing to do
  *
  * The counters of the header page are the record's; the parked
  * completions park again, in their order; the rings are published and
  * the poller runs.
- *
- * Return: 0, or -EPROTO for a parked completion that is not one (then
- * nothing is published).
  */
-int snpu_ring_ckpt_publish_locked(struct snpu_context *ctx,
-				  struct snpu_ring_rst *rr)
+void snpu_ring_ckpt_publish_locked(struct snpu_context *ctx,
+				   struct snpu_ring_rst *rr)
 {
 	const struct snpu_ckpt_ring *rec = &rr->rec;
 	struct snpu_ring *ring = rr->ring;
@@ -998,10 +1019,7 @@ int snpu_ring_ckpt_publish_locked(struct snpu_context *ctx,
 
 	lockdep_assert_held(&ctx->lock);
 	if (!ring)
-		return 0;
-	for (i = 0; i < rec->noverflow; i++)
-		if (snpu_ckpt_ring_cqe_check(&rr->ovf[i]))
-			return -EPROTO;
+		return;
 	snpu_ring_write_sizes(ring);
 	ring->sq_head = rec->sq_head;
 	ring->cq_tail = rec->cq_tail;
@@ -1033,7 +1051,6 @@ int snpu_ring_ckpt_publish_locked(struct snpu_context *ctx,
 	kvfree(rr->ovf);
 	rr->ovf = NULL;
 	rr->ring = NULL;
-	return 0;
 }
 
 /**

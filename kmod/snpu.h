@@ -1113,8 +1113,9 @@ int snpu_ring_ckpt_make_locked(struct snpu_context *ctx,
 			       struct snpu_ring_rst *rr,
 			       const struct snpu_ckpt_ring *rec);
 void *snpu_ring_ckpt_dst(struct snpu_ring_rst *rr, u64 off, u32 *n);
-int snpu_ring_ckpt_publish_locked(struct snpu_context *ctx,
-				  struct snpu_ring_rst *rr);
+int snpu_ring_ckpt_verify(const struct snpu_ring_rst *rr);
+void snpu_ring_ckpt_publish_locked(struct snpu_context *ctx,
+				   struct snpu_ring_rst *rr);
 void snpu_ring_ckpt_discard(struct snpu_context *ctx,
 			    struct snpu_ring_rst *rr);
 

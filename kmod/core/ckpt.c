@@ -100,6 +100,8 @@ __u32 snpu_ckpt_payload_size(__u32 type)
 		return sizeof(struct snpu_ckpt_graph);
 	case SNPU_CKPT_RING:
 		return sizeof(struct snpu_ckpt_ring);
+	case SNPU_CKPT_COMM:
+		return sizeof(struct snpu_ckpt_comm);
 	}
 	return 0;
 }
@@ -192,6 +194,7 @@ static bool snpu_ckpt_type_ok(const struct snpu_ckpt_parser *ps, __u32 type)
 	case SNPU_CKPT_HOST:
 	case SNPU_CKPT_STREAM:
 	case SNPU_CKPT_EVENT:
+	case SNPU_CKPT_COMM:
 		return ps->phase >= SNPU_CKPT_P_MEM &&
 		       ps->phase <= SNPU_CKPT_P_OBJ;
 	case SNPU_CKPT_GRAPH:
@@ -257,6 +260,7 @@ static int snpu_ckpt_ctx_rec(struct snpu_ckpt_parser *ps,
 	ps->mem_next = ps->va_base;
 	ps->last_handle = 0;
 	ps->nring = 0;
+	ps->ncomm = 0;
 	return 0;
 }
 
@@ -483,6 +487,20 @@ static int snpu_ckpt_graph_rec(struct snpu_ckpt_parser *ps,
 	return 0;
 }
 
+/* A rank: a file holds at most SNPU_COMM_MAX_PER_FILE (COMM_JOIN's ENOSPC). */
+static int snpu_ckpt_comm_rec(struct snpu_ckpt_parser *ps,
+			      const struct snpu_ckpt_comm *r)
+{
+	if (r->pad || !snpu_ckpt_zero(r->reserved, sizeof(r->reserved)) ||
+	    !r->nranks || r->nranks > SNPU_COMM_MAX_RANKS ||
+	    r->rank >= r->nranks || ps->ncomm >= SNPU_COMM_MAX_PER_FILE)
+		return -EPROTO;
+	if (snpu_ckpt_obj_handle(ps, r->handle, SNPU_CKPT_P_OBJ))
+		return -EPROTO;
+	ps->ncomm++;
+	return 0;
+}
+
 /**
  * snpu_ckpt_record_check() - check a chunk's record, advance the parser
  * @ps: the parser
@@ -532,6 +550,9 @@ int snpu_ckpt_record_check(struct snpu_ckpt_parser *ps,
 		break;
 	case SNPU_CKPT_STREAM:
 		ret = snpu_ckpt_stream_rec(ps, rec);
+		break;
+	case SNPU_CKPT_COMM:
+		ret = snpu_ckpt_comm_rec(ps, rec);
 		break;
 	case SNPU_CKPT_EVENT:
 		e = rec;
@@ -593,6 +614,7 @@ int snpu_ckpt_parse_buf(const void *buf, __u64 len,
 		struct snpu_ckpt_stream stream;
 		struct snpu_ckpt_ring ring;
 		struct snpu_ckpt_graph graph;
+		struct snpu_ckpt_comm comm;
 		__u64 align;
 	} rec;
 	const unsigned char *p = buf;

@@ -39,7 +39,7 @@ enum snpu_ckpt_phase {
 	SNPU_CKPT_P_TOP,	/* a CTX or END comes next */
 	SNPU_CKPT_P_MEM,	/* MEM, or the first object of the context */
 	SNPU_CKPT_P_OWNER,	/* OWNER, or the next kind of object */
-	SNPU_CKPT_P_OBJ,	/* HOST, STREAM, EVENT in handle order */
+	SNPU_CKPT_P_OBJ,	/* HOST, STREAM, EVENT, COMM by handle */
 	SNPU_CKPT_P_GRAPH,	/* GRAPH, in handle order, after all objects */
 	SNPU_CKPT_P_RING,	/* the RING and its DATA, the context's last */
 	SNPU_CKPT_P_DONE,	/* END seen */
@@ -64,6 +64,7 @@ enum snpu_ckpt_phase {
  * @data_off: offset the next DATA chunk must have
  * @page_size: the image's page size (the rings' layout)
  * @nring: its RING chunks so far
+ * @ncomm: its COMM chunks so far
  */
 struct snpu_ckpt_parser {
 	__u32 contexts;
@@ -83,6 +84,7 @@ struct snpu_ckpt_parser {
 	__u64 data_off;
 	__u32 page_size;
 	__u32 nring;
+	__u32 ncomm;
 };
 
 __u32 snpu_ckpt_crc(__u32 crc, const void *buf, __u64 len);

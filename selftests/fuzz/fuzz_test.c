@@ -29,7 +29,12 @@
  * sync_file exports of events and stream waits on them (FENCE_WAIT);
  * dma-buf exports of ranges in and out of allocations (mapped and read
  * at once, sometimes), and imports of this thread's dma-bufs, sync_files,
- * pipes, the snpu file and garbage fds, the imports used as allocations.
+ * pipes, the snpu file and garbage fds, the imports used as allocations;
+ * checkpoints of this process (CKPT_PROC: every op, pid, timeout and
+ * file, or a whole lock, checkpoint into a memfd, unlock) and restores
+ * (CKPT_RESTORE) of the images, whole or damaged (cut short, bytes
+ * flipped, a byte flipped under a recomputed CRC), into fresh files,
+ * which a refused restore must leave fresh.
  *
  * The oracle: every return is success or an errno the uapi header
  * documents for the command (the table cmds[] below, built from the
@@ -66,7 +71,8 @@
  *
  * On a failure the test prints the seed, the test, the thread, the
  * operation index and the last operations of that thread, and how to
- * replay it. Runs as root in the test VM, module loaded with defaults,
+ * replay it. Runs as root in the test VM (and the single-thread mix
+ * again as nobody: as_nobody), module loaded with defaults,
  * with or without the test hooks (test_hooks=1, SNPU_CAP_TEST_HOOKS):
  * without them SNPU_IOC_NOP must be EOPNOTSUPP, and most SPIN and FAIL
  * launches become NOPs, the others must be refused with EOPNOTSUPP.
@@ -245,6 +251,7 @@ enum {
 	C_GRAPH_CREATE, C_GRAPH_DESTROY,
 	C_COMM_ID, C_COMM_JOIN, C_COMM_DESTROY, C_COMM_QUERY,
 	C_EVENT_EXPORT, C_MEM_EXPORT, C_MEM_IMPORT,
+	C_CKPT_PROC, C_CKPT_RESTORE,
 	C_COUNT
 };
 
@@ -275,7 +282,7 @@ struct cmd_desc {
 	uint64_t cap;		/* SNPU_CAP_* it needs: else ENOTTY */
 	bool always_intr;	/* may wait for ever: always arm the timer */
 	bool modifies;		/* "resource-modifying": EDEADLK when locked */
-	int errs[8];
+	int errs[16];
 	struct zrange zero[7];
 };
 
@@ -467,7 +474,8 @@ static const struct cmd_desc cmds[C_COUNT] = {
 		.ver0 = SNPU_RING_SETUP_SIZE_VER0, .ksize = sizeof(struct snpu_ring_setup),
 		.flags = SNPU_RING_SQPOLL | SNPU_RING_CALLBACK_CQE,
 		.modifies = true,
-		.errs = { EINVAL, EBUSY, ENOMEM },
+		/* EAGAIN: a 5th SQ poller of a user without CAP_SYS_NICE */
+		.errs = { EINVAL, EBUSY, ENOMEM, EAGAIN },
 		.zero = { Z(snpu_ring_setup, pad), Z(snpu_ring_setup, reserved) },
 	},
 	/* "ENTER's submission" is resource-modifying */
@@ -662,6 +670,33 @@ static const struct cmd_desc cmds[C_COUNT] = {
 		.errs = { EINVAL, EBADF, ENOSPC, ENOMEM, EOPNOTSUPP },
 		.zero = { Z(snpu_mem_import, pad), Z(snpu_mem_import, reserved) },
 	},
+	/*
+	 * checkpoint to a file (ABI 0.14, Documentation/checkpoint.rst):
+	 * CKPT_PROC's errors of LOCK (ETIMEDOUT, EINTR), of the checkpoint
+	 * (EOPNOTSUPP for what an image cannot hold, EBUSY for a
+	 * communicator whose ranks are not at the same collective, ESTALE,
+	 * EINTR, the file's write errors: ENOSPC, EIO; EINVAL for a file
+	 * that cannot be written to); RESTORE's errors of the image and of
+	 * the target (re-pinning registered host memory: EFAULT, EEXIST)
+	 */
+	[C_CKPT_PROC] = {
+		.name = "CKPT_PROC", .nr = SNPU_IOC_CKPT_PROC,
+		.ver0 = SNPU_CKPT_PROC_SIZE_VER0, .ksize = sizeof(struct snpu_ckpt_proc),
+		.cap = SNPU_CAP_CHECKPOINT,
+		.errs = { EINVAL, EBADF, EBADFD, EPERM, ESRCH, EOPNOTSUPP,
+			  ESTALE, EINTR, ETIMEDOUT, ENOMEM, EBUSY, ENOSPC, EIO },
+		.zero = { Z(snpu_ckpt_proc, pad), Z(snpu_ckpt_proc, reserved) },
+	},
+	[C_CKPT_RESTORE] = {
+		.name = "CKPT_RESTORE", .nr = SNPU_IOC_CKPT_RESTORE,
+		.ver0 = SNPU_CKPT_RESTORE_SIZE_VER0, .ksize = sizeof(struct snpu_ckpt_restore),
+		.cap = SNPU_CAP_CHECKPOINT,
+		.modifies = true,
+		.errs = { EINVAL, EBADF, ESPIPE, ENOTEMPTY, ENOENT, ENOEXEC,
+			  EBADMSG, EPROTO, ENODATA, EADDRINUSE, ENOSPC, ENOMEM,
+			  EACCES, EINTR, EEXIST, EFAULT },
+		.zero = { Z(snpu_ckpt_restore, reserved) },
+	},
 };
 
 /* The argument of any command, with room for a grown struct. */
@@ -698,6 +733,8 @@ union fz_arg {
 	struct snpu_event_export event_export;
 	struct snpu_mem_export mem_export;
 	struct snpu_mem_import mem_import;
+	struct snpu_ckpt_proc ckpt_proc;
+	struct snpu_ckpt_restore ckpt_restore;
 	uint8_t raw[256];
 };
 
@@ -775,10 +812,10 @@ struct fz_map {
 	struct snpu_ring_setup ring;	/* MAP_RING: the layout */
 };
 
-enum { MODE_SINGLE, MODE_THREADS, MODE_RINGS, MODE_COUNT };
+enum { MODE_SINGLE, MODE_THREADS, MODE_RINGS, MODE_NOBODY, MODE_COUNT };
 
 static const char *const mode_names[MODE_COUNT] = {
-	"single_thread", "multi_thread", "rings",
+	"single_thread", "multi_thread", "rings", "nobody",
 };
 
 struct fz;
@@ -826,6 +863,7 @@ struct fzt {
 	int dmabufs[NSHARED];	/* MEM_EXPORT's fds + 1; 0: none */
 	int fences[NSHARED];	/* EVENT_EXPORT's fds + 1; 0: none */
 	unsigned int ndmabufs, nfences;	/* exports so far */
+	int alt_fd;		/* fd + 1 of a file fz_ioctl() uses, 0: none */
 };
 
 struct fz {
@@ -1596,6 +1634,7 @@ static int fz_ioctl(struct fzt *t, struct rng *r, int c, int cmd,
 	char before[SNPU_IOC_MAX_SIZE + 64];
 	char desc[TRACE_LEN], line[2 * TRACE_LEN];
 	int64_t to;
+	uint64_t intr_ns;
 	unsigned int i;
 	int fd, err;
 
@@ -1715,7 +1754,8 @@ static int fz_ioctl(struct fzt *t, struct rng *r, int c, int cmd,
 	} else if (a->hdr.flags & ~d->flags) {
 		exact = EINVAL;
 	} else {
-		for (i = 0; i < 8 && d->errs[i]; i++)
+		for (i = 0; i < sizeof(d->errs) / sizeof(d->errs[0]) &&
+			    d->errs[i]; i++)
 			eset_add(&allowed, d->errs[i]);
 		/*
 		 * This thread locked the process: it would wait for itself.
@@ -1744,17 +1784,25 @@ static int fz_ioctl(struct fzt *t, struct rng *r, int c, int cmd,
 		to = a->enter.timeout_ns;
 	else if (cmd == C_SNAP_LOCK)
 		to = a->snapshot.timeout_ns;
+	else if (cmd == C_CKPT_PROC && a->ckpt_proc.op == SNPU_CKPT_OP_LOCK)
+		to = a->ckpt_proc.timeout_ns;
+	/* A checkpoint waits for the tasks, then writes: give it time. */
+	else if (cmd == C_CKPT_PROC || cmd == C_CKPT_RESTORE)
+		to = -1;
 	if (d->always_intr || to < 0 || to > 20 * NS_PER_MS)
 		intr = true;
+	intr_ns = (1 + rn(r, 20)) * NS_PER_MS;
+	if (cmd == C_CKPT_PROC || cmd == C_CKPT_RESTORE)
+		intr_ns *= 1 + rn(r, 40);
 
 	fmt_call(t, desc, sizeof(desc), c, &k, a);
 	snprintf(t->cur, sizeof(t->cur), "%s", desc);
 	if (k.place <= P_RO)
 		memcpy(before, k.at, k.place == P_STRADDLE ? k.k : win);
 
-	fd = C(t, c)->fd;
+	fd = t->alt_fd ? t->alt_fd - 1 : C(t, c)->fd;
 	if (intr)
-		timer_arm(t, (1 + rn(r, 20)) * NS_PER_MS);
+		timer_arm(t, intr_ns);
 	err = ioctl(fd, k.nr, k.at) < 0 ? errno : 0;
 	if (intr)
 		timer_disarm(t);
@@ -4754,6 +4802,389 @@ static void op_import(struct fzt *t, struct rng *r, int c)
 	post_alloc(t, r, c, a.mem_import.addr, a.mem_import.bytes);
 }
 
+/* ---- checkpoint to a file, restore into a fresh file (ABI 0.14) -------- */
+
+static uint32_t fz_crc32c(uint32_t crc, const void *buf, size_t len)
+{
+	const uint8_t *p = buf;
+	int k;
+
+	while (len--) {
+		crc ^= *p++;
+		for (k = 0; k < 8; k++)
+			crc = (crc >> 1) ^ (0x82f63b78 & -(crc & 1));
+	}
+	return crc;
+}
+
+static int ckpt_call(struct fzt *t, struct rng *r, int c, uint32_t op,
+		     uint32_t pid, int64_t timeout, int fd, unsigned int fl,
+		     struct snpu_ckpt_proc *out)
+{
+	union fz_arg a;
+	int ret;
+
+	memset(&a, 0, sizeof(a));
+	a.ckpt_proc.size = sizeof(a.ckpt_proc);
+	a.ckpt_proc.op = op;
+	a.ckpt_proc.pid = pid;
+	a.ckpt_proc.timeout_ns = timeout;
+	a.ckpt_proc.fd = fd;
+	ret = fz_ioctl(t, r, c, C_CKPT_PROC, &a, fl);
+	if (!ret && a.ckpt_proc.state > SNPU_STATE_BACKED_UP)
+		fz_fail(t, "CKPT_PROC: state %u", a.ckpt_proc.state);
+	if (out)
+		*out = a.ckpt_proc;
+	return ret;
+}
+
+/* A pid to act on: mostly ours; init and garbage have no snpu file. */
+static uint32_t ckpt_pid(struct rng *r)
+{
+	switch (rn(r, 8)) {
+	case 0:
+		return 1;
+	case 1:
+		return 0x3fffff00 + rn(r, 256);
+	case 2:
+		return (uint32_t)getppid();
+	case 3:
+	case 4:
+		return (uint32_t)getpid();
+	default:
+		return 0;
+	}
+}
+
+/*
+ * A file that is not a good image or image target: none, not open, the
+ * wrong direction, a pipe, /dev/null, the snpu file. Kept in @tmp (fd + 1)
+ * for the caller to close.
+ */
+static int ckpt_odd_fd(struct fzt *t, struct rng *r, int c, int *tmp)
+{
+	int fds[2];
+
+	switch (rn(r, 6)) {
+	case 0:
+		return -1;
+	case 1:
+		return 900 + (int)rn(r, 100);
+	case 2:
+		*tmp = open("/dev/null", (pct(r, 50) ? O_RDONLY : O_WRONLY) |
+			    O_CLOEXEC) + 1;
+		return *tmp - 1;
+	case 3:
+		/* The write end: a checkpoint could fill it; read end only. */
+		if (pipe2(fds, O_CLOEXEC | O_NONBLOCK))
+			return -1;
+		close(fds[1]);
+		*tmp = fds[0] + 1;
+		return fds[0];
+	case 4:
+		return C(t, c)->fd;
+	default:
+		*tmp = memfd_create("fz-ckpt-odd", MFD_CLOEXEC) + 1;
+		return *tmp - 1;
+	}
+}
+
+/* After a refused restore the file must be as fresh as before. */
+static void ckpt_check_fresh(struct fzt *t, int fd, int ret)
+{
+	struct snpu_ctx_query q;
+
+	int err = snpu_ctx_query(fd, &q);
+
+	if (err) {
+		fz_fail(t, "CTX_QUERY of a restore target: %s", ename(-err));
+		return;
+	}
+	if (q.mem_used || q.host_used || q.streams || q.events)
+		fz_fail(t, "CKPT_RESTORE refused with %s left mem %llu host %llu streams %u events %u",
+			ename(-ret), (unsigned long long)q.mem_used,
+			(unsigned long long)q.host_used, q.streams, q.events);
+}
+
+/*
+ * A copy of the image @img (@len bytes) in a new memfd, damaged: cut
+ * short, bytes flipped, or a byte flipped under a CRC made right again
+ * (so that the record checks see it). The memfd, or -1.
+ */
+static int ckpt_mutate(struct fzt *t, struct rng *r, int img, uint64_t len)
+{
+	struct snpu_ckpt_chunk ch;
+	struct snpu_ckpt_header h;
+	uint64_t pos, at, cut = len;
+	unsigned int i, n;
+	uint8_t b, *buf;
+	ssize_t k;
+	int m;
+
+	m = memfd_create("fz-ckpt-bad", MFD_CLOEXEC);
+	buf = malloc(1 << 16);
+	if (m < 0 || !buf) {
+		free(buf);
+		if (m >= 0)
+			close(m);
+		return -1;
+	}
+	for (pos = 0; pos < len; pos += (uint64_t)k) {
+		k = pread(img, buf, 1 << 16, (off_t)pos);
+		if (k <= 0 || pwrite(m, buf, (size_t)k, (off_t)pos) != k) {
+			free(buf);
+			close(m);
+			return -1;
+		}
+	}
+	free(buf);
+	if (!len)
+		return m;
+	switch (rn(r, 4)) {
+	case 0:		/* cut short */
+		cut = rn(r, (uint32_t)(len < 0xffffffffULL ? len : 0xffffffffULL));
+		if (ftruncate(m, (off_t)cut))
+			fz_fail(t, "ftruncate: %s", ename(errno));
+		return m;
+	case 1:		/* bytes flipped */
+		n = 1 + rn(r, 3);
+		for (i = 0; i < n; i++) {
+			at = rnd(r) % len;
+			if (pread(m, &b, 1, (off_t)at) == 1) {
+				b ^= (uint8_t)(1 + rn(r, 255));
+				if (pwrite(m, &b, 1, (off_t)at) != 1)
+					break;
+			}
+		}
+		return m;
+	default:	/* a byte flipped, its CRC right */
+		break;
+	}
+	at = rnd(r) % len;
+	if (pread(m, &b, 1, (off_t)at) != 1)
+		return m;
+	b ^= (uint8_t)(1 + rn(r, 255));
+	if (pwrite(m, &b, 1, (off_t)at) != 1)
+		return m;
+	if (at < sizeof(h)) {
+		if (pread(m, &h, sizeof(h), 0) != sizeof(h))
+			return m;
+		h.crc = 0;
+		h.crc = fz_crc32c(~0U, &h, sizeof(h)) ^ ~0U;
+		if (pwrite(m, &h, sizeof(h), 0) != sizeof(h))
+			fz_fail(t, "pwrite: %s", ename(errno));
+		return m;
+	}
+	/* Find the chunk that holds @at (headers before it are intact). */
+	for (pos = sizeof(h); pos < len; pos += sizeof(ch) + ch.len) {
+		if (pread(m, &ch, sizeof(ch), (off_t)pos) != sizeof(ch))
+			return m;
+		if (at < pos + sizeof(ch) + ch.len)
+			break;
+	}
+	if (pos >= len || ch.len > SNPU_CKPT_CHUNK_MAX + 64 ||
+	    pos + sizeof(ch) + ch.len > len)
+		return m;
+	buf = malloc(ch.len ?: 1);
+	if (!buf)
+		return m;
+	if (pread(m, buf, ch.len, (off_t)(pos + sizeof(ch))) == (ssize_t)ch.len) {
+		ch.crc = 0;
+		ch.crc = fz_crc32c(fz_crc32c(~0U, &ch, sizeof(ch)), buf,
+				   ch.len) ^ ~0U;
+		if (pwrite(m, &ch, sizeof(ch), (off_t)pos) != sizeof(ch))
+			fz_fail(t, "pwrite: %s", ename(errno));
+	}
+	free(buf);
+	return m;
+}
+
+/*
+ * Restore context @index of @img into a fresh file of the device: a
+ * refusal must leave it fresh; a restored file must refuse a second
+ * restore (ENOTEMPTY) when it holds anything.
+ */
+static void ckpt_restore_fresh(struct fzt *t, struct rng *r, int c, int img,
+			       uint32_t index, bool mutate)
+{
+	struct snpu_ctx_query q;
+	union fz_arg a;
+	int fd, ret;
+
+	fd = open(SNPU_TEST_DEV, O_RDWR | O_CLOEXEC);
+	if (fd < 0) {
+		fz_fail(t, "open %s: %s", SNPU_TEST_DEV, ename(errno));
+		return;
+	}
+	memset(&a, 0, sizeof(a));
+	a.ckpt_restore.size = sizeof(a.ckpt_restore);
+	a.ckpt_restore.fd = img;
+	a.ckpt_restore.index = index;
+	t->alt_fd = fd + 1;
+	ret = fz_ioctl(t, r, c, C_CKPT_RESTORE, &a,
+		       mutate ? F_LIGHT : F_NOMUTATE);
+	if (ret) {
+		ckpt_check_fresh(t, fd, ret);
+	} else if (!snpu_ctx_query(fd, &q) &&
+		   (q.mem_used || q.host_used || q.streams || q.events)) {
+		memset(&a, 0, sizeof(a));
+		a.ckpt_restore.size = sizeof(a.ckpt_restore);
+		a.ckpt_restore.fd = img;
+		ret = fz_ioctl(t, r, c, C_CKPT_RESTORE, &a, F_NOMUTATE);
+		if (ret != -ENOTEMPTY)
+			fz_fail(t, "CKPT_RESTORE into a restored file: %s",
+				ename(-ret));
+	}
+	t->alt_fd = 0;
+	close(fd);
+}
+
+/* An object of a kind images hold, in file @c. */
+static void ckpt_build(struct fzt *t, struct rng *r, int c)
+{
+	switch (rn(r, 7)) {
+	case 0:
+		op_mem_alloc(t, r, c);
+		break;
+	case 1:
+		op_stream_create(t, r, c);
+		break;
+	case 2:
+		op_event_create(t, r, c);
+		break;
+	case 3:
+		op_host_alloc(t, r, c);
+		break;
+	case 4:
+		op_owner_create(t, r, c);
+		break;
+	case 5:
+		op_attached_get(t, r, c);
+		break;
+	default:
+		op_mem_copy(t, r, c);
+		break;
+	}
+}
+
+/*
+ * Checkpoints of this process and restores of images: one call fuzzed
+ * (any op, pid, timeout, file), or a whole LOCK, modifying calls
+ * (EDEADLK), CHECKPOINT into a memfd, UNLOCK, then the image (or a
+ * damaged copy) restored context by context into fresh files, sometimes
+ * after one of the files was replaced (its window of device addresses is
+ * free again: its context restores). The lock is always released before
+ * the operation ends.
+ */
+static void op_ckpt(struct fzt *t, struct rng *r, int c)
+{
+	struct fz *fz = t->fz;
+	struct snpu_ckpt_proc out;
+	int img, odd = 0, ret, bad;
+	uint32_t i, n, contexts;
+	uint64_t len;
+	bool fresh;
+
+	img = memfd_create("fz-ckpt", MFD_CLOEXEC);
+	if (img < 0) {
+		fz_fail(t, "memfd_create: %s", ename(errno));
+		return;
+	}
+	if (!(fz->caps & SNPU_CAP_CHECKPOINT) || pct(r, 35)) {
+		uint32_t op = rn(r, 6);
+		int fd = pct(r, 60) ? img : ckpt_odd_fd(t, r, c, &odd);
+
+		if (pct(r, 60)) {
+			ret = ckpt_call(t, r, c, op, ckpt_pid(r),
+					op == SNPU_CKPT_OP_LOCK ?
+					pick_lock_timeout(r) : 0,
+					op == SNPU_CKPT_OP_CHECKPOINT ? fd : 0,
+					0, NULL);
+			/* A lock that may be ours: give it back. */
+			if ((!ret || ret == -EFAULT) &&
+			    op == SNPU_CKPT_OP_LOCK) {
+				t->locked = true;
+				ckpt_call(t, r, c, SNPU_CKPT_OP_UNLOCK, 0, 0,
+					  0, F_NOMUTATE, NULL);
+				t->locked = false;
+			}
+		} else {
+			ckpt_restore_fresh(t, r, c, fd, rn(r, 4), true);
+		}
+		if (odd)
+			close(odd - 1);
+		close(img);
+		return;
+	}
+	/*
+	 * Rings, graphs, communicators and imports are not in images yet:
+	 * sometimes start again from fresh files with a few objects, so
+	 * that checkpoints succeed and their images restore.
+	 */
+	fresh = pct(r, 50);
+	if (fresh) {
+		/* A mapping keeps its file, and its context, open. */
+		for (i = 0; i < NMAPS; i++) {
+			struct fz_map *m = &t->maps[i];
+
+			if (m->kind != MAP_NONE) {
+				munmap(m->p, m->len);
+				refill(t, m->p, m->len);
+				map_forget(t, m);
+			}
+		}
+		for (i = 0; i < NFDS; i++)
+			op_reopen(t, r, (int)i);
+		n = 2 + rn(r, 8);
+		for (i = 0; i < n; i++)
+			ckpt_build(t, r, pick_ctx(t, r));
+	}
+	/* A background thread would never park while it holds the lock. */
+	if (t->bg && !snap_call(t, r, c, C_BG_UNREGISTER, 0, F_NOMUTATE, NULL))
+		t->bg = false;
+	if (ckpt_call(t, r, c, SNPU_CKPT_OP_LOCK, pct(r, 50) ? 0 : getpid(),
+		      pick_lock_timeout(r), 0, F_NOMUTATE, NULL)) {
+		close(img);
+		return;
+	}
+	t->locked = true;
+	n = rn(r, 3);
+	for (i = 0; i < n; i++)
+		op_modifying(t, r, c);
+	ret = ckpt_call(t, r, c, SNPU_CKPT_OP_CHECKPOINT, 0, 0, img,
+			F_NOMUTATE, &out);
+	len = (uint64_t)lseek(img, 0, SEEK_END);
+	if (!ret && (out.bytes != len || !out.contexts ||
+		     out.state == SNPU_STATE_RUNNING))
+		fz_fail(t, "CHECKPOINT: %llu bytes reported, %llu written, %u contexts, state %u",
+			(unsigned long long)out.bytes, (unsigned long long)len,
+			out.contexts, out.state);
+	contexts = ret ? 1 : out.contexts;
+	t->locked = false;
+	bad = ckpt_call(t, r, c, SNPU_CKPT_OP_UNLOCK, 0, 0, 0, F_NOMUTATE,
+			NULL);
+	if (bad && !fz->mt)
+		fz_fail(t, "CKPT_PROC UNLOCK after our LOCK: %s", ename(-bad));
+	/* Partial images (EINTR) are restored too: they must be refused. */
+	if (!len)
+		goto out;
+	/* Its window free again: a fresh file takes it, the restore fits. */
+	if (fresh || pct(r, 30))
+		op_reopen(t, r, rn(r, NFDS));
+	for (i = 0; i <= contexts && i < 4; i++) {
+		int m = -1;
+
+		if (pct(r, 50))
+			m = ckpt_mutate(t, r, img, len);
+		ckpt_restore_fresh(t, r, c, m >= 0 ? m : img,
+				   pct(r, 95) ? i : (uint32_t)rnd(r), false);
+		if (m >= 0)
+			close(m);
+	}
+out:
+	close(img);
+}
+
 /* ---- the operation mix ----------------------------------------------- */
 
 enum {
@@ -4767,12 +5198,12 @@ enum {
 	OP_OWNER_CREATE, OP_OWNER_DESTROY, OP_ATTACHED_GET, OP_MUNMAP,
 	OP_POOL_REMAP, OP_REOPEN, OP_POLL, OP_BIG, OP_BAD_NR, OP_SNAPSHOT,
 	OP_STATE_MAP, OP_MAP_VM, OP_GRAPH_CREATE, OP_GRAPH_DESTROY,
-	OP_COMM, OP_EXPORT, OP_IMPORT,
+	OP_COMM, OP_EXPORT, OP_IMPORT, OP_CKPT,
 	OP_COUNT
 };
 
 /* Weights per test (in tenths of a percent, roughly). */
-static const uint16_t weights[MODE_COUNT][OP_COUNT] = {
+static const uint16_t weights[MODE_NOBODY][OP_COUNT] = {
 	[MODE_SINGLE] = {
 		[OP_GET_INFO] = 10, [OP_CTX_QUERY] = 10, [OP_MEM_ALLOC] = 50,
 		[OP_MEM_FREE] = 25, [OP_MEM_QUERY] = 20, [OP_MEM_COPY] = 30,
@@ -4793,6 +5224,7 @@ static const uint16_t weights[MODE_COUNT][OP_COUNT] = {
 		[OP_SNAPSHOT] = 12, [OP_STATE_MAP] = 3, [OP_MAP_VM] = 6,
 		[OP_GRAPH_CREATE] = 30, [OP_GRAPH_DESTROY] = 10,
 		[OP_COMM] = 15, [OP_EXPORT] = 15, [OP_IMPORT] = 10,
+		[OP_CKPT] = 10,
 	},
 	[MODE_THREADS] = {
 		[OP_GET_INFO] = 5, [OP_CTX_QUERY] = 10, [OP_MEM_ALLOC] = 50,
@@ -4814,6 +5246,7 @@ static const uint16_t weights[MODE_COUNT][OP_COUNT] = {
 		[OP_SNAPSHOT] = 12, [OP_STATE_MAP] = 3, [OP_MAP_VM] = 5,
 		[OP_GRAPH_CREATE] = 30, [OP_GRAPH_DESTROY] = 15,
 		[OP_COMM] = 15, [OP_EXPORT] = 15, [OP_IMPORT] = 10,
+		[OP_CKPT] = 8,
 	},
 	[MODE_RINGS] = {
 		[OP_GET_INFO] = 2, [OP_CTX_QUERY] = 5, [OP_MEM_ALLOC] = 30,
@@ -4835,12 +5268,15 @@ static const uint16_t weights[MODE_COUNT][OP_COUNT] = {
 		[OP_SNAPSHOT] = 8, [OP_STATE_MAP] = 2, [OP_MAP_VM] = 12,
 		[OP_GRAPH_CREATE] = 15, [OP_GRAPH_DESTROY] = 5,
 		[OP_COMM] = 8, [OP_EXPORT] = 8, [OP_IMPORT] = 5,
+		[OP_CKPT] = 4,
 	},
 };
 
 static void run_op(struct fzt *t, struct rng *r)
 {
-	const uint16_t *w = weights[t->fz->mode];
+	/* As nobody: the single-thread mix. */
+	const uint16_t *w = weights[t->fz->mode == MODE_NOBODY ? MODE_SINGLE :
+				    t->fz->mode];
 	unsigned int total = 0, i, x;
 	int c = pick_ctx(t, r);
 
@@ -5033,6 +5469,9 @@ static void run_op(struct fzt *t, struct rng *r)
 		break;
 	case OP_IMPORT:
 		op_import(t, r, c);
+		break;
+	case OP_CKPT:
+		op_ckpt(t, r, c);
 		break;
 	default:
 		op_bad_nr(t, r, c);
@@ -5546,6 +5985,18 @@ TEST_F_TIMEOUT(fuzz, multi_thread, FUZZ_HARNESS_TIMEOUT)
 TEST_F_TIMEOUT(fuzz, rings, FUZZ_HARNESS_TIMEOUT)
 {
 	run_fuzz(_metadata, self->fz, MODE_RINGS, g_threads > 1 ? 3 : 1);
+}
+
+/*
+ * The single-thread mix as an unprivileged user (nobody): what a user
+ * without capabilities may do to the 0666 node, checkpoints of its own
+ * process and restores of its images included.
+ */
+TEST_F_TIMEOUT(fuzz, as_nobody, FUZZ_HARNESS_TIMEOUT)
+{
+	if (!g_only || !*g_only || !strcmp(g_only, mode_names[MODE_NOBODY]))
+		ASSERT_EQ(0, snpu_drop_to_nobody());
+	run_fuzz(_metadata, self->fz, MODE_NOBODY, 1);
 }
 
 TEST_HARNESS_MAIN

@@ -68,6 +68,7 @@ struct snpu_ckpt_header {
 #define SNPU_CKPT_END		8	/* struct snpu_ckpt_end */
 #define SNPU_CKPT_GRAPH		9	/* struct snpu_ckpt_graph, then DATA */
 #define SNPU_CKPT_RING		10	/* struct snpu_ckpt_ring, then DATA */
+#define SNPU_CKPT_COMM		11	/* struct snpu_ckpt_comm */
 
 /**
  * struct snpu_ckpt_chunk - the header of one chunk
@@ -91,7 +92,8 @@ struct snpu_ckpt_chunk {
  * @va_window: the window of device addresses of the context
  * @next_handle: where the handle cursor stood
  * @nmem: SNPU_CKPT_MEM chunks of the context
- * @nobj: SNPU_CKPT_HOST, _OWNER, _STREAM and _EVENT chunks of the context
+ * @nobj: SNPU_CKPT_HOST, _OWNER, _STREAM, _EVENT and _COMM chunks of the
+ *        context
  * @mem_bytes: sum of the allocations' sizes
  * @host_bytes: sum of the host memory's sizes
  * @nring: SNPU_CKPT_RING chunks of the context: 1 when it had rings, else 0
@@ -271,6 +273,30 @@ struct snpu_ckpt_ring {
 
 /* The most completions a RING chunk has waiting: a context's task quota. */
 #define SNPU_CKPT_RING_MAX_OVERFLOW	32768
+
+/**
+ * struct snpu_ckpt_comm - a rank of a communicator all of whose ranks
+ * are files of the process checkpointed
+ * @handle: the rank's handle
+ * @rank: the rank
+ * @nranks: the communicator's ranks, 1..SNPU_COMM_MAX_RANKS
+ * @pad: 0
+ * @id: the communicator's id: the ranks of the image restored by one
+ *      process find each other again by it, as COMM_JOIN does
+ * @seq: the collectives each rank had queued (COMM_QUERY's @queued), the
+ *       same on every rank of the communicator (drained): the sequence
+ *       number of its next collective
+ * @reserved: 0
+ */
+struct snpu_ckpt_comm {
+	__u32 handle;
+	__u32 rank;
+	__u32 nranks;
+	__u32 pad;
+	__u8 id[16];
+	__u64 seq;
+	__u64 reserved[2];
+};
 
 /**
  * struct snpu_ckpt_end - the last chunk

@@ -395,6 +395,16 @@ static void ckpt_seeds(void)
 	im.p[0] = 1;
 	emit("ckpt", "graph-fix-crc", im.p, im.n);
 	free(im.p);
+
+	/* Ranks of communicators (SNPU_CKPT_COMM). */
+	memset(&im, 0, sizeof(im));
+	mode = 1;
+	img_put(&im, &mode, 1);
+	img_comms(&im, 3, 4, 2);
+	emit("ckpt", "comms-fix-crc", im.p, im.n);
+	im.p[0] = 0;
+	emit("ckpt", "comms", im.p, im.n);
+	free(im.p);
 }
 
 int main(int argc, char **argv)

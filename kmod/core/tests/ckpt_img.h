@@ -222,6 +222,35 @@ static inline void img_graph_reference(struct img *im)
 	img_end(im);
 }
 
+/*
+ * An image of one context with a stream (handle 1) and @ncomm ranks
+ * (handles 2..@ncomm + 1) of communicators of @nranks ranks, each its own
+ * id, this file rank @rank, at sequence number 5.
+ */
+static inline void img_comms(struct img *im, __u32 ncomm, __u32 nranks,
+			     __u32 rank)
+{
+	struct snpu_ckpt_ctx ctx = {
+		.dev_index = 0, .cores = 2, .mem_total = 64 << 20,
+		.va_window = IMG_WINDOW, .next_handle = ncomm + 2,
+		.nobj = 1 + ncomm,
+	};
+	struct snpu_ckpt_stream s = { .handle = 1 };
+	struct snpu_ckpt_comm c = { .nranks = nranks, .rank = rank, .seq = 5 };
+	__u32 i;
+
+	img_header(im, 1);
+	img_chunk(im, SNPU_CKPT_CTX, &ctx, sizeof(ctx), NULL, 0);
+	img_chunk(im, SNPU_CKPT_STREAM, &s, sizeof(s), NULL, 0);
+	for (i = 0; i < ncomm; i++) {
+		c.handle = 2 + i;
+		memset(c.id, 0xc0 + (i & 0x3f), sizeof(c.id));
+		c.id[0] = (__u8)i;
+		img_chunk(im, SNPU_CKPT_COMM, &c, sizeof(c), NULL, 0);
+	}
+	img_end(im);
+}
+
 static const struct snpu_ckpt_limits img_limits = {
 	.abi_major = SNPU_ABI_MAJOR, .page_size = 4096,
 	.mem_align = SNPU_MEM_ALIGN,

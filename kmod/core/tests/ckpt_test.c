@@ -865,4 +865,153 @@ TEST(graph_handles_must_increase)
 	free(im.p);
 }
 
+/* ---- communicator ranks (SNPU_CKPT_COMM) --------------------------------- */
+
+/* Chunk numbers of img_comms(): CTX, STREAM, the ranks, END. */
+enum { K_CTX, K_STREAM, K_COMM0, K_COMM1 };
+
+TEST(comm_image_passes)
+{
+	struct img im = { 0 };
+	struct snpu_ckpt_parser ps;
+
+	img_comms(&im, 2, 4, 3);
+	ASSERT_EQ(0, snpu_ckpt_parse_buf(im.p, im.n, &img_limits, &ps));
+	EXPECT_EQ(3u, ps.nobj);
+	EXPECT_EQ(2u, ps.ncomm);
+	free(im.p);
+}
+
+TEST(comm_ranks_are_checked)
+{
+	struct img im = { 0 };
+	struct snpu_ckpt_comm *c, keep;
+
+	img_comms(&im, 2, 2, 1);
+	c = rec_of(&im, K_COMM1);
+	keep = *c;
+	c->nranks = 0;
+	refresh_crc(&im, K_COMM1);
+	EXPECT_EQ(-EPROTO, parse(&im));
+	c->nranks = SNPU_COMM_MAX_RANKS + 1;
+	c->rank = 0;
+	refresh_crc(&im, K_COMM1);
+	EXPECT_EQ(-EPROTO, parse(&im));
+	*c = keep;
+	c->rank = c->nranks;		/* not below nranks */
+	refresh_crc(&im, K_COMM1);
+	EXPECT_EQ(-EPROTO, parse(&im));
+	*c = keep;
+	c->pad = 1;
+	refresh_crc(&im, K_COMM1);
+	EXPECT_EQ(-EPROTO, parse(&im));
+	*c = keep;
+	c->reserved[1] = 1;
+	refresh_crc(&im, K_COMM1);
+	EXPECT_EQ(-EPROTO, parse(&im));
+	*c = keep;
+	c->handle = 2;			/* the first rank's */
+	refresh_crc(&im, K_COMM1);
+	EXPECT_EQ(-EPROTO, parse(&im));
+	c->handle = 0;
+	refresh_crc(&im, K_COMM1);
+	EXPECT_EQ(-EPROTO, parse(&im));
+	*c = keep;
+	/* Any sequence number and id: what the ranks agree on is theirs. */
+	c->seq = ~0ULL;
+	memset(c->id, 0, sizeof(c->id));
+	refresh_crc(&im, K_COMM1);
+	EXPECT_EQ(0, parse(&im));
+	free(im.p);
+}
+
+TEST(comm_rank_of_64_ranks_passes)
+{
+	struct img im = { 0 };
+
+	img_comms(&im, 1, SNPU_COMM_MAX_RANKS, SNPU_COMM_MAX_RANKS - 1);
+	EXPECT_EQ(0, parse(&im));
+	free(im.p);
+}
+
+/* COMM_JOIN's bound: a file holds at most SNPU_COMM_MAX_PER_FILE ranks. */
+TEST(comm_ranks_per_file_are_bounded)
+{
+	struct img im = { 0 };
+
+	img_comms(&im, SNPU_COMM_MAX_PER_FILE, 2, 0);
+	EXPECT_EQ(0, parse(&im));
+	free(im.p);
+	memset(&im, 0, sizeof(im));
+	img_comms(&im, SNPU_COMM_MAX_PER_FILE + 1, 2, 0);
+	EXPECT_EQ(-EPROTO, parse(&im));
+	free(im.p);
+}
+
+TEST(comm_chunk_length_is_eproto)
+{
+	struct img im = { 0 };
+	struct snpu_ckpt_chunk *c;
+
+	img_comms(&im, 1, 2, 0);
+	c = (void *)(im.p + chunk_at(&im, K_COMM0));
+	c->len -= 8;
+	EXPECT_EQ(-EPROTO, parse(&im));
+	c->len += 16;
+	EXPECT_EQ(-EPROTO, parse(&im));
+	free(im.p);
+}
+
+/* A rank is an object: counted in nobj, and never before a MEM. */
+TEST(comm_counted_and_placed)
+{
+	struct img im = { 0 };
+	struct snpu_ckpt_ctx *ctx;
+	struct snpu_ckpt_ctx cr = {
+		.dev_index = 0, .cores = 1, .mem_total = 1 << 20, .nmem = 1,
+		.nobj = 1, .mem_bytes = 4096, .va_window = IMG_WINDOW,
+	};
+	struct snpu_ckpt_comm c = { .handle = 1, .nranks = 2 };
+	struct snpu_ckpt_mem m = { .addr = IMG_BASE, .bytes = 4096 };
+
+	img_comms(&im, 2, 2, 0);
+	ctx = rec_of(&im, K_CTX);
+	ctx->nobj--;
+	refresh_crc(&im, K_CTX);
+	EXPECT_EQ(-EPROTO, parse(&im));
+	ctx->nobj += 2;
+	refresh_crc(&im, K_CTX);
+	EXPECT_EQ(-EPROTO, parse(&im));
+	free(im.p);
+
+	memset(&im, 0, sizeof(im));
+	img_header(&im, 1);
+	img_chunk(&im, SNPU_CKPT_CTX, &cr, sizeof(cr), NULL, 0);
+	img_chunk(&im, SNPU_CKPT_COMM, &c, sizeof(c), NULL, 0);
+	img_chunk(&im, SNPU_CKPT_MEM, &m, sizeof(m), NULL, 0);
+	img_end(&im);
+	EXPECT_EQ(-EPROTO, parse(&im));
+	free(im.p);
+}
+
+TEST(comm_truncations_and_flips_fail)
+{
+	struct img im = { 0 };
+	size_t n, whole;
+
+	img_comms(&im, 2, 2, 0);
+	whole = im.n;
+	for (n = 0; n < whole; n++) {
+		im.n = n;
+		ASSERT_EQ(-ENODATA, parse(&im)) TH_LOG("length %zu", n);
+	}
+	im.n = whole;
+	for (n = chunk_at(&im, K_COMM0); n < chunk_at(&im, K_COMM1 + 1); n++) {
+		im.p[n] ^= 0x20;
+		ASSERT_NE(0, parse(&im)) TH_LOG("byte %zu", n);
+		im.p[n] ^= 0x20;
+	}
+	free(im.p);
+}
+
 TEST_HARNESS_MAIN
