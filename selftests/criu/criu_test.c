@@ -17,6 +17,7 @@
  * (or /usr/sbin) and the plugin in SNPU_CRIU_PLUGIN_DIR (default
  * /opt/snpu/lib/criu); the guest set up by snpu-vm-criu (run_vm.sh).
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -512,6 +513,157 @@ TEST_F(criu, two_files_of_one_device_refused)
 			    sizeof(result)));
 	self->pid = 0;
 	expect_on_device(_metadata, result, 0);
+}
+
+/* ---- the job: snpu-train dumped mid-run ---------------------------------- */
+
+#define TRAIN		"/opt/snpu/bin/snpu-train"
+#define TRAIN_DATA	"/opt/snpu/data/fashion-mnist-mini"
+#define TRAIN_STEPS	"60"
+
+/* snpu-train on snpu@index, setsid'd, its output in DIR/NAME. */
+static pid_t start_train(const char *dir, const char *name, unsigned int index)
+{
+	char out[128], dev[16];
+	pid_t pid;
+
+	snprintf(dev, sizeof(dev), "%u", index);
+	pid = fork();
+	if (!pid) {
+		int fd;
+
+		setsid();
+		fd = open("/dev/null", O_RDONLY);
+		dup2(fd, 0);
+		snprintf(out, sizeof(out), "%s/%s", dir, name);
+		fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		dup2(fd, 1);
+		dup2(fd, 2);
+		if (chdir(dir))
+			_exit(126);
+		execl(TRAIN, "snpu-train", "-d", TRAIN_DATA, "-n", TRAIN_STEPS,
+		      "--subset", "512", "--test-subset", "512", "--svg", "-",
+		      "--plain", "-D", dev, NULL);
+		_exit(127);
+	}
+	return pid;
+}
+
+/* The first line of DIR/NAME that starts with @prefix, else "". */
+static void find_line(const char *dir, const char *name, const char *prefix,
+		      char *line, size_t len)
+{
+	char path[160];
+	FILE *f;
+
+	line[0] = 0;
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "r");
+	if (!f)
+		return;
+	while (fgets(line, (int)len, f))
+		if (!strncmp(line, prefix, strlen(prefix))) {
+			fclose(f);
+			return;
+		}
+	line[0] = 0;
+	fclose(f);
+}
+
+static int wait_exit0(pid_t pid)
+{
+	int st;
+
+	if (waitpid(pid, &st, 0) != pid)
+		return -1;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* How many files of /dev/snpu@index process @pid has open. */
+static int open_on(pid_t pid, unsigned int index)
+{
+	char dir[64], path[320], link[64], want[32];
+	struct dirent *de;
+	int n = 0;
+	DIR *d;
+
+	snprintf(dir, sizeof(dir), "/proc/%d/fd", pid);
+	snprintf(want, sizeof(want), "/dev/snpu%u", index);
+	d = opendir(dir);
+	if (!d)
+		return -1;
+	while ((de = readdir(d))) {
+		ssize_t len;
+
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		len = readlink(path, link, sizeof(link) - 1);
+		if (len <= 0)
+			continue;
+		link[len] = 0;
+		n += !strcmp(link, want);
+	}
+	closedir(d);
+	return n;
+}
+
+/*
+ * snpu-train uninterrupted, then again dumped by criu once it reported a
+ * step (of 60: progress every 3), restored (onto snpu@to), finishing with
+ * the same weights bit for bit (its FNV-1a digest and last loss).
+ */
+static void train_job(struct __test_metadata *_metadata,
+		      FIXTURE_DATA(criu) *self, unsigned int from,
+		      unsigned int to, const char *map)
+{
+	char want[160], got[160], step[160];
+	int i, st;
+
+	self->pid = start_train(self->dir, "plain.out", from);
+	ASSERT_LT(0, self->pid);
+	ASSERT_EQ(0, wait_exit0(self->pid));
+	self->pid = 0;
+	find_line(self->dir, "plain.out", "weights: FNV-1a", want,
+		  sizeof(want));
+	ASSERT_NE(0, want[0]);
+
+	self->pid = start_train(self->dir, "job.out", from);
+	ASSERT_LT(0, self->pid);
+	for (i = 0; ; i++) {
+		find_line(self->dir, "job.out", "step ", step, sizeof(step));
+		if (step[0])
+			break;
+		ASSERT_NE(self->pid, waitpid(self->pid, &st, WNOHANG));
+		ASSERT_GT(WAIT_MS, i);
+		usleep(1000);
+	}
+	ASSERT_EQ(0, criu_dump(_metadata, self->dir, self->plugins, self->pid,
+			       false));
+	ASSERT_EQ(self->pid, waitpid(self->pid, &st, 0));
+	ASSERT_TRUE(WIFSIGNALED(st));
+	/* Dumped mid-run: no weights yet. */
+	find_line(self->dir, "job.out", "weights: FNV-1a", got, sizeof(got));
+	ASSERT_EQ(0, got[0]);
+	TH_LOG("dumped after: %s", step);
+
+	ASSERT_EQ(0, criu_restore(_metadata, self->dir, self->plugins, map));
+	/* Its device file is on snpu@to now. */
+	EXPECT_EQ(1, open_on(self->pid, to));
+	if (from != to)
+		EXPECT_EQ(0, open_on(self->pid, from));
+	ASSERT_EQ(0, wait_exit0(self->pid));
+	self->pid = 0;
+	find_line(self->dir, "job.out", "weights: FNV-1a", got, sizeof(got));
+	EXPECT_STREQ(want, got);
+}
+
+TEST_F_TIMEOUT(criu, train_dumped_mid_run_ends_bit_identical, 600)
+{
+	train_job(_metadata, self, 0, 0, NULL);
+}
+
+TEST_F_TIMEOUT(criu, train_restored_onto_another_device_ends_bit_identical, 600)
+{
+	train_job(_metadata, self, 1, 2, "1=2");
 }
 
 int main(int argc, char **argv)
