@@ -156,11 +156,17 @@ static int pread_all(int fd, void *buf, size_t len, off_t off)
 	return 0;
 }
 
-/* The device of each context of the image @img, in order: their count. */
+/*
+ * The device of each context of the image @img, in order: their count.
+ * -EOPNOTSUPP for an image with registered host memory: its restore
+ * re-pins the user range while CRIU has not yet put the process's memory
+ * back, so it would pin CRIU's pages, not the process's.
+ */
 static int image_devices(int img, uint32_t *devs, int max)
 {
 	struct snpu_ckpt_header h;
 	struct snpu_ckpt_chunk c;
+	struct snpu_ckpt_host host;
 	struct snpu_ckpt_ctx ctx;
 	off_t off;
 	int n = 0, ret;
@@ -173,15 +179,31 @@ static int image_devices(int img, uint32_t *devs, int max)
 	if (h.contexts > (uint32_t)max)
 		return -ENOSPC;
 	/* The kernel checked the image as it wrote it: the layout is enough. */
-	for (off = sizeof(h); n < (int)h.contexts; off += c.len) {
+	for (off = sizeof(h); ; off += c.len) {
 		ret = pread_all(img, &c, sizeof(c), off);
 		if (ret)
 			return ret;
 		off += sizeof(c);
 		if (c.type == SNPU_CKPT_END)
-			return -EPROTO;
+			return n == (int)h.contexts ? n : -EPROTO;
+		if (c.type == SNPU_CKPT_HOST) {
+			if (c.len != sizeof(host))
+				return -EPROTO;
+			ret = pread_all(img, &host, sizeof(host), off);
+			if (ret)
+				return ret;
+			if (host.kind == SNPU_CKPT_HOST_REGISTERED) {
+				pr_err("registered host memory at %#llx: not "
+				       "restorable under CRIU",
+				       (unsigned long long)host.uaddr);
+				return -EOPNOTSUPP;
+			}
+			continue;
+		}
 		if (c.type != SNPU_CKPT_CTX)
 			continue;
+		if (n == (int)h.contexts)
+			return -EPROTO;
 		if (c.len != sizeof(ctx))
 			return -EPROTO;
 		ret = pread_all(img, &ctx, sizeof(ctx), off);
@@ -189,7 +211,6 @@ static int image_devices(int img, uint32_t *devs, int max)
 			return ret;
 		devs[n++] = ctx.dev_index;
 	}
-	return n;
 }
 
 /* Lock process @pid through its file @fd and write its image. */

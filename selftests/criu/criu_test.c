@@ -182,15 +182,22 @@ static int wl_check(struct wl *w, const char *dir)
 	return write_file(dir, "result", text) ? 30 : 0;
 }
 
-static int workload(const char *dir, unsigned int index, bool two)
+/* @mode: "one"; "two": a second file of the device; "reg": registered. */
+static int workload(const char *dir, unsigned int index, const char *mode)
 {
 	struct snpu_device *extra = NULL;
 	struct wl w = { 0 };
+	uint32_t reg;
+	void *page;
 	int ret, i;
 
 	ret = wl_build(&w, index);
-	/* A second file of the same device: what the plugin refuses. */
-	if (!ret && two && snpu_open(index, 0, &extra))
+	/* What the plugin refuses: two files of a device, registered memory. */
+	if (!ret && !strcmp(mode, "two") && snpu_open(index, 0, &extra))
+		ret = 15;
+	if (!ret && !strcmp(mode, "reg") &&
+	    (posix_memalign(&page, 4096, 4096) ||
+	     snpu_host_register(w.dev, page, 4096, &reg)))
 		ret = 15;
 	if (ret)
 		return ret;
@@ -252,7 +259,7 @@ FIXTURE_TEARDOWN(criu)
 
 /* Start the workload on snpu@index, setsid'd, stdio in files; wait ready. */
 static pid_t start_workload(struct __test_metadata *_metadata,
-			    const char *dir, unsigned int index, bool two)
+			    const char *dir, unsigned int index, const char *mode)
 {
 	char idx[16];
 	pid_t pid;
@@ -274,7 +281,7 @@ static pid_t start_workload(struct __test_metadata *_metadata,
 		if (chdir(dir))
 			_exit(126);
 		execl("/proc/self/exe", "criu_test", "workload", dir, idx,
-		      two ? "two" : "one", NULL);
+		      mode, NULL);
 		_exit(127);
 	}
 	for (i = 0; pid > 0 && !exists(dir, "ready"); i++) {
@@ -399,7 +406,7 @@ static void dump_restore(struct __test_metadata *_metadata,
 	char result[128];
 	int st;
 
-	self->pid = start_workload(_metadata, self->dir, from, false);
+	self->pid = start_workload(_metadata, self->dir, from, "one");
 	ASSERT_LT(0, self->pid);
 	ASSERT_EQ(0, criu_dump(_metadata, self->dir, self->plugins, self->pid,
 			       false));
@@ -434,7 +441,7 @@ TEST_F(criu, image_in_the_image_directory)
 	char path[160];
 	struct stat st;
 
-	self->pid = start_workload(_metadata, self->dir, 0, false);
+	self->pid = start_workload(_metadata, self->dir, 0, "one");
 	ASSERT_LT(0, self->pid);
 	ASSERT_EQ(0, criu_dump(_metadata, self->dir, self->plugins, self->pid,
 			       false));
@@ -453,7 +460,7 @@ TEST_F(criu, leave_running_unlocks)
 	char result[128];
 	uint32_t state;
 
-	self->pid = start_workload(_metadata, self->dir, 2, false);
+	self->pid = start_workload(_metadata, self->dir, 2, "one");
 	ASSERT_LT(0, self->pid);
 	ASSERT_EQ(0, criu_dump(_metadata, self->dir, self->plugins, self->pid,
 			       true));
@@ -476,7 +483,7 @@ TEST_F(criu, restore_onto_missing_device_fails_cleanly)
 	char result[128];
 	int st;
 
-	self->pid = start_workload(_metadata, self->dir, 0, false);
+	self->pid = start_workload(_metadata, self->dir, 0, "one");
 	ASSERT_LT(0, self->pid);
 	ASSERT_EQ(0, criu_dump(_metadata, self->dir, self->plugins, self->pid,
 			       false));
@@ -500,7 +507,7 @@ TEST_F(criu, two_files_of_one_device_refused)
 	char result[128];
 	uint32_t state;
 
-	self->pid = start_workload(_metadata, self->dir, 0, true);
+	self->pid = start_workload(_metadata, self->dir, 0, "two");
 	ASSERT_LT(0, self->pid);
 	EXPECT_NE(0, criu_dump(_metadata, self->dir, self->plugins, self->pid,
 			       false));
@@ -513,6 +520,32 @@ TEST_F(criu, two_files_of_one_device_refused)
 			    sizeof(result)));
 	self->pid = 0;
 	expect_on_device(_metadata, result, 0);
+}
+
+/*
+ * Registered host memory cannot come back under CRIU (the restore would
+ * pin the range before CRIU maps the process's memory there): the dump
+ * is refused, and the process, unlocked, goes on.
+ */
+TEST_F(criu, registered_host_memory_refused)
+{
+	struct snpu_device *dev;
+	char result[128];
+	uint32_t state;
+
+	self->pid = start_workload(_metadata, self->dir, 1, "reg");
+	ASSERT_LT(0, self->pid);
+	EXPECT_NE(0, criu_dump(_metadata, self->dir, self->plugins, self->pid,
+			       false));
+	ASSERT_EQ(0, kill(self->pid, 0));
+	ASSERT_EQ(0, snpu_open(0, 0, &dev));
+	EXPECT_EQ(0, snpu_ckpt_get_state(dev, self->pid, &state));
+	EXPECT_EQ((uint32_t)SNPU_STATE_RUNNING, state);
+	snpu_close(dev);
+	ASSERT_EQ(0, finish(_metadata, self->dir, self->pid, result,
+			    sizeof(result)));
+	self->pid = 0;
+	expect_on_device(_metadata, result, 1);
 }
 
 /* ---- the job: snpu-train dumped mid-run ---------------------------------- */
@@ -669,7 +702,6 @@ TEST_F_TIMEOUT(criu, train_restored_onto_another_device_ends_bit_identical, 600)
 int main(int argc, char **argv)
 {
 	if (argc == 5 && !strcmp(argv[1], "workload"))
-		return workload(argv[2], (unsigned int)atoi(argv[3]),
-				!strcmp(argv[4], "two"));
+		return workload(argv[2], (unsigned int)atoi(argv[3]), argv[4]);
 	return test_harness_run(argc, argv);
 }
