@@ -116,8 +116,9 @@ help:
 	@echo '                 3 min): test accuracy, time split, build/run/*.svg;'
 	@echo '                 EPOCHS=N for N full epochs, RUN_ARGS= snpu-train options'
 	@echo '  vm-image       build/vm/initramfs.cpio.gz for scripts/vm (with the'
-	@echo '                 virtio-gpu modules of the interop suite, criu, the'
-	@echo '                 CRIU plugin and the modules criu needs)'
+	@echo '                 virtio-gpu modules of the interop suite), and'
+	@echo '                 build/vm/criu.cpio.gz: criu, the CRIU plugin and the'
+	@echo '                 modules criu needs (scripts/vm -x, for the criu suite)'
 	@echo '  vm-shell       interactive shell in the VM with the module loaded'
 	@echo '  bench          bench-native, then snpu-bench in the VM: task throughput'
 	@echo '                 and latency (NOPs, fills and a CRC32C through the cores),'
@@ -392,7 +393,9 @@ vm-check:
 # $(call vm-root,KO,DIR[,MODDIR]): stage the guest's files in DIR/root, with
 # KO as /opt/snpu/snpu.ko and the virtio-gpu driver's modules of the module
 # tree MODDIR (none when empty: a kernel with the driver built in), and
-# pack them with /init into DIR/initramfs.cpio.gz.
+# pack them with /init into DIR/initramfs.cpio.gz; criu, its plugin and
+# the modules it needs go to DIR/criu.cpio.gz, which scripts/vm -x
+# appends for the boots that run the criu suite.
 define vm-root
 	$(Q)rm -rf $(2)/root && mkdir -p $(2)/root/opt/snpu/lib $(2)/root/opt/snpu/bin
 	$(Q)cp $(1) $(2)/root/opt/snpu/snpu.ko
@@ -406,7 +409,7 @@ define vm-root
 	$(Q)mkdir -p $(2)/root/opt/snpu/data
 	$(Q)cp -a $(MINI_DATA) $(2)/root/opt/snpu/data/
 	$(Q)if pkg-config --exists ompi-c; then scripts/vm-mpi $(2)/root; fi
-	$(Q)scripts/vm-criu $(2)/root $(CRIU_PLUGIN) $(3)
+	$(Q)scripts/vm-criu $(CRIU_PLUGIN) $(2)/criu.cpio.gz $(3)
 	@$(if $(Q),echo '  GEN     $(2)/initramfs.cpio.gz')
 	$(Q)scripts/mkinitramfs $(2)/root $(2)/initramfs.cpio.gz
 endef

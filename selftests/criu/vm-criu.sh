@@ -8,6 +8,12 @@
 # why, when criu's own check fails.
 dir=${SNPU_KMOD_CRIU:-/opt/snpu/kmod-criu}
 
+if [ ! -x /usr/sbin/criu ] || [ ! -f /opt/snpu/lib/criu/snpu_plugin.so ]; then
+	echo "snpu-vm-criu: no criu or no plugin in this guest: boot it with" \
+		"scripts/vm -x build/vm/criu.cpio.gz (scripts/deps criu)" >&2
+	exit 1
+fi
+
 if [ -s "$dir/order" ]; then
 	while read -r f; do
 		m=$(basename "$f" .ko | tr - _)
