@@ -558,7 +558,7 @@ TEST_F(criu, registered_host_memory_refused)
 
 #define TRAIN		"/opt/snpu/bin/snpu-train"
 #define TRAIN_DATA	"/opt/snpu/data/fashion-mnist-mini"
-#define TRAIN_STEPS	"60"
+#define TRAIN_STEPS	"30"
 
 /* snpu-train on snpu@index, setsid'd, its output in DIR/NAME. */
 static pid_t start_train(const char *dir, const char *name, unsigned int index)
@@ -647,7 +647,7 @@ static int open_on(pid_t pid, unsigned int index)
 
 /*
  * snpu-train uninterrupted, then again dumped by criu once it reported a
- * step (of 60: progress every 3), restored (onto snpu@to), finishing with
+ * step (of 30: progress every step), restored (onto snpu@to), finishing with
  * the same weights bit for bit (its FNV-1a digest and last loss).
  */
 static void train_job(struct __test_metadata *_metadata,
