@@ -193,8 +193,7 @@ static int image_devices(int img, uint32_t *devs, int max)
 			if (ret)
 				return ret;
 			if (host.kind == SNPU_CKPT_HOST_REGISTERED) {
-				pr_err("registered host memory at %#llx: not "
-				       "restorable under CRIU",
+				pr_err("registered host memory at %#llx: not restorable under CRIU",
 				       (unsigned long long)host.uaddr);
 				return -EOPNOTSUPP;
 			}
@@ -250,8 +249,7 @@ static struct snpu_locked *snpu_dump_proc(int fd, pid_t pid)
 	}
 	ret = snpu_ckpt_op(l->fd, SNPU_CKPT_OP_CHECKPOINT, pid, 0, img, &a);
 	if (ret) {
-		pr_err("checkpoint of %d: %s", pid,
-			strerror(-ret));
+		pr_err("checkpoint of %d: %s", pid, strerror(-ret));
 		close(img);
 		goto err_unlock;
 	}
@@ -300,15 +298,14 @@ static int snpu_dump_file(int fd, int id)
 		if (l->devs[i] != (uint32_t)dev)
 			continue;
 		if (index >= 0) {
-			pr_err("process %d has two files of snpu%d:"
-				" one per device is supported\n", pid, dev);
+			pr_err("process %d has two files of snpu%d: one per device is supported",
+			       pid, dev);
 			return -1;
 		}
 		index = i;
 	}
 	if (index < 0) {
-		pr_err("snpu%d is not in the image of %d", dev,
-			pid);
+		pr_err("snpu%d is not in the image of %d", dev, pid);
 		return -1;
 	}
 	flags = fcntl(fd, F_GETFL);
@@ -398,7 +395,7 @@ static int snpu_restore_file(int id)
 	close(img);
 	if (ret) {
 		pr_err("context %u of %d (snpu%u) onto snpu%d: %s",
-			rec.index, rec.pid, rec.dev_index, to, strerror(-ret));
+		       rec.index, rec.pid, rec.dev_index, to, strerror(-ret));
 		close(fd);
 		return -1;
 	}
@@ -454,8 +451,8 @@ static int snpu_update_vma(const char *path, const uint64_t addr,
 		    st.st_rdev != want.st_rdev)
 			continue;
 		if (found >= 0) {
-			pr_err("two files of %s: one per device "
-				"is supported\n", node);
+			pr_err("two files of %s: one per device is supported",
+			       node);
 			closedir(d);
 			return -1;
 		}
@@ -464,7 +461,7 @@ static int snpu_update_vma(const char *path, const uint64_t addr,
 	closedir(d);
 	if (found < 0) {
 		pr_err("mapping at %#llx of %s: no restored file",
-			(unsigned long long)addr, path);
+		       (unsigned long long)addr, path);
 		return -1;
 	}
 	/* The driver kept the handles, so the offsets are the same. */
@@ -493,8 +490,7 @@ static int snpu_resume_late(int pid)
 	} else if (!ret && a.state != SNPU_STATE_RUNNING) {
 		ret = snpu_ckpt_op(fd, SNPU_CKPT_OP_UNLOCK, pid, 0, 0, &a);
 		if (ret)
-			pr_err("unlock of %d: %s", pid,
-				strerror(-ret));
+			pr_err("unlock of %d: %s", pid, strerror(-ret));
 	}
 	close(fd);
 	return ret;
@@ -520,8 +516,8 @@ static void snpu_plugin_exit(int stage, int ret)
 		err = snpu_ckpt_op(locked[i].fd, SNPU_CKPT_OP_UNLOCK,
 				   locked[i].pid, 0, 0, &a);
 		if (err && err != -ESRCH && err != -EBADFD)
-			pr_err("unlock of %d: %s",
-				locked[i].pid, strerror(-err));
+			pr_err("unlock of %d: %s", locked[i].pid,
+			       strerror(-err));
 		close(locked[i].fd);
 	}
 	nlocked = 0;
