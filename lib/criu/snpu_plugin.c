@@ -42,8 +42,11 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
+
+#include <linux/kcmp.h>
 
 #include <criu/criu-plugin.h>
 #include <linux/snpu.h>
@@ -412,6 +415,14 @@ static int snpu_handle_vma(int fd, const struct stat *st)
 }
 CR_PLUGIN_REGISTER_HOOK(CR_PLUGIN_HOOK__HANDLE_DEVICE_VMA, snpu_handle_vma)
 
+/* @a and @b of this process are one open file (dup(2)s of each other). */
+static bool same_file(int a, int b)
+{
+	pid_t me = getpid();
+
+	return syscall(SYS_kcmp, me, me, KCMP_FILE, a, b) == 0;
+}
+
 /*
  * Restore, in the restored process, after its files: the file of the
  * mapping's device (mapped) that RESTORE_EXT_FILE made, at the same
@@ -449,6 +460,9 @@ static int snpu_update_vma(const char *path, const uint64_t addr,
 		fd = atoi(de->d_name);
 		if (fd == dirfd(d) || fstat(fd, &st) || !S_ISCHR(st.st_mode) ||
 		    st.st_rdev != want.st_rdev)
+			continue;
+		/* CRIU may hold a copy of the same file meanwhile. */
+		if (found >= 0 && same_file(found, fd))
 			continue;
 		if (found >= 0) {
 			pr_err("two files of %s: one per device is supported",
