@@ -560,8 +560,12 @@ TEST_F(criu, registered_host_memory_refused)
 #define TRAIN_DATA	"/opt/snpu/data/fashion-mnist-mini"
 #define TRAIN_STEPS	"30"
 
-/* snpu-train on snpu@index, setsid'd, its output in DIR/NAME. */
-static pid_t start_train(const char *dir, const char *name, unsigned int index)
+/*
+ * snpu-train on snpu@index, setsid'd, its output in DIR/NAME; @graph:
+ * graph replay (its default), else op by op through the ring.
+ */
+static pid_t start_train(const char *dir, const char *name, unsigned int index,
+			 bool graph)
 {
 	char out[128], dev[16];
 	pid_t pid;
@@ -582,7 +586,7 @@ static pid_t start_train(const char *dir, const char *name, unsigned int index)
 			_exit(126);
 		execl(TRAIN, "snpu-train", "-d", TRAIN_DATA, "-n", TRAIN_STEPS,
 		      "--subset", "512", "--test-subset", "512", "--svg", "-",
-		      "--plain", "-D", dev, NULL);
+		      "--plain", "-D", dev, graph ? NULL : "--no-graph", NULL);
 		_exit(127);
 	}
 	return pid;
@@ -652,12 +656,12 @@ static int open_on(pid_t pid, unsigned int index)
  */
 static void train_job(struct __test_metadata *_metadata,
 		      FIXTURE_DATA(criu) *self, unsigned int from,
-		      unsigned int to, const char *map)
+		      unsigned int to, const char *map, bool graph)
 {
 	char want[160], got[160], step[160];
 	int i, st;
 
-	self->pid = start_train(self->dir, "plain.out", from);
+	self->pid = start_train(self->dir, "plain.out", from, graph);
 	ASSERT_LT(0, self->pid);
 	ASSERT_EQ(0, wait_exit0(self->pid));
 	self->pid = 0;
@@ -665,7 +669,7 @@ static void train_job(struct __test_metadata *_metadata,
 		  sizeof(want));
 	ASSERT_NE(0, want[0]);
 
-	self->pid = start_train(self->dir, "job.out", from);
+	self->pid = start_train(self->dir, "job.out", from, graph);
 	ASSERT_LT(0, self->pid);
 	for (i = 0; ; i++) {
 		find_line(self->dir, "job.out", "step ", step, sizeof(step));
@@ -695,14 +699,17 @@ static void train_job(struct __test_metadata *_metadata,
 	EXPECT_STREQ(want, got);
 }
 
-TEST_F_TIMEOUT(criu, train_dumped_mid_run_ends_bit_identical, 600)
+/* Op by op through the ring: the ring comes back with its indices. */
+TEST_F_TIMEOUT(criu, train_ring_dumped_mid_run_ends_bit_identical, 600)
 {
-	train_job(_metadata, self, 0, 0, NULL);
+	train_job(_metadata, self, 0, 0, NULL, false);
 }
 
-TEST_F_TIMEOUT(criu, train_restored_onto_another_device_ends_bit_identical, 600)
+/* Graph replay (the default), onto another device: graphs come back too. */
+TEST_F_TIMEOUT(criu, train_graph_restored_onto_another_device_ends_bit_identical,
+	       600)
 {
-	train_job(_metadata, self, 1, 2, "1=2");
+	train_job(_metadata, self, 1, 2, "1=2", true);
 }
 
 int main(int argc, char **argv)
