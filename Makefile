@@ -72,11 +72,11 @@ DKMS_SRC ?= /usr/src/snpu-$(MODVER)
 # The kernel DKMS builds for: the one of KDIR (/lib/modules/<version>/build).
 DKMS_KVER ?= $(notdir $(patsubst %/,%,$(dir $(KDIR))))
 
-.PHONY: all module kbuild vm-check lib mpi-lib tools selftests unit unit-build deps ksrc lint check run \
+.PHONY: all module kbuild vm-check lib mpi-lib tools criu-plugin selftests unit unit-build deps ksrc lint check run \
 	vm-image vm-shell bench bench-native install clean help debug-module debug-image check-debug fuzz fuzz-build fuzz-bins \
 	dkms dkms-src check-kernels kernel-image check-release dkms-version
 
-all: module lib tools selftests
+all: module lib tools criu-plugin selftests
 
 help:
 	@echo 'snpu make targets:'
@@ -116,7 +116,9 @@ help:
 	@echo '                 3 min): test accuracy, time split, build/run/*.svg;'
 	@echo '                 EPOCHS=N for N full epochs, RUN_ARGS= snpu-train options'
 	@echo '  vm-image       build/vm/initramfs.cpio.gz for scripts/vm (with the'
-	@echo '                 virtio-gpu modules of the interop suite)'
+	@echo '                 virtio-gpu modules of the interop suite), and'
+	@echo '                 build/vm/criu.cpio.gz: criu, the CRIU plugin and the'
+	@echo '                 modules criu needs (scripts/vm -x, for the criu suite)'
 	@echo '  vm-shell       interactive shell in the VM with the module loaded'
 	@echo '  bench          bench-native, then snpu-bench in the VM: task throughput'
 	@echo '                 and latency (NOPs, fills and a CRC32C through the cores),'
@@ -148,7 +150,8 @@ help:
 	@echo '                 a run after the first allocates; rt2 relations: prepare'
 	@echo '                 time and memory, ns per relation event, allocations'
 	@echo '  deps           install every Debian package any target needs'
-	@echo '  install        library, headers, libsnpu.pc and the tools under DESTDIR/PREFIX'
+	@echo '  install        library, headers, libsnpu.pc and the tools under DESTDIR/PREFIX;'
+	@echo '                 snpu_plugin.so (CRIU) in DESTDIR/CRIU_PLUGIN_DIR=$(CRIU_PLUGIN_DIR)'
 	@echo '  dkms-src       the module sources and dkms.conf in DESTDIR$(DKMS_SRC)'
 	@echo '  dkms           dkms-src, then dkms add, build and install for $(DKMS_KVER)'
 	@echo '                 (DKMS_KVER=<kernel version>; needs root)'
@@ -194,6 +197,26 @@ $(B)/lib/$(LIBFILE): $(LIB_OBJS) lib/libsnpu.map
 		-Wl,--no-undefined -o $@ $(LIB_OBJS)
 	$(Q)ln -sf $(LIBFILE) $(B)/lib/$(SONAME)
 	$(Q)ln -sf $(SONAME) $(B)/lib/libsnpu.so
+
+# snpu_plugin.so (lib/criu/): the CRIU plugin, built when CRIU's
+# criu-plugin.h is there (scripts/deps criu: Debian's criu package ships
+# it in /usr/include/criu). It uses the ioctls only, not libsnpu: CRIU
+# loads it from its plugin directory, CRIU_PLUGIN_DIR.
+CRIU_PLUGIN_DIR ?= /usr/lib/criu
+CRIU_PLUGIN := $(B)/lib/criu/snpu_plugin.so
+
+criu-plugin:
+	$(Q)scripts/deps criu
+	$(Q)if echo '#include <criu/criu-plugin.h>' | $(CC) -E -x c - >/dev/null 2>&1; then \
+		$(MAKE) $(CRIU_PLUGIN); \
+	else \
+		echo "  SKIP    $(CRIU_PLUGIN): no criu/criu-plugin.h (scripts/deps criu)"; \
+	fi
+
+$(CRIU_PLUGIN): lib/criu/snpu_plugin.c uapi/linux/snpu.h uapi/linux/snpu_ckpt.h
+	@mkdir -p $(@D)
+	@$(if $(Q),echo '  CC      $@')
+	$(Q)$(CC) $(LIB_CFLAGS) -shared -o $@ $<
 
 PC_SUBST := sed -e 's|@prefix@|$(PREFIX)|' -e 's|@libdir@|$(LIBDIR)|' \
 	-e 's|@includedir@|$(INCLUDEDIR)|' -e 's|@version@|$(VERSION)|'
@@ -370,7 +393,9 @@ vm-check:
 # $(call vm-root,KO,DIR[,MODDIR]): stage the guest's files in DIR/root, with
 # KO as /opt/snpu/snpu.ko and the virtio-gpu driver's modules of the module
 # tree MODDIR (none when empty: a kernel with the driver built in), and
-# pack them with /init into DIR/initramfs.cpio.gz.
+# pack them with /init into DIR/initramfs.cpio.gz; criu, its plugin and
+# the modules it needs go to DIR/criu.cpio.gz, which scripts/vm -x
+# appends for the boots that run the criu suite.
 define vm-root
 	$(Q)rm -rf $(2)/root && mkdir -p $(2)/root/opt/snpu/lib $(2)/root/opt/snpu/bin
 	$(Q)cp $(1) $(2)/root/opt/snpu/snpu.ko
@@ -379,10 +404,12 @@ define vm-root
 	$(Q)cp -a $(B)/selftests $(2)/root/opt/snpu/selftests
 	$(Q)cp selftests/run_vm.sh $(2)/root/opt/snpu/bin/snpu-selftests
 	$(Q)cp selftests/interop/vm-gpu.sh $(2)/root/opt/snpu/bin/snpu-vm-gpu
+	$(Q)cp selftests/criu/vm-criu.sh $(2)/root/opt/snpu/bin/snpu-vm-criu
 	$(Q)$(if $(3),scripts/vm-gpu-modules $(3) $(2)/root)
 	$(Q)mkdir -p $(2)/root/opt/snpu/data
 	$(Q)cp -a $(MINI_DATA) $(2)/root/opt/snpu/data/
 	$(Q)if pkg-config --exists ompi-c; then scripts/vm-mpi $(2)/root; fi
+	$(Q)scripts/vm-criu $(CRIU_PLUGIN) $(2)/criu.cpio.gz $(3)
 	@$(if $(Q),echo '  GEN     $(2)/initramfs.cpio.gz')
 	$(Q)scripts/mkinitramfs $(2)/root $(2)/initramfs.cpio.gz
 endef
@@ -407,7 +434,7 @@ $(MINI_DATA)/.stamp: scripts/idx-head
 KREL = $(shell sed -n 's/^\#define UTS_RELEASE "\(.*\)"$$/\1/p' $(KDIR)/include/generated/utsrelease.h)
 
 vm-image: all $(MINI_DATA)/.stamp
-	$(Q)scripts/deps vm
+	$(Q)scripts/deps vm criu
 	$(call vm-root,snpu.ko,$(B)/vm,/lib/modules/$(KREL))
 
 # make run: train the MLP in the VM (scripts/train-run); RUN_ARGS are
@@ -540,7 +567,7 @@ kernel-image: lib tools selftests $(MINI_DATA)/.stamp
 # The tools are linked for build/lib (rpath $ORIGIN/../lib): installed in
 # BINDIR they find the library in LIBDIR when that is BINDIR/../lib, else
 # through the system's library path.
-install: lib tools
+install: lib tools criu-plugin
 	install -d $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR)/linux \
 		$(DESTDIR)$(BINDIR)
 	install -m 644 $(B)/lib/libsnpu.a $(DESTDIR)$(LIBDIR)/
@@ -552,6 +579,10 @@ install: lib tools
 		$(DESTDIR)$(INCLUDEDIR)/linux/
 	$(PC_SUBST) lib/libsnpu.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/libsnpu.pc
 	install -m 755 $(TOOLS) $(DESTDIR)$(BINDIR)/
+	if [ -f $(CRIU_PLUGIN) ]; then \
+		install -d $(DESTDIR)$(CRIU_PLUGIN_DIR) && \
+		install -m 755 $(CRIU_PLUGIN) $(DESTDIR)$(CRIU_PLUGIN_DIR)/; \
+	fi
 
 # The module's sources as DKMS takes them: Kbuild, kmod/ (not its unit
 # tests and fuzz targets), uapi/, and dkms.conf with the version.

@@ -23,6 +23,7 @@ PARAMS_comm="devices=4"
 PARAMS_fence="devices=2"
 PARAMS_dmabuf="devices=2 ctx_mem_mb=8"
 PARAMS_ckpt="devices=4"
+PARAMS_criu="devices=4"
 PARAMS_mpi="devices=4"
 PARAMS_mpitrain="devices=4"
 # Suites whose programs are MPI programs: each runs under mpirun once for
@@ -44,6 +45,11 @@ NEEDS_INET="mpi mpitrain"
 # fails the suite (not ok), it is never left out.
 NEEDS_GPU="interop"
 gpu_up=0
+# Suites that run criu (as root): snpu-vm-criu loads the modules criu
+# needs (nf_tables, the socket diagnostics: staged by scripts/vm-criu, or
+# built in) and checks that `criu check` passes; when it does not, the
+# suite fails (not ok), it is never left out.
+NEEDS_CRIU="criu"
 rc=0
 
 # Reload the module with test_hooks=1 and the parameters $1.
@@ -128,6 +134,14 @@ for s in $(ls "$dir"); do
 			continue
 		fi
 		gpu_up=1 ;;
+	esac
+	case " $NEEDS_CRIU " in
+	*" $s "*)
+		if ! snpu-vm-criu; then
+			echo "not ok 1 vm.criu_for_$s"
+			rc=1
+			continue
+		fi ;;
 	esac
 	params=$(eval echo "\${PARAMS_$s:-}")
 	if [ -n "$params" ]; then

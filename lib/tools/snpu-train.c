@@ -1452,6 +1452,11 @@ int main(int argc, char **argv)
 		printf("trained %u steps (%u samples) in %.2f s: %.2f steps/s, "
 		       "%.0f samples/s\n", o.steps, o.steps * o.c.batch,
 		       t_total, o.steps / t_run, o.steps * o.c.batch / t_run);
+		/* As --devices does: what a resumed job must end with. */
+		printf("weights: FNV-1a %016llx of %llu bytes; last step's "
+		       "loss %.6f (%a)\n",
+		       (unsigned long long)params_digest(&o.c, &w),
+		       (unsigned long long)params_bytes(&o.c), loss, loss);
 		printf("test accuracy: %.2f%% (%u images, evaluated in %.2f s)\n",
 		       100 * acc, da.ntest, eval_s);
 		printf("time split of training: data %.2f s (+ %.2f s loading), "

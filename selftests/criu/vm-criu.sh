@@ -1,0 +1,33 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+# snpu-vm-criu: set the test VM up for criu (the criu kselftests). Loads
+# the modules scripts/vm-criu staged in /opt/snpu/kmod-criu (nf_tables and
+# the socket diagnostics, dependencies first; none on a kernel with them
+# built in), mounts devpts (criu checks /dev/ptmx) and makes /run (criu
+# keeps its cache of the kernel's features there). Exits non-zero, saying
+# why, when criu's own check fails.
+dir=${SNPU_KMOD_CRIU:-/opt/snpu/kmod-criu}
+
+if [ ! -x /usr/sbin/criu ] || [ ! -f /opt/snpu/lib/criu/snpu_plugin.so ]; then
+	echo "snpu-vm-criu: no criu or no plugin in this guest: boot it with" \
+		"scripts/vm -x build/vm/criu.cpio.gz (scripts/deps criu)" >&2
+	exit 1
+fi
+
+if [ -s "$dir/order" ]; then
+	while read -r f; do
+		m=$(basename "$f" .ko | tr - _)
+		[ -d "/sys/module/$m" ] && continue
+		if ! insmod "$dir/$f"; then
+			echo "snpu-vm-criu: insmod $dir/$f failed" >&2
+			exit 1
+		fi
+	done < "$dir/order"
+fi
+mkdir -p /run /dev/pts
+grep -q ' /dev/pts ' /proc/mounts || mount -t devpts devpts /dev/pts
+if ! /usr/sbin/criu check > /tmp/criu-check.log 2>&1; then
+	echo "snpu-vm-criu: criu check failed:" >&2
+	cat /tmp/criu-check.log >&2
+	exit 1
+fi
