@@ -140,7 +140,8 @@ int snpu_ckpt_image_devices(int fd, uint32_t *devs, unsigned int max)
 	if (ret)
 		return ret;
 	/* The kernel checks everything; this walk only needs the layout. */
-	if (h.magic != SNPU_CKPT_MAGIC || h.version != SNPU_CKPT_VERSION ||
+	if (h.magic != SNPU_CKPT_MAGIC || h.version < SNPU_CKPT_VERSION_MIN ||
+	    h.version > SNPU_CKPT_VERSION ||
 	    h.header_size != sizeof(h))
 		return -ENOEXEC;
 	if (h.contexts > max)

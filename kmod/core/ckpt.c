@@ -132,7 +132,8 @@ int snpu_ckpt_header_check(struct snpu_ckpt_parser *ps,
 			   const struct snpu_ckpt_limits *lim)
 {
 	memset(ps, 0, sizeof(*ps));
-	if (h->magic != SNPU_CKPT_MAGIC || h->version != SNPU_CKPT_VERSION ||
+	if (h->magic != SNPU_CKPT_MAGIC || h->version < SNPU_CKPT_VERSION_MIN ||
+	    h->version > SNPU_CKPT_VERSION ||
 	    h->header_size != sizeof(*h))
 		return -ENOEXEC;
 	if (snpu_ckpt_header_crc(h) != h->crc)
@@ -146,6 +147,7 @@ int snpu_ckpt_header_check(struct snpu_ckpt_parser *ps,
 		return -EPROTO;
 	ps->contexts = h->contexts;
 	ps->page_size = h->page_size;
+	ps->version = h->version;
 	ps->phase = SNPU_CKPT_P_TOP;
 	return 0;
 }
@@ -182,6 +184,9 @@ static bool snpu_ckpt_type_ok(const struct snpu_ckpt_parser *ps, __u32 type)
 	/* Bytes owed to the last MEM or HOST come first. */
 	if (ps->data_left)
 		return type == SNPU_CKPT_DATA;
+	/* Version 1 images had no graphs, rings or communicators. */
+	if (ps->version < 2 && type > SNPU_CKPT_END)
+		return false;
 	switch (type) {
 	case SNPU_CKPT_CTX:
 	case SNPU_CKPT_END:

@@ -65,6 +65,7 @@ enum snpu_ckpt_phase {
  * @page_size: the image's page size (the rings' layout)
  * @nring: its RING chunks so far
  * @ncomm: its COMM chunks so far
+ * @version: the image's format version
  */
 struct snpu_ckpt_parser {
 	__u32 contexts;
@@ -85,6 +86,7 @@ struct snpu_ckpt_parser {
 	__u32 page_size;
 	__u32 nring;
 	__u32 ncomm;
+	__u32 version;
 };
 
 __u32 snpu_ckpt_crc(__u32 crc, const void *buf, __u64 len);

@@ -180,6 +180,12 @@
  *        context of an image into a fresh file, same handles, device
  *        addresses and mmap offsets); errors ENOEXEC, EBADMSG, EPROTO,
  *        EADDRINUSE, ENOTEMPTY, ESPIPE as Documentation/checkpoint.rst.
+ *   0.15 Graphs, rings and communicators in checkpoint images (format
+ *        SNPU_CKPT_VERSION 2; version 1 images still restore):
+ *        SNPU_IOC_RING_QUERY (the layout of a file's rings, for a process
+ *        that restored them); CKPT_PROC's EBUSY (a collective queued on
+ *        some ranks only), CKPT_RESTORE's EAGAIN (a poller past the
+ *        user's limit) and EEXIST (a rank restored twice).
  */
 #ifndef _UAPI_LINUX_SNPU_H
 #define _UAPI_LINUX_SNPU_H
@@ -189,7 +195,7 @@
 #include <linux/types.h>
 
 #define SNPU_ABI_MAJOR		0
-#define SNPU_ABI_MINOR		14
+#define SNPU_ABI_MINOR		15
 
 /*
  * In @flags of STREAM_SYNC, EVENT_SYNC, CALLBACK_WAIT and ENTER: @timeout_ns

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 WITH Linux-syscall-note */
 /*
- * snpu checkpoint to a file and restore into a new process (ABI 0.14).
+ * snpu checkpoint to a file and restore into a new process (ABI 0.14;
+ * graphs, rings and communicators in images since 0.15).
  * Included by linux/snpu.h; see Documentation/checkpoint.rst.
  *
  * Two ioctls:
@@ -22,8 +23,13 @@
 
 /* "SNPUCKPT" read as a little-endian u64. */
 #define SNPU_CKPT_MAGIC		0x54504b4355504e53ULL
-/* The layout of the image; a reader refuses another (ENOEXEC). */
-#define SNPU_CKPT_VERSION	1
+/*
+ * The layout of the image: 2 (ABI 0.15) adds graphs, rings and
+ * communicators; a reader takes 1 and 2, and refuses another (ENOEXEC)
+ * and, in a version 1 image, a chunk that version did not have (EPROTO).
+ */
+#define SNPU_CKPT_VERSION	2
+#define SNPU_CKPT_VERSION_MIN	1
 /* The most payload bytes of one chunk. */
 #define SNPU_CKPT_CHUNK_MAX	0x100000U	/* 1 MiB */
 

@@ -131,6 +131,18 @@ TEST_F(ckpt, wrong_version_is_enoexec)
 	ASSERT_EQ(-ENOEXEC, parse(&self->im));
 }
 
+TEST_F(ckpt, version_1_image_passes)
+{
+	struct snpu_ckpt_header *h = (void *)self->im.p;
+
+	h->version = 1;
+	h->crc = snpu_ckpt_header_crc(h);
+	ASSERT_EQ(0, parse(&self->im));
+	h->version = 0;
+	h->crc = snpu_ckpt_header_crc(h);
+	ASSERT_EQ(-ENOEXEC, parse(&self->im));
+}
+
 TEST_F(ckpt, wrong_abi_major_is_enoexec)
 {
 	struct snpu_ckpt_header *h = (void *)self->im.p;
@@ -418,6 +430,16 @@ TEST_F(ring, whole_image_passes)
 	EXPECT_EQ((__u32)R_END + 1, ps.seq);
 	EXPECT_EQ(1u, ps.nring);
 	EXPECT_TRUE(snpu_ckpt_ctx_complete(&ps));
+}
+
+/* Version 1 of the format had no rings: such an image is not one. */
+TEST_F(ring, ring_in_a_version_1_image_is_eproto)
+{
+	struct snpu_ckpt_header *h = (void *)self->im.p;
+
+	h->version = 1;
+	h->crc = snpu_ckpt_header_crc(h);
+	EXPECT_EQ(-EPROTO, parse(&self->im));
 }
 
 TEST_F(ring, every_truncation_is_enodata)
