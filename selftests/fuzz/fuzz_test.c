@@ -282,7 +282,7 @@ struct cmd_desc {
 	uint64_t cap;		/* SNPU_CAP_* it needs: else ENOTTY */
 	bool always_intr;	/* may wait for ever: always arm the timer */
 	bool modifies;		/* "resource-modifying": EDEADLK when locked */
-	int errs[16];
+	int errs[20];
 	struct zrange zero[7];
 };
 
@@ -674,17 +674,20 @@ static const struct cmd_desc cmds[C_COUNT] = {
 	 * checkpoint to a file (ABI 0.14, Documentation/checkpoint.rst):
 	 * CKPT_PROC's errors of LOCK (ETIMEDOUT, EINTR), of the checkpoint
 	 * (EOPNOTSUPP for what an image cannot hold, EBUSY for a
-	 * communicator whose ranks are not at the same collective, ESTALE,
+	 * communicator whose ranks are not at the same collective, EPROTO
+	 * for rings whose counters the process left out of range, ESTALE,
 	 * EINTR, the file's write errors: ENOSPC, EIO; EINVAL for a file
 	 * that cannot be written to); RESTORE's errors of the image and of
-	 * the target (re-pinning registered host memory: EFAULT, EEXIST)
+	 * the target (re-pinning registered host memory: EFAULT, EEXIST;
+	 * a rings' poller past the user's limit: EAGAIN)
 	 */
 	[C_CKPT_PROC] = {
 		.name = "CKPT_PROC", .nr = SNPU_IOC_CKPT_PROC,
 		.ver0 = SNPU_CKPT_PROC_SIZE_VER0, .ksize = sizeof(struct snpu_ckpt_proc),
 		.cap = SNPU_CAP_CHECKPOINT,
 		.errs = { EINVAL, EBADF, EBADFD, EPERM, ESRCH, EOPNOTSUPP,
-			  ESTALE, EINTR, ETIMEDOUT, ENOMEM, EBUSY, ENOSPC, EIO },
+			  ESTALE, EINTR, ETIMEDOUT, ENOMEM, EBUSY, ENOSPC, EIO,
+			  EPROTO },
 		.zero = { Z(snpu_ckpt_proc, pad), Z(snpu_ckpt_proc, reserved) },
 	},
 	[C_CKPT_RESTORE] = {
@@ -694,7 +697,7 @@ static const struct cmd_desc cmds[C_COUNT] = {
 		.modifies = true,
 		.errs = { EINVAL, EBADF, ESPIPE, ENOTEMPTY, ENOENT, ENOEXEC,
 			  EBADMSG, EPROTO, ENODATA, EADDRINUSE, ENOSPC, ENOMEM,
-			  EACCES, EINTR, EEXIST, EFAULT },
+			  EACCES, EINTR, EEXIST, EFAULT, EAGAIN },
 		.zero = { Z(snpu_ckpt_restore, reserved) },
 	},
 };
