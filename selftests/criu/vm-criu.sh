@@ -26,8 +26,11 @@ if [ -s "$dir/order" ]; then
 fi
 mkdir -p /run /dev/pts
 grep -q ' /dev/pts ' /proc/mounts || mount -t devpts devpts /dev/pts
+# criu check's verdict is printed, not obeyed: it also asks for what
+# these dumps never use (the debug kernel has no network devices, so
+# getsockopt(SO_BINDTODEVICE) fails it), and the suite's own dumps and
+# restores are what tell whether criu works here.
 if ! /usr/sbin/criu check > /tmp/criu-check.log 2>&1; then
-	echo "snpu-vm-criu: criu check failed:" >&2
+	echo "snpu-vm-criu: criu check reports missing features:" >&2
 	cat /tmp/criu-check.log >&2
-	exit 1
 fi
