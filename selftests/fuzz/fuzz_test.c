@@ -1541,10 +1541,10 @@ static unsigned long pick_nr(struct rng *r, const struct cmd_desc *d,
 	if (p < 98) {	/* a number no command has: past the last one */
 		/*
 		 * The header's last command, not the table's: a command the
-		 * fuzzer does not call (the checkpoint calls) is a real number
-		 * all the same.
+		 * fuzzer does not call (RING_QUERY) is a real number all the
+		 * same.
 		 */
-		unsigned int first = _IOC_NR(SNPU_IOC_CKPT_RESTORE) + 1;
+		unsigned int first = _IOC_NR(SNPU_IOC_RING_QUERY) + 1;
 
 		return _IOC(dir, SNPU_IOC_MAGIC, first + rn(r, 256 - first),
 			    _IOC_SIZE(nr));
