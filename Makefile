@@ -528,7 +528,7 @@ else
 endif
 
 # build/debug/initramfs.cpio.gz: the VM image with that module.
-debug-image: lib tools selftests debug-module $(MINI_DATA)/.stamp
+debug-image: lib tools criu-plugin selftests debug-module $(MINI_DATA)/.stamp
 	$(Q)scripts/deps vm
 	$(call vm-root,$(DEBUG_SRC)/snpu.ko,$(DEBUG))
 
@@ -558,7 +558,7 @@ check-release:
 # build/kernels/NAME/initramfs.cpio.gz (KERNEL_DIR): the VM image with the
 # module built for that kernel (KERNEL_KO) and the virtio-gpu modules of
 # its module tree (KERNEL_MODDIR, kept by scripts/kernels).
-kernel-image: lib tools selftests $(MINI_DATA)/.stamp
+kernel-image: lib tools criu-plugin selftests $(MINI_DATA)/.stamp
 	$(Q)scripts/deps vm
 	$(call vm-root,$(KERNEL_KO),$(KERNEL_DIR),$(KERNEL_MODDIR))
 
