@@ -47,8 +47,10 @@ NEEDS_GPU="interop"
 gpu_up=0
 # Suites that run criu (as root): snpu-vm-criu loads the modules criu
 # needs (nf_tables, the socket diagnostics: staged by scripts/vm-criu, or
-# built in) and checks that `criu check` passes; when it does not, the
-# suite fails (not ok), it is never left out.
+# built in) and runs `criu check`. A guest without criu or its plugin
+# fails the suite (not ok); a kernel that the guest's criu cannot start
+# on at all (its kernel feature probe fails: Debian 12's criu 3.17 on
+# kernel 7.x) leaves the suite out, saying so.
 NEEDS_CRIU="criu"
 rc=0
 
@@ -137,11 +139,17 @@ for s in $(ls "$dir"); do
 	esac
 	case " $NEEDS_CRIU " in
 	*" $s "*)
-		if ! snpu-vm-criu; then
+		snpu-vm-criu
+		case $? in
+		0) ;;
+		2)
+			echo "# suite $s left out: criu cannot start on this kernel"
+			continue ;;
+		*)
 			echo "not ok 1 vm.criu_for_$s"
 			rc=1
-			continue
-		fi ;;
+			continue ;;
+		esac ;;
 	esac
 	params=$(eval echo "\${PARAMS_$s:-}")
 	if [ -n "$params" ]; then
